@@ -1,0 +1,379 @@
+// The per-op RecordFunction callbacks (the hot path) and the per-thread buffers they fill.
+#include "observer.h"
+
+#include <chrono>
+#include <cstring>
+
+#include <ATen/core/ivalue.h>
+#include <ATen/record_function.h>
+
+#include "flopsprof/error.h"
+#include "formulas/registry.h"
+#include "module_index.h"
+
+namespace flopsprof::detail {
+
+std::atomic<Session*> g_session{nullptr};
+std::atomic<uint64_t> g_session_id{0};
+
+// ---------------------------------------------------------------------------------------------
+// Names
+
+NameTable& NameTable::instance() {
+  static NameTable* table = new NameTable;  // leaked: used by thread-exit paths
+  return *table;
+}
+
+uint32_t NameTable::intern(const char* name, size_t length) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string key(name, length);
+  auto it = ids_.find(key);
+  if (it != ids_.end()) return it->second;
+  uint32_t id = static_cast<uint32_t>(names_.size());
+  names_.push_back(key);
+  ids_.emplace(std::move(key), id);
+  return id;
+}
+
+const std::string& NameTable::name(uint32_t id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return names_.at(id);  // deque: references stay valid as it grows
+}
+
+NameCache::NameCache() : slots_(256) {}
+
+void NameCache::grow() {
+  std::vector<Slot> old(slots_.size() * 2);
+  old.swap(slots_);
+  size_t mask = slots_.size() - 1;
+  for (const Slot& s : old) {
+    if (s.hash == 0) continue;
+    size_t i = s.hash & mask;
+    while (slots_[i].hash != 0) i = (i + 1) & mask;
+    slots_[i] = s;
+  }
+}
+
+void NameCache::lookup(const char* name, uint32_t* id, uint8_t* flags) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the bytes
+  const char* p = name;
+  for (; *p; ++p) {
+    h ^= static_cast<unsigned char>(*p);
+    h *= 1099511628211ull;
+  }
+  if (h == 0) h = 1;
+  size_t mask = slots_.size() - 1;
+  for (size_t i = h & mask;; i = (i + 1) & mask) {
+    Slot& s = slots_[i];
+    if (s.hash == h && std::strcmp(s.text, name) == 0) {
+      *id = s.id;
+      *flags = s.flags;
+      return;
+    }
+    if (s.hash == 0) break;
+  }
+  // First sight of this name on this thread in this profile: intern it (locks, allocates).
+  NameTable& table = NameTable::instance();
+  uint32_t nid = table.intern(name, static_cast<size_t>(p - name));
+  const std::string& text = table.name(nid);
+  uint8_t f = 0;
+  if (find_formula(text)) f |= kNameHasFormula;
+  if (text.rfind("autograd::engine::evaluate_function", 0) == 0) f |= kNameIsEngine;
+  *id = nid;
+  *flags = f;
+  if ((used_ + 1) * 2 > slots_.size()) grow();
+  mask = slots_.size() - 1;
+  size_t i = h & mask;
+  while (slots_[i].hash != 0) i = (i + 1) & mask;
+  slots_[i] = Slot{h, text.c_str(), nid, f};
+  ++used_;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ownership index
+
+void OwnerIndex::build(const std::vector<std::pair<const void*, int32_t>>& entries) {
+  size_t size = 16;
+  while (size < entries.size() * 2 + 1) size *= 2;
+  slots_.assign(size, Slot{});
+  size_t mask = size - 1;
+  for (const auto& [key, owner] : entries) {
+    size_t h = (reinterpret_cast<uintptr_t>(key) >> 4) * 0x9E3779B97F4A7C15ull;
+    size_t i = h & mask;
+    while (slots_[i].key != nullptr && slots_[i].key != key) i = (i + 1) & mask;
+    slots_[i] = Slot{key, owner};
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sessions and thread buffers
+
+namespace {
+
+struct TlsBuffer {
+  uint64_t session = 0;
+  ThreadBuffer* buffer = nullptr;
+};
+thread_local TlsBuffer tl_buffer;
+
+}  // namespace
+
+int64_t Session::now() const noexcept {
+  if (host_clock) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  return timer->now_ns();
+}
+
+ThreadBuffer* Session::thread_buffer() noexcept {
+  if (tl_buffer.session == id) return tl_buffer.buffer;
+  try {
+    auto b = std::make_unique<ThreadBuffer>();
+    b->thread_id = at::RecordFunction::currentThreadId();
+    b->events.reserve(4096);
+    b->args.reserve(8192);
+    b->dims.reserve(16384);
+    b->scopes.reserve(256);
+    ThreadBuffer* raw = b.get();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      buffers.push_back(std::move(b));
+    }
+    tl_buffer = TlsBuffer{id, raw};
+    return raw;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The callbacks
+
+namespace {
+
+constexpr size_t kMaxArgs = 64;
+
+// Per-op state from start to end. Allocated from a per-thread free list: no malloc per op once
+// the list is warm (RecordFunction owns it through a unique_ptr and deletes it after end).
+struct OpContext final : at::ObserverContext {
+  ThreadBuffer* buffer = nullptr;
+  uint64_t session = 0;
+  uint32_t index = 0;
+  uint8_t pushed = 0;  // 1: counted depth, 2: backward depth
+
+  static void* operator new(size_t size);
+  static void operator delete(void* p) noexcept;
+};
+
+struct FreeList {
+  void* head = nullptr;
+  ~FreeList() {
+    while (head) {
+      void* next = *static_cast<void**>(head);
+      ::operator delete(head);
+      head = next;
+    }
+  }
+};
+thread_local FreeList tl_free;
+
+void* OpContext::operator new(size_t size) {
+  if (tl_free.head != nullptr && size <= sizeof(OpContext)) {
+    void* p = tl_free.head;
+    tl_free.head = *static_cast<void**>(p);
+    return p;
+  }
+  return ::operator new(sizeof(OpContext));
+}
+
+void OpContext::operator delete(void* p) noexcept {
+  *static_cast<void**>(p) = tl_free.head;
+  tl_free.head = p;
+}
+
+void push_list(ThreadBuffer* b, ArgRecord& a, const c10::List<int64_t>& list) {
+  a.count = static_cast<uint32_t>(list.size());
+  a.offset = b->dims.size();
+  for (int64_t v : list) b->dims.push_back(v);
+}
+
+void capture_args(ThreadBuffer* b, RawEvent& e, c10::ArrayRef<const c10::IValue> inputs) {
+  e.args_begin = static_cast<uint32_t>(b->args.size());
+  size_t n = inputs.size();
+  if (n > kMaxArgs) {
+    n = kMaxArgs;
+    ++b->dropped_args;
+  }
+  for (size_t k = 0; k < n; ++k) {
+    const c10::IValue& v = inputs[k];
+    ArgRecord a;
+    if (v.isTensor()) {
+      const at::Tensor& t = v.toTensor();
+      if (!t.defined()) {
+        a.kind = ArgKind::kUndefinedTensor;
+      } else {
+        a.kind = ArgKind::kTensor;
+        a.dtype = to_dtype(t.scalar_type());
+        c10::IntArrayRef sizes = t.sizes();
+        a.count = static_cast<uint32_t>(sizes.size());
+        a.offset = b->dims.size();
+        b->dims.insert(b->dims.end(), sizes.begin(), sizes.end());
+      }
+    } else if (v.isDouble()) {
+      a.kind = ArgKind::kDouble;
+      a.d = v.toDouble();
+    } else if (v.isInt()) {
+      a.kind = ArgKind::kInt;
+      a.i = v.toInt();
+    } else if (v.isBool()) {
+      a.kind = ArgKind::kBool;
+      a.b = v.toBool();
+    } else if (v.isIntList()) {
+      a.kind = ArgKind::kIntList;
+      push_list(b, a, v.toIntList());
+    } else if (v.isDoubleList()) {
+      a.kind = ArgKind::kDoubleList;
+      c10::List<double> list = v.toDoubleList();
+      a.count = static_cast<uint32_t>(list.size());
+      a.offset = b->dims.size();
+      for (double d : list) {
+        int64_t bits;
+        std::memcpy(&bits, &d, sizeof bits);
+        b->dims.push_back(bits);
+      }
+    } else if (v.isTensorList()) {
+      a.kind = ArgKind::kTensorList;
+      a.i = static_cast<int64_t>(v.toTensorList().size());
+    } else if (v.isString()) {
+      a.kind = ArgKind::kString;
+      const std::string& s = v.toStringRef();
+      a.i = s.empty() ? 0 : s[0];
+    } else if (!v.isNone()) {
+      a.kind = ArgKind::kOther;
+    }
+    b->args.push_back(a);
+  }
+  e.args_count = static_cast<uint16_t>(n);
+}
+
+int32_t owner_of(const OwnerIndex& owners, const at::Tensor& t) {
+  if (!t.defined()) return -1;
+  const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  if (!impl->has_storage()) return -1;
+  return owners.find(impl->storage().unsafeGetStorageImpl());
+}
+
+int32_t find_owner(const Session* s, c10::ArrayRef<const c10::IValue> inputs) {
+  for (const c10::IValue& v : inputs) {
+    if (v.isTensor()) {
+      int32_t o = owner_of(s->owners, v.toTensor());
+      if (o >= 0) return o;
+    } else if (v.isTensorList()) {
+      c10::List<at::Tensor> list = v.toTensorList();
+      for (size_t i = 0; i < list.size(); ++i) {
+        int32_t o = owner_of(s->owners, list.get(i));
+        if (o >= 0) return o;
+      }
+    }
+  }
+  return -1;
+}
+
+std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
+  Session* s = g_session.load(std::memory_order_acquire);
+  if (s == nullptr) return nullptr;
+  ThreadBuffer* b = s->thread_buffer();
+  if (b == nullptr) return nullptr;
+  try {
+    uint32_t name_id;
+    uint8_t name_flags;
+    b->names.lookup(fn.name(), &name_id, &name_flags);
+    const uint32_t index = static_cast<uint32_t>(b->events.size());
+    b->events.emplace_back();
+    RawEvent& e = b->events.back();
+    e.name_id = name_id;
+    e.parent = b->open_op;
+    e.scope = b->open_scope;
+    uint8_t pushed = 0;
+    if (b->backward_depth > 0) e.flags |= kBackward;
+    if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION || (name_flags & kNameIsEngine)) {
+      e.kind = EventKind::kBackwardNode;
+      e.flags |= kBackward;
+      e.seq_nr = fn.seqNr();
+      e.fwd_thread = fn.forwardThreadId();
+      ++b->backward_depth;
+      pushed |= 2;
+    } else if (b->counted_depth > 0) {
+      e.flags |= kUnderCounted;  // the enclosing counted op already covers this one
+    } else {
+      e.seq_nr = fn.seqNr();
+      c10::ArrayRef<const c10::IValue> inputs = fn.inputs();
+      e.owner = find_owner(s, inputs);
+      if (name_flags & kNameHasFormula) {
+        e.flags |= kCounted | kHasFormula;
+        capture_args(b, e, inputs);
+        ++b->counted_depth;
+        pushed |= 1;
+      }
+    }
+    b->open_op = static_cast<int32_t>(index);
+    std::unique_ptr<OpContext> ctx(new OpContext);
+    ctx->buffer = b;
+    ctx->session = s->id;
+    ctx->index = index;
+    ctx->pushed = pushed;
+    e.start_ns = s->now();
+    return ctx;
+  } catch (...) {
+    // Never throw into the dispatcher; the op is simply not recorded.
+    ++b->capture_errors;
+    return nullptr;
+  }
+}
+
+void on_op_end(const at::RecordFunction& /*fn*/, at::ObserverContext* c) {
+  auto* ctx = static_cast<OpContext*>(c);
+  if (ctx == nullptr) return;
+  Session* s = g_session.load(std::memory_order_acquire);
+  if (s == nullptr || s->id != ctx->session) return;  // the profile stopped meanwhile
+  ThreadBuffer* b = ctx->buffer;
+  RawEvent& e = b->events[ctx->index];
+  e.end_ns = s->now();
+  if (ctx->pushed & 1) --b->counted_depth;
+  if (ctx->pushed & 2) --b->backward_depth;
+  if (b->open_op == static_cast<int32_t>(ctx->index)) b->open_op = e.parent;
+}
+
+std::mutex g_observe_mu;
+at::CallbackHandle g_handle = 0;
+
+}  // namespace
+
+void start_observing(Session* session, bool all_threads) {
+  std::lock_guard<std::mutex> lock(g_observe_mu);
+  if (g_session.load() != nullptr) {
+    throw Error(
+        "another flopsprof profile is already running in this process; call stop_profile() or "
+        "end_profile() on it before starting a new one");
+  }
+  auto cb = at::RecordFunctionCallback(on_op_start, on_op_end)
+                .needsInputs(true)
+                .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION});
+  g_session_id.store(session->id, std::memory_order_release);
+  g_session.store(session, std::memory_order_release);
+  g_handle = all_threads ? at::addGlobalCallback(cb) : at::addThreadLocalCallback(cb);
+}
+
+void stop_observing() {
+  std::lock_guard<std::mutex> lock(g_observe_mu);
+  if (g_handle != 0) {
+    at::removeCallback(g_handle);
+    g_handle = 0;
+  }
+  g_session.store(nullptr, std::memory_order_release);
+  g_session_id.store(0, std::memory_order_release);
+}
+
+}  // namespace flopsprof::detail

@@ -1,0 +1,124 @@
+// The RecordFunction observer: per-thread raw event buffers filled by the per-op callbacks.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "aggregate.h"
+#include "events.h"
+#include "flopsprof/timer.h"
+
+namespace torch::nn {
+class Module;
+}
+
+namespace flopsprof::detail {
+
+/// Op names by id. Interning takes a lock; lookups through a thread's NameCache do not.
+class NameTable : public NameLookup {
+ public:
+  static NameTable& instance();
+  /// Id of `name` (copied on first sight). Thread-safe; locks.
+  uint32_t intern(const char* name, size_t length);
+  const std::string& name(uint32_t id) const override;
+
+ private:
+  mutable std::mutex mu_;
+  std::deque<std::string> names_;
+  std::unordered_map<std::string, uint32_t> ids_;
+};
+
+/// Bits a thread caches per name.
+enum NameFlag : uint8_t {
+  kNameHasFormula = 1,
+  kNameIsEngine = 2,  ///< autograd engine wrapper ("autograd::engine::evaluate_function: ...")
+};
+
+/// Per-thread, per-profile cache: name string -> (id, flags). Open addressing on a content hash;
+/// no lock and no allocation once a name has been seen.
+class NameCache {
+ public:
+  NameCache();
+  void lookup(const char* name, uint32_t* id, uint8_t* flags);
+
+ private:
+  struct Slot {
+    uint64_t hash = 0;
+    const char* text = nullptr;  // interned, stable
+    uint32_t id = 0;
+    uint8_t flags = 0;
+  };
+  void grow();
+  std::vector<Slot> slots_;
+  size_t used_ = 0;
+};
+
+/// Storage -> owner set, immutable during a profile. Open addressing on the pointer.
+class OwnerIndex {
+ public:
+  void build(const std::vector<std::pair<const void*, int32_t>>& entries);
+  int32_t find(const void* storage) const noexcept {
+    if (slots_.empty()) return -1;
+    size_t mask = slots_.size() - 1;
+    size_t h = (reinterpret_cast<uintptr_t>(storage) >> 4) * 0x9E3779B97F4A7C15ull;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+      if (slots_[i].key == storage) return slots_[i].owner;
+      if (slots_[i].key == nullptr) return -1;
+    }
+  }
+
+ private:
+  struct Slot {
+    const void* key = nullptr;
+    int32_t owner = -1;
+  };
+  std::vector<Slot> slots_;
+};
+
+/// One thread's buffer plus the state of its open ops and scopes.
+struct ThreadBuffer : ThreadEvents {
+  int32_t open_op = -1;
+  int32_t counted_depth = 0;
+  int32_t backward_depth = 0;
+  int32_t open_scope = -1;
+  NameCache names;
+  uint64_t capture_errors = 0;  // ops whose arguments could not be read
+};
+
+/// The state of one running profile, shared by the callbacks of all threads.
+struct Session {
+  uint64_t id = 0;
+  Timer* timer = nullptr;
+  bool host_clock = true;  ///< use the inlined steady clock instead of the virtual call
+  OwnerIndex owners;
+  std::unordered_map<const torch::nn::Module*, int32_t> module_index;
+  std::vector<std::string> scope_names;  ///< RecordFunction user-scope names per module
+  std::mutex mu;
+  std::vector<std::unique_ptr<ThreadBuffer>> buffers;
+
+  int64_t now() const noexcept;
+  /// This thread's buffer, created on first use (takes `mu` once per thread per profile).
+  ThreadBuffer* thread_buffer() noexcept;
+};
+
+/// Whether `timer` is the host steady clock (the hot path then inlines it).
+bool is_host_timer(const Timer* timer) noexcept;
+
+/// The running session, or null. Read by callbacks and scopes.
+extern std::atomic<Session*> g_session;
+/// Id of the running session (0: none); checked by end callbacks and scope exits.
+extern std::atomic<uint64_t> g_session_id;
+
+/// Installs the RecordFunction callbacks for `session`. `all_threads` picks global vs
+/// thread-local registration. Throws Error if a session is already running.
+void start_observing(Session* session, bool all_threads);
+/// Removes the callbacks; afterwards no callback touches `session`. Idempotent.
+void stop_observing();
+
+}  // namespace flopsprof::detail

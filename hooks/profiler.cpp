@@ -1,0 +1,284 @@
+// FlopsProfiler and get_model_profile: ties the observer, the module index and the reports.
+#include "flopsprof/profiler.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <optional>
+
+#include <ATen/record_function.h>
+#include <fmt/format.h>
+#include <torch/cuda.h>
+
+#include "flopsprof/scope.h"
+#include "module_index.h"
+#include "observer.h"
+
+namespace flopsprof {
+
+struct FlopsProfiler::Impl {
+  std::shared_ptr<torch::nn::Module> model;
+  ProfilerOptions options;
+  std::shared_ptr<Timer> timer;
+  std::vector<std::string> ignore;
+  std::unique_ptr<detail::ModelIndex> index;
+  std::unique_ptr<detail::Session> session;
+  std::optional<ProfileResult> result;     // after stop_profile()
+  mutable std::optional<ProfileResult> snapshot;  // while running
+  bool running = false;
+
+  static uint64_t next_session_id() {
+    static std::atomic<uint64_t> next{1};
+    return next.fetch_add(1);
+  }
+
+  void begin() {
+    auto s = std::make_unique<detail::Session>();
+    s->id = next_session_id();
+    s->timer = timer.get();
+    s->host_clock = detail::is_host_timer(timer.get());
+    s->owners.build(index->owner_entries);
+    s->module_index = index->by_ptr;
+    s->scope_names = index->scope_names;
+    timer->on_start();
+    detail::g_scope_demand.fetch_add(1, std::memory_order_relaxed);
+    try {
+      detail::start_observing(s.get(), options.threads == ProfilerOptions::Threads::kAll);
+    } catch (...) {
+      detail::g_scope_demand.fetch_sub(1, std::memory_order_relaxed);
+      throw;
+    }
+    session = std::move(s);
+    running = true;
+  }
+
+  void halt() noexcept {
+    detail::stop_observing();
+    detail::g_scope_demand.fetch_sub(1, std::memory_order_relaxed);
+    running = false;
+  }
+
+  ProfileResult compute(int64_t stop_ns) const {
+    detail::AggregateInput in;
+    in.tree = &index->tree;
+    in.names = &detail::NameTable::instance();
+    in.stop_ns = stop_ns;
+    in.timer = timer->name();
+    uint64_t open = 0, errors = 0, dropped = 0;
+    for (const auto& b : session->buffers) {
+      in.threads.push_back(b.get());
+      for (const detail::RawEvent& e : b->events) open += e.end_ns == 0;
+      errors += b->capture_errors;
+      dropped += b->dropped_args;
+    }
+    if (open > 0) {
+      in.problems.push_back(fmt::format(
+          "{} op(s) had not finished when the profile was read; their end was taken as that time",
+          open));
+    }
+    if (errors > 0) {
+      in.problems.push_back(fmt::format(
+          "{} op(s) or scope(s) could not be recorded (their arguments could not be read)", errors));
+    }
+    if (dropped > 0) {
+      in.problems.push_back(fmt::format("{} op(s) had more than 64 arguments; the rest were not "
+                                        "captured", dropped));
+    }
+    return detail::aggregate(in);
+  }
+
+  bool model_on_cuda() const {
+    for (const auto& p : model->parameters()) {
+      if (p.defined() && p.is_cuda()) return true;
+    }
+    return false;
+  }
+
+  const ProfileResult& current() const {
+    if (running) {
+      snapshot = compute(session->now());
+      return *snapshot;
+    }
+    if (!result) {
+      throw Error(
+          "no profile has been collected: call start_profile(), run the model's forward, then "
+          "stop_profile() before reading results");
+    }
+    return *result;
+  }
+};
+
+FlopsProfiler::FlopsProfiler(std::shared_ptr<torch::nn::Module> model, ProfilerOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  if (!model) throw Error("FlopsProfiler: the model is null; pass a constructed module");
+  impl_->model = std::move(model);
+  impl_->options = std::move(options);
+  impl_->timer = impl_->options.timer ? impl_->options.timer : make_host_timer();
+}
+
+FlopsProfiler::~FlopsProfiler() {
+  try {
+    end_profile();
+  } catch (...) {
+  }
+}
+
+void FlopsProfiler::start_profile(const std::vector<std::string>& ignore_modules) {
+  if (impl_->running) {
+    throw Error("start_profile() called while a profile is running; call stop_profile() first");
+  }
+  impl_->ignore = ignore_modules;
+  impl_->index = std::make_unique<detail::ModelIndex>(
+      detail::build_model_index(*impl_->model, ignore_modules));
+  impl_->result.reset();
+  impl_->snapshot.reset();
+  impl_->begin();
+}
+
+void FlopsProfiler::stop_profile() {
+  if (!impl_->running) {
+    throw Error("stop_profile() called but no profile is running; call start_profile() first");
+  }
+  if (impl_->model_on_cuda() && torch::cuda::is_available()) {
+    at::DisableRecordFunctionGuard no_record;
+    torch::cuda::synchronize();  // the single synchronization of the profile
+  }
+  const int64_t stop_ns = impl_->session->now();
+  impl_->halt();
+  impl_->timer->on_stop();
+  impl_->result = impl_->compute(stop_ns);
+  impl_->session.reset();
+}
+
+void FlopsProfiler::reset_profile() {
+  impl_->snapshot.reset();
+  impl_->result.reset();
+  if (impl_->running) {
+    impl_->halt();
+    impl_->session.reset();
+    impl_->begin();
+  }
+}
+
+void FlopsProfiler::end_profile() {
+  if (impl_->running) impl_->halt();
+  impl_->session.reset();
+  impl_->index.reset();
+  impl_->result.reset();
+  impl_->snapshot.reset();
+}
+
+bool FlopsProfiler::is_running() const { return impl_->running; }
+
+uint64_t FlopsProfiler::get_total_flops() const { return impl_->current().flops; }
+uint64_t FlopsProfiler::get_total_macs() const { return impl_->current().macs; }
+uint64_t FlopsProfiler::get_total_params() const { return impl_->current().params; }
+double FlopsProfiler::get_total_duration() const { return impl_->current().duration_s; }
+std::string FlopsProfiler::get_total_flops_string() const { return flops_to_string(get_total_flops()); }
+std::string FlopsProfiler::get_total_macs_string() const { return macs_to_string(get_total_macs()); }
+std::string FlopsProfiler::get_total_params_string() const { return params_to_string(get_total_params()); }
+std::string FlopsProfiler::get_total_duration_string() const {
+  return duration_to_string(get_total_duration());
+}
+
+const ModuleStats& FlopsProfiler::get_module(const std::string& name) const {
+  const ProfileResult& r = impl_->current();
+  for (const ModuleStats& m : r.modules) {
+    if (m.name == name) return m;
+  }
+  std::string examples;
+  for (size_t i = 1; i < r.modules.size() && i <= 4; ++i) {
+    examples += (i > 1 ? "', '" : "") + r.modules[i].name;
+  }
+  throw Error(fmt::format(
+      "unknown module '{}': names are dotted paths as in named_modules() (e.g. '{}'), \"\" is "
+      "the root; modules of ignored types are not listed",
+      name, examples));
+}
+
+const ProfileResult& FlopsProfiler::result() const { return impl_->current(); }
+
+std::string FlopsProfiler::model_profile_string(int profile_step, int module_depth,
+                                                int top_modules, bool detailed) const {
+  ReportOptions o;
+  o.profile_step = profile_step;
+  o.module_depth = module_depth;
+  o.top_modules = top_modules;
+  o.detailed = detailed;
+  return format_text_report(impl_->current(), o);
+}
+
+namespace {
+void write_file(const std::string& path, const std::string& text, const char* what) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (out) out << text;
+  if (!out) {
+    throw Error(fmt::format("cannot write the {} to '{}' ({}); the profile is kept: write it to "
+                            "another path",
+                            what, path, std::strerror(errno)));
+  }
+}
+}  // namespace
+
+void FlopsProfiler::print_model_profile(int profile_step, int module_depth, int top_modules,
+                                        bool detailed, const std::string& output_file) const {
+  std::string text = model_profile_string(profile_step, module_depth, top_modules, detailed);
+  if (output_file.empty()) {
+    std::cout << text << std::flush;
+  } else {
+    write_file(output_file, text, "profile");
+  }
+}
+
+std::string FlopsProfiler::to_json(int indent) const { return flopsprof::to_json(impl_->current(), indent); }
+
+void FlopsProfiler::save_json(const std::string& path) const { write_file(path, to_json(), "JSON profile"); }
+
+namespace detail {
+torch::Tensor make_input(const std::vector<int64_t>& shape, const ModelProfileOptions& options) {
+  if (shape.empty()) throw Error("get_model_profile: input_shape is empty; pass e.g. {1, 3, 224, 224}");
+  for (int64_t d : shape) {
+    if (d < 0) throw Error(fmt::format("get_model_profile: input_shape has a negative size ({})", d));
+  }
+  at::DisableRecordFunctionGuard no_record;
+  return torch::ones(shape, torch::TensorOptions().dtype(options.input_dtype).device(options.input_device));
+}
+}  // namespace detail
+
+ModelProfile get_model_profile(std::shared_ptr<torch::nn::Module> model,
+                               const std::function<void()>& run_forward,
+                               const ModelProfileOptions& options) {
+  if (!model) throw Error("get_model_profile: the model is null; pass a constructed module");
+  if (!run_forward) throw Error("get_model_profile: the forward callable is empty");
+  if (options.warm_up < 0) throw Error("get_model_profile: warm_up must be >= 0");
+  ReportOptions check;  // validate before running anything
+  check.module_depth = options.module_depth;
+  check.top_modules = options.top_modules;
+  format_text_report(ProfileResult{}, check);
+
+  for (int i = 0; i < options.warm_up; ++i) run_forward();
+  FlopsProfiler prof(model, options.profiler);
+  prof.start_profile(options.ignore_modules);
+  run_forward();  // on an exception the profiler's destructor ends the profile
+  prof.stop_profile();
+  if (options.print_profile) {
+    prof.print_model_profile(1, options.module_depth, options.top_modules, options.detailed,
+                             options.output_file);
+  }
+  ModelProfile mp;
+  mp.result = prof.result();
+  mp.flops = mp.result.flops;
+  mp.macs = mp.result.macs;
+  mp.params = mp.result.params;
+  mp.duration_s = mp.result.duration_s;
+  if (options.as_string) {
+    mp.flops_string = flops_to_string(mp.flops);
+    mp.macs_string = macs_to_string(mp.macs);
+    mp.params_string = params_to_string(mp.params);
+  }
+  prof.end_profile();
+  return mp;
+}
+
+}  // namespace flopsprof

@@ -1,0 +1,141 @@
+// Module scopes (FLOPSPROF_MODULE) and the forward pre/post hook registry.
+#include "flopsprof/scope.h"
+
+#include <exception>
+#include <iostream>
+#include <mutex>
+#include <vector>
+
+#include <ATen/record_function.h>
+#include <torch/nn/module.h>
+
+#include "observer.h"
+
+namespace flopsprof {
+namespace detail {
+
+std::atomic<int> g_scope_demand{0};
+
+bool foreign_observers_active() noexcept { return at::hasCallbacks(); }
+
+namespace {
+
+struct HookEntry {
+  uint64_t id;
+  const torch::nn::Module* key;
+  std::weak_ptr<torch::nn::Module> module;
+  ForwardHook fn;
+  bool pre;
+};
+
+std::mutex g_hooks_mu;
+std::vector<HookEntry> g_hooks;
+uint64_t g_next_hook_id = 1;
+
+HookHandle add_hook(const std::shared_ptr<torch::nn::Module>& module, ForwardHook hook, bool pre) {
+  if (!module) throw Error("register_forward_hook: the module is null; pass a constructed module");
+  if (!hook) throw Error("register_forward_hook: the hook is empty; pass a callable");
+  std::lock_guard<std::mutex> lock(g_hooks_mu);
+  uint64_t id = g_next_hook_id++;
+  g_hooks.push_back(HookEntry{id, module.get(), module, std::move(hook), pre});
+  g_scope_demand.fetch_add(1, std::memory_order_relaxed);
+  return HookHandle(id);
+}
+
+// Runs the hooks of `module` of the given kind; returns normally or propagates a hook's error.
+void fire_hooks(const torch::nn::Module* module, bool pre) {
+  std::vector<std::pair<std::shared_ptr<torch::nn::Module>, ForwardHook>> run;
+  {
+    std::lock_guard<std::mutex> lock(g_hooks_mu);
+    for (const HookEntry& h : g_hooks) {
+      if (h.key != module || h.pre != pre) continue;
+      if (auto m = h.module.lock()) run.emplace_back(std::move(m), h.fn);
+    }
+  }
+  for (auto& [m, fn] : run) fn(*m);
+}
+
+}  // namespace
+}  // namespace detail
+
+bool HookHandle::remove() {
+  std::lock_guard<std::mutex> lock(detail::g_hooks_mu);
+  for (auto it = detail::g_hooks.begin(); it != detail::g_hooks.end(); ++it) {
+    if (it->id == id_) {
+      detail::g_hooks.erase(it);
+      detail::g_scope_demand.fetch_sub(1, std::memory_order_relaxed);
+      return true;
+    }
+  }
+  return false;
+}
+
+HookHandle register_forward_pre_hook(const std::shared_ptr<torch::nn::Module>& module,
+                                     ForwardHook hook) {
+  return detail::add_hook(module, std::move(hook), /*pre=*/true);
+}
+
+HookHandle register_forward_hook(const std::shared_ptr<torch::nn::Module>& module,
+                                 ForwardHook hook) {
+  return detail::add_hook(module, std::move(hook), /*pre=*/false);
+}
+
+void ModuleScope::enter(const torch::nn::Module* module) {
+  module_ = module;
+  uncaught_ = std::uncaught_exceptions();
+  detail::fire_hooks(module, /*pre=*/true);  // may throw: nothing is recorded yet
+  active_ = true;
+  detail::Session* s = detail::g_session.load(std::memory_order_acquire);
+  const char* scope_name = nullptr;
+  if (s != nullptr) {
+    auto it = s->module_index.find(module);
+    if (it != s->module_index.end()) {
+      if (detail::ThreadBuffer* b = s->thread_buffer()) {
+        try {
+          record_ = static_cast<int32_t>(b->scopes.size());
+          b->scopes.push_back(detail::ScopeRecord{it->second, b->open_scope, s->now(), 0,
+                                                  static_cast<int32_t>(b->events.size())});
+          b->open_scope = record_;
+          buffer_ = b;
+          session_ = s->id;
+          module_index_ = it->second;
+          recorded_ = true;
+          scope_name = s->scope_names[it->second].c_str();
+        } catch (...) {
+          ++b->capture_errors;
+        }
+      }
+    }
+  }
+  // A user-scope range for other observers (LibTorch's profiler, Kineto, ...).
+  if (auto callbacks = at::getStepCallbacksUnlessEmpty(at::RecordScope::USER_SCOPE)) {
+    auto* rf = new at::RecordFunction(std::move(*callbacks));
+    rf->before(scope_name != nullptr ? scope_name : module->name().c_str());
+    record_function_ = rf;
+  }
+}
+
+void ModuleScope::exit() noexcept {
+  delete static_cast<at::RecordFunction*>(record_function_);  // runs the observers' end
+  if (recorded_ && detail::g_session_id.load(std::memory_order_acquire) == session_) {
+    detail::Session* s = detail::g_session.load(std::memory_order_acquire);
+    auto* b = static_cast<detail::ThreadBuffer*>(buffer_);
+    if (s != nullptr && s->id == session_) {
+      b->scopes[record_].exit_ns = s->now();
+      b->open_scope = b->scopes[record_].parent;
+    }
+  }
+  if (std::uncaught_exceptions() != uncaught_) return;  // forward threw: no post hooks
+  try {
+    detail::fire_hooks(module_, /*pre=*/false);
+  } catch (const std::exception& e) {
+    static std::once_flag once;
+    std::call_once(once, [&] {
+      std::cerr << "flopsprof: a forward hook threw (" << e.what()
+                << "); forward hooks must not throw, the exception was dropped\n";
+    });
+  } catch (...) {
+  }
+}
+
+}  // namespace flopsprof

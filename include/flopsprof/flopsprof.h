@@ -1,0 +1,10 @@
+// Umbrella header: the whole public API of flopsprof (optional backends have their own headers).
+#pragma once
+
+#include "flopsprof/config.h"
+#include "flopsprof/error.h"
+#include "flopsprof/formulas.h"
+#include "flopsprof/profiler.h"
+#include "flopsprof/report.h"
+#include "flopsprof/scope.h"
+#include "flopsprof/timer.h"

@@ -1,0 +1,156 @@
+// FLOP formulas: the plain-data view of an op's inputs, and registration of formulas per op name.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "flopsprof/error.h"
+
+namespace flopsprof {
+
+/// Element type of a tensor argument, independent of LibTorch's headers.
+enum class DType : uint8_t {
+  kUnknown = 0,
+  kFloat64,
+  kFloat32,
+  kFloat16,
+  kBFloat16,
+  kFloat8,
+  kComplex64,
+  kComplex128,
+  kInt64,
+  kInt32,
+  kInt16,
+  kInt8,
+  kUInt8,
+  kBool,
+  kQuantized,
+  kCount,  // number of values; not a dtype
+};
+
+/// Short name of a dtype ("fp32", "bf16", ...). Never null.
+const char* dtype_name(DType dtype) noexcept;
+
+/// What one op argument was, as captured by the profiler.
+enum class ArgKind : uint8_t {
+  kNone = 0,        ///< `None`, or an argument the profiler did not capture
+  kTensor,          ///< a defined tensor: `shape` and `dtype` are set
+  kUndefinedTensor, ///< an undefined (absent) optional tensor
+  kDouble,          ///< a floating scalar: `d`
+  kInt,             ///< an integer scalar: `i`
+  kBool,            ///< a boolean: `b`
+  kIntList,         ///< a list of integers: `list`
+  kDoubleList,      ///< a list of doubles: `dlist`
+  kTensorList,      ///< a list of tensors: `i` holds the count (shapes are not captured)
+  kString,          ///< a string: `i` holds its first character ('s' for "same", 'v' for "valid")
+  kOther,           ///< anything else (a generator, a device, ...)
+};
+
+/// A read-only list of int64 values (a tensor's sizes or an int-list argument). Valid only for the
+/// duration of the formula call.
+class IntSpan {
+ public:
+  IntSpan() = default;
+  IntSpan(const int64_t* data, size_t size) : data_(data), size_(size) {}
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  int64_t operator[](size_t i) const { return data_[i]; }
+  /// Element counted from the end: `back(0)` is the last. Requires `k < size()`.
+  int64_t back(size_t k = 0) const { return data_[size_ - 1 - k]; }
+  const int64_t* begin() const { return data_; }
+  const int64_t* end() const { return data_ + size_; }
+
+ private:
+  const int64_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+/// One captured argument of an op.
+struct ArgView {
+  ArgKind kind = ArgKind::kNone;
+  DType dtype = DType::kUnknown;  ///< for kTensor
+  IntSpan shape;                  ///< tensor sizes (kTensor) or the values (kIntList)
+  const double* dlist = nullptr;  ///< for kDoubleList, `shape.size()` values
+  double d = 0;
+  int64_t i = 0;
+  bool b = false;
+};
+
+/// The arguments of one op call, in schema order, as plain data.
+/// Accessors are total: an index past the end reads as `kNone`.
+class OpInputs {
+ public:
+  OpInputs(const ArgView* args, size_t count) : args_(args), count_(count) {}
+  size_t size() const { return count_; }
+  const ArgView& operator[](size_t i) const;
+  bool is_tensor(size_t i) const { return (*this)[i].kind == ArgKind::kTensor; }
+  /// Sizes of tensor argument `i`; empty when `i` is not a tensor.
+  IntSpan shape(size_t i) const;
+  /// Element count of tensor argument `i` (0 when not a tensor). Throws `Error` on overflow.
+  uint64_t numel(size_t i) const;
+  std::optional<double> scalar(size_t i) const;  ///< kDouble, kInt or kBool as a double
+  std::optional<int64_t> integer(size_t i) const;
+  std::optional<bool> boolean(size_t i) const;
+  /// Int list argument `i` (a single int reads as a list of one); empty otherwise.
+  IntSpan int_list(size_t i) const;
+
+ private:
+  const ArgView* args_;
+  size_t count_;
+};
+
+/// Result of a formula. 1 MAC = 2 FLOPs is the convention of the built-in GEMM/conv formulas;
+/// non-GEMM ops report FLOPs and 0 MACs.
+struct FlopCount {
+  uint64_t flops = 0;
+  uint64_t macs = 0;
+};
+
+/// A formula: a pure function of the op's inputs. Return `std::nullopt` when the inputs are not
+/// understood ("no formula" for this call, reported as n/a, never 0). May throw `Error` (e.g. from
+/// `checked_mul`) on overflow; the profiler then reports the op as n/a and notes the problem.
+using FormulaFn = std::function<std::optional<FlopCount>(const OpInputs&)>;
+
+/// Registers `fn` as the formula of the ATen op `op_name` (e.g. "aten::addmm", "myops::fused").
+/// Replaces any existing formula, built-in ones included. Thread-safe. Takes effect for profiles
+/// started after the call.
+void register_formula(std::string op_name, FormulaFn fn);
+
+/// Removes the formula of `op_name`; returns whether there was one. Thread-safe.
+bool unregister_formula(std::string_view op_name);
+
+/// Whether a formula is registered for `op_name`. Thread-safe.
+bool has_formula(std::string_view op_name);
+
+/// Runs the registered formula of `op_name` on `inputs`; `std::nullopt` when there is none or it
+/// declines. Thread-safe. Throws `Error` on overflow.
+std::optional<FlopCount> compute_flops(std::string_view op_name, const OpInputs& inputs);
+
+/// a * b, throwing `Error` if the product does not fit in 64 bits.
+uint64_t checked_mul(uint64_t a, uint64_t b);
+/// a + b, throwing `Error` if the sum does not fit in 64 bits.
+uint64_t checked_add(uint64_t a, uint64_t b);
+
+namespace detail {
+/// Registers a formula at static-initialisation time; used by FLOPSPROF_REGISTER_FORMULA.
+struct FormulaRegistrar {
+  FormulaRegistrar(const char* op_name, FormulaFn fn) { register_formula(op_name, std::move(fn)); }
+};
+}  // namespace detail
+
+}  // namespace flopsprof
+
+#define FLOPSPROF_PRIVATE_CONCAT2(a, b) a##b
+#define FLOPSPROF_PRIVATE_CONCAT(a, b) FLOPSPROF_PRIVATE_CONCAT2(a, b)
+#define FLOPSPROF_PRIVATE_NAME(prefix) FLOPSPROF_PRIVATE_CONCAT(prefix, __COUNTER__)
+
+/// Registers `fn` (anything convertible to `flopsprof::FormulaFn`) for op `op_name` when the
+/// program starts. Put it in a source file of the executable (a static library's linker may drop
+/// an unreferenced registration); `flopsprof::register_formula` is the explicit alternative.
+#define FLOPSPROF_REGISTER_FORMULA(op_name, fn)                                      \
+  static const ::flopsprof::detail::FormulaRegistrar FLOPSPROF_PRIVATE_NAME(         \
+      flopsprof_private_formula_)(op_name, fn)

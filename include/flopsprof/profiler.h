@@ -1,0 +1,187 @@
+// FlopsProfiler and get_model_profile: DeepSpeed's Flops Profiler API for LibTorch C++ modules.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <torch/nn/module.h>
+#include <torch/types.h>
+
+#include "flopsprof/error.h"
+#include "flopsprof/report.h"
+#include "flopsprof/timer.h"
+
+namespace flopsprof {
+
+/// How a profile observes the program.
+struct ProfilerOptions {
+  enum class Threads {
+    /// Every thread of the process is observed while the profile runs (a global RecordFunction
+    /// callback). Needed when forwards run on several threads. Ops on threads unrelated to the
+    /// model are attributed to the root if nothing else claims them.
+    kAll,
+    /// Only the thread that calls `start_profile()`, and the threads LibTorch propagates its
+    /// thread-local state to (autograd engine, `at::launch`).
+    kCallingThread,
+  };
+  Threads threads = Threads::kAll;
+  /// Timestamp source; null means the host steady clock (`make_host_timer()`).
+  std::shared_ptr<Timer> timer;
+};
+
+/// Per-module FLOPs, MACs, parameters and latency of a `torch::nn::Module`, with DeepSpeed's API.
+///
+/// Call order: `start_profile()`, run forwards, `stop_profile()`, read results (getters, print,
+/// JSON), then `end_profile()` (or let the destructor clean up). Only one profile can be active in
+/// a process at a time. Not thread-safe itself: call its methods from one thread; the profiled
+/// forwards may run on any threads, but must have finished when `stop_profile()` is called.
+class FlopsProfiler {
+ public:
+  /// Profiles `model` (the root of the module tree). Throws `Error` when `model` is null.
+  explicit FlopsProfiler(std::shared_ptr<torch::nn::Module> model, ProfilerOptions options = {});
+  /// Accepts a `torch::nn::ModuleHolder` (e.g. `torch::nn::Linear`) or a user holder.
+  template <class Holder,
+            class = std::enable_if_t<
+                std::is_base_of_v<torch::nn::Module, typename Holder::ContainedType>>>
+  explicit FlopsProfiler(const Holder& holder, ProfilerOptions options = {})
+      : FlopsProfiler(std::static_pointer_cast<torch::nn::Module>(holder.ptr()),
+                      std::move(options)) {}
+  ~FlopsProfiler();  ///< Ends an active profile; never throws.
+  FlopsProfiler(const FlopsProfiler&) = delete;
+  FlopsProfiler& operator=(const FlopsProfiler&) = delete;
+
+  /// Builds the module tree and starts observing ops. `ignore_modules`: module type names
+  /// ("Dropout", "BertLayer") whose modules, with their submodules, are not profiled separately;
+  /// their work counts toward the parent. Discards results of an earlier profile.
+  /// Throws `Error` if this or another profiler is already running.
+  void start_profile(const std::vector<std::string>& ignore_modules = {});
+  /// Stops observing and computes the results. Synchronizes a device timer once.
+  /// Throws `Error` if no profile is running.
+  void stop_profile();
+  /// Clears what was collected; a running profile keeps running from zero.
+  void reset_profile();
+  /// Stops (if running), removes everything registered, and drops the results.
+  void end_profile();
+  /// Whether a profile is running.
+  bool is_running() const;
+
+  /// Forward FLOPs of the whole model. Throws `Error` before any profile.
+  uint64_t get_total_flops() const;
+  /// Forward MACs of the whole model.
+  uint64_t get_total_macs() const;
+  /// Parameters of the model (shared ones once).
+  uint64_t get_total_params() const;
+  /// Forward latency of the root module, in seconds.
+  double get_total_duration() const;
+  /// The same, with units: "8.21 G", "4.09 GMACs", "109.51 M", "120.53 ms".
+  std::string get_total_flops_string() const;
+  std::string get_total_macs_string() const;
+  std::string get_total_params_string() const;
+  std::string get_total_duration_string() const;
+
+  /// Stats of one module by dotted name ("" is the root). Throws `Error` for an unknown name.
+  const ModuleStats& get_module(const std::string& name) const;
+  uint64_t get_module_flops(const std::string& name) const { return get_module(name).flops; }
+  uint64_t get_module_macs(const std::string& name) const { return get_module(name).macs; }
+  uint64_t get_module_params(const std::string& name) const { return get_module(name).params; }
+  double get_module_duration(const std::string& name) const { return get_module(name).latency_s; }
+
+  /// Everything measured. While running, a snapshot of what was collected so far.
+  const ProfileResult& result() const;
+
+  /// Prints summary, aggregated top modules per depth and (if `detailed`) the module tree to
+  /// stdout, or to `output_file` when not empty. Throws `Error` for invalid options or an
+  /// unwritable file (the profile is kept; print again elsewhere).
+  void print_model_profile(int profile_step = 1, int module_depth = -1, int top_modules = 1,
+                           bool detailed = true, const std::string& output_file = "") const;
+  /// The text `print_model_profile` prints.
+  std::string model_profile_string(int profile_step = 1, int module_depth = -1,
+                                   int top_modules = 1, bool detailed = true) const;
+  /// The profile as JSON (schema in README.md).
+  std::string to_json(int indent = 2) const;
+  /// Writes `to_json()` to `path`. Throws `Error` when the file cannot be written.
+  void save_json(const std::string& path) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Options of `get_model_profile`, as DeepSpeed's.
+struct ModelProfileOptions {
+  bool print_profile = true;
+  bool detailed = true;
+  int module_depth = -1;
+  int top_modules = 1;
+  int warm_up = 1;            ///< unprofiled forwards before the profiled one
+  bool as_string = false;     ///< also fill the `*_string` fields of the result
+  std::string output_file;    ///< print there instead of stdout
+  std::vector<std::string> ignore_modules;
+  torch::Dtype input_dtype = torch::kFloat;  ///< for the `input_shape` overload
+  torch::Device input_device = torch::kCPU;  ///< for the `input_shape` overload
+  ProfilerOptions profiler;
+};
+
+/// What `get_model_profile` returns.
+struct ModelProfile {
+  uint64_t flops = 0;
+  uint64_t macs = 0;
+  uint64_t params = 0;
+  double duration_s = 0;
+  std::string flops_string, macs_string, params_string;  ///< set when `as_string`
+  ProfileResult result;
+};
+
+/// Profiles one forward run by `run_forward` (after `warm_up` unprofiled runs).
+ModelProfile get_model_profile(std::shared_ptr<torch::nn::Module> model,
+                               const std::function<void()>& run_forward,
+                               const ModelProfileOptions& options = {});
+
+namespace detail {
+template <class M>
+std::shared_ptr<torch::nn::Module> as_module_ptr(const M& model) {
+  if constexpr (std::is_convertible_v<M, std::shared_ptr<torch::nn::Module>>) {
+    return model;
+  } else {
+    return std::static_pointer_cast<torch::nn::Module>(model.ptr());
+  }
+}
+torch::Tensor make_input(const std::vector<int64_t>& shape, const ModelProfileOptions& options);
+}  // namespace detail
+
+/// Profiles `model->forward(torch::ones(input_shape))` (dtype/device from the options).
+/// `M` is a `std::shared_ptr<Impl>` or a module holder.
+template <class M>
+ModelProfile get_model_profile(const M& model, const std::vector<int64_t>& input_shape,
+                               const ModelProfileOptions& options = {}) {
+  torch::Tensor input = detail::make_input(input_shape, options);
+  return get_model_profile(
+      detail::as_module_ptr(model), [&] { model->forward(input); }, options);
+}
+
+/// Profiles `model->forward(args...)` with the arguments in `args`.
+template <class M, class... Args>
+ModelProfile get_model_profile(const M& model, const std::tuple<Args...>& args,
+                               const ModelProfileOptions& options = {}) {
+  return get_model_profile(
+      detail::as_module_ptr(model),
+      [&] { std::apply([&](const auto&... a) { model->forward(a...); }, args); }, options);
+}
+
+/// Profiles one call of `fn` (any callable with no arguments) that runs the model's forward.
+template <class M, class F,
+          class = std::enable_if_t<std::is_invocable_v<F&> &&
+                                   !std::is_convertible_v<F, std::vector<int64_t>> &&
+                                   !std::is_same_v<std::decay_t<M>,
+                                                   std::shared_ptr<torch::nn::Module>>>>
+ModelProfile get_model_profile(const M& model, F&& fn, const ModelProfileOptions& options = {}) {
+  return get_model_profile(detail::as_module_ptr(model), std::function<void()>(fn), options);
+}
+
+}  // namespace flopsprof

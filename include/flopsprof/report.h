@@ -1,0 +1,93 @@
+// Profile results as plain data, and the text / JSON renderings of them.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "flopsprof/formulas.h"
+
+namespace flopsprof {
+
+/// FLOPs per dtype, indexed by `static_cast<size_t>(DType)`.
+using FlopsByDtype = std::array<uint64_t, static_cast<size_t>(DType::kCount)>;
+
+/// One module of the profiled model, inclusive of its submodules.
+struct ModuleStats {
+  std::string name;          ///< dotted name ("encoder.layer.3"); "" for the root model
+  std::string type;          ///< type as DeepSpeed shows it ("Linear", "BertLayer")
+  int depth = 0;             ///< 0 for the root
+  int parent = -1;           ///< index into `ProfileResult::modules`; -1 for the root
+  std::vector<int> children; ///< indices into `ProfileResult::modules`
+  uint64_t calls = 0;        ///< forward calls seen (see README: how calls are counted)
+  bool scoped = false;       ///< boundaries came from FLOPSPROF_MODULE() (exact)
+  uint64_t params = 0;       ///< parameters in this subtree, shared ones once
+  uint64_t trainable_params = 0;
+  uint64_t param_bytes = 0;
+  uint64_t flops = 0;        ///< forward FLOPs of ops attributed to this subtree
+  uint64_t macs = 0;
+  double latency_s = 0;      ///< forward latency: sum of the spans of its calls, seconds
+  uint64_t na_ops = 0;       ///< forward op calls in this subtree with no formula
+  FlopsByDtype flops_by_dtype{};
+};
+
+/// One op name, over the whole forward.
+struct OpStats {
+  std::string name;          ///< "aten::addmm"
+  bool has_formula = false;  ///< false: counted as n/a, listed with its time
+  uint64_t calls = 0;        ///< calls that were counted or listed (not those nested in a counted op)
+  uint64_t flops = 0;
+  uint64_t macs = 0;
+  double latency_s = 0;      ///< host time of those calls, inclusive
+  double uncovered_s = 0;    ///< no-formula ops: self time not inside any counted op
+};
+
+/// Everything a profile measured. Produced at `stop_profile()`; plain data, safe to copy.
+struct ProfileResult {
+  std::vector<ModuleStats> modules;  ///< tree order (pre-order); `modules[0]` is the root
+  std::vector<OpStats> ops;          ///< sorted by descending latency
+  uint64_t params = 0;               ///< whole model, shared parameters once
+  uint64_t trainable_params = 0;
+  uint64_t param_bytes = 0;
+  std::array<uint64_t, static_cast<size_t>(DType::kCount)> param_bytes_by_dtype{};
+  uint64_t flops = 0;                ///< forward FLOPs, each op counted once
+  uint64_t macs = 0;
+  FlopsByDtype flops_by_dtype{};
+  double duration_s = 0;             ///< forward latency of the root module, seconds
+  double no_formula_s = 0;           ///< forward time spent in ops without a formula, seconds
+  uint64_t threads = 0;              ///< threads on which ops were observed
+  uint64_t op_events = 0;            ///< op calls observed (all, nested ones included)
+  std::string timer;                 ///< name of the timing backend
+  std::vector<std::string> problems; ///< issues seen while profiling, each reported once
+};
+
+/// Options of the text report, as DeepSpeed's `print_model_profile`.
+struct ReportOptions {
+  int profile_step = 1;   ///< step number shown in the header
+  int module_depth = -1;  ///< deepest level printed in the tree and aggregation; -1: all
+  int top_modules = 1;    ///< modules listed per depth in the aggregated view
+  bool detailed = true;   ///< print the detailed module tree
+};
+
+/// "8.21 G": value scaled to K/M/G/T/P with `precision` decimals, as DeepSpeed's number_to_string.
+std::string number_to_string(double value, int precision = 2);
+/// "109.51 M"
+std::string params_to_string(uint64_t params);
+/// "4.09 GMACs"
+std::string macs_to_string(uint64_t macs);
+/// "8.21 G"
+std::string flops_to_string(uint64_t flops);
+/// "1.23 TFLOPS"
+std::string flops_per_second_to_string(double flops_per_second);
+/// "120.53 ms" (seconds in, unit chosen among s, ms, us)
+std::string duration_to_string(double seconds);
+
+/// Renders DeepSpeed's three sections: summary, aggregated top modules per depth, detailed tree.
+/// Throws `Error` for invalid options (module_depth < -1, top_modules < 1).
+std::string format_text_report(const ProfileResult& result, const ReportOptions& options = {});
+
+/// The profile as JSON (schema documented in README.md, `schema_version` 1). `indent` < 0: compact.
+std::string to_json(const ProfileResult& result, int indent = 2);
+
+}  // namespace flopsprof

@@ -1,0 +1,74 @@
+// Raw per-thread event records: plain data written by the hot path, read after collection.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "flopsprof/formulas.h"
+
+namespace flopsprof::detail {
+
+/// Bits of `RawEvent::flags`.
+enum EventFlag : uint8_t {
+  kCounted = 1 << 0,       ///< outermost op with a formula: its FLOPs count
+  kUnderCounted = 1 << 1,  ///< nested inside a counted op: never counted again
+  kHasFormula = 1 << 2,    ///< a formula was registered for the name when observed
+  kBackward = 1 << 3,      ///< ran inside the autograd engine
+  kOpenAtStop = 1 << 4,    ///< had not ended when the profile stopped
+};
+
+enum class EventKind : uint8_t {
+  kOp = 0,            ///< an ATen op (RecordScope::FUNCTION)
+  kBackwardNode = 1,  ///< an autograd node or the engine's evaluate_function wrapper
+};
+
+/// One captured argument. Tensor sizes and list values live in `ThreadEvents::dims`.
+struct ArgRecord {
+  ArgKind kind = ArgKind::kNone;
+  DType dtype = DType::kUnknown;
+  bool b = false;
+  uint32_t count = 0;  ///< tensor rank, list length, tensor-list length
+  union {
+    double d;
+    int64_t i;
+    uint64_t offset;  ///< into `dims` for tensors and lists
+  };
+  ArgRecord() : i(0) {}
+};
+
+/// One op call as the observer saw it. 64 bytes, no pointers into torch.
+struct RawEvent {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  int64_t seq_nr = -1;       ///< autograd sequence number (forward op or backward node)
+  uint64_t fwd_thread = 0;   ///< forward thread id of a backward node
+  uint32_t name_id = 0;      ///< into the name table
+  int32_t parent = -1;       ///< enclosing event on the same thread
+  uint32_t args_begin = 0;   ///< into `ThreadEvents::args`
+  uint16_t args_count = 0;
+  uint8_t flags = 0;
+  EventKind kind = EventKind::kOp;
+  int32_t owner = -1;        ///< owner set (modules owning a parameter among its inputs)
+  int32_t scope = -1;        ///< innermost open ScopeRecord on this thread
+};
+
+/// One FLOPSPROF_MODULE() call.
+struct ScopeRecord {
+  int32_t module = -1;  ///< module index in the tree
+  int32_t parent = -1;  ///< enclosing scope record on this thread
+  int64_t enter_ns = 0;
+  int64_t exit_ns = 0;  ///< 0 while open
+  int32_t first_event = 0;  ///< events.size() at entry
+};
+
+/// Everything one thread recorded in one profile.
+struct ThreadEvents {
+  uint64_t thread_id = 0;
+  std::vector<RawEvent> events;
+  std::vector<ArgRecord> args;
+  std::vector<int64_t> dims;
+  std::vector<ScopeRecord> scopes;
+  uint64_t dropped_args = 0;  ///< ops whose arguments did not fit (args_count limit)
+};
+
+}  // namespace flopsprof::detail

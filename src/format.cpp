@@ -1,0 +1,42 @@
+// Human-readable numbers with units, as DeepSpeed prints them ("8.21 G", "120.53 ms").
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "flopsprof/report.h"
+
+namespace flopsprof {
+
+std::string number_to_string(double value, int precision) {
+  static const struct {
+    double scale;
+    const char* unit;
+  } kUnits[] = {{1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "K"}};
+  for (const auto& u : kUnits) {
+    if (std::fabs(value) >= u.scale) return fmt::format("{:.{}f} {}", value / u.scale, precision, u.unit);
+  }
+  if (value == std::floor(value)) return fmt::format("{:.0f}", value);
+  return fmt::format("{:.{}f}", value, precision);
+}
+
+std::string params_to_string(uint64_t params) { return number_to_string(static_cast<double>(params)); }
+
+std::string macs_to_string(uint64_t macs) {
+  std::string s = number_to_string(static_cast<double>(macs));
+  return s + (s.back() >= 'A' && s.back() <= 'Z' ? "MACs" : " MACs");
+}
+
+std::string flops_to_string(uint64_t flops) { return number_to_string(static_cast<double>(flops)); }
+
+std::string flops_per_second_to_string(double flops_per_second) {
+  std::string s = number_to_string(flops_per_second);
+  return s + (s.back() >= 'A' && s.back() <= 'Z' ? "FLOPS" : " FLOPS");
+}
+
+std::string duration_to_string(double seconds) {
+  if (seconds >= 1.0) return fmt::format("{:.2f} s", seconds);
+  if (seconds >= 1e-3) return fmt::format("{:.2f} ms", seconds * 1e3);
+  return fmt::format("{:.2f} us", seconds * 1e6);
+}
+
+}  // namespace flopsprof

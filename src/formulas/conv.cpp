@@ -1,0 +1,105 @@
+// Convolution formulas: conv1d/2d/3d, convolution, _convolution, transposed, backend variants.
+// Convention (DeepSpeed): MACs = N x Cout x prod(output spatial) x (Cin/groups) x prod(kernel),
+// transposed: over input positions; FLOPs = 2 x MACs + one add per output element for a bias.
+#include "formulas/common.h"
+
+namespace flopsprof::detail {
+namespace {
+
+struct ConvArgs {
+  size_t input = 0, weight = 1, bias = 2;
+  int stride = -1, padding = -1, dilation = -1, output_padding = -1, groups = -1;
+  int transposed = -1;     // index of the bool argument, or -1
+  bool always_transposed = false;
+};
+
+int64_t at_or(IntSpan list, size_t i, int64_t fallback) {
+  if (list.empty()) return fallback;
+  return list.size() == 1 ? list[0] : (i < list.size() ? list[i] : fallback);
+}
+
+std::optional<FlopCount> conv_count(const OpInputs& in, const ConvArgs& c) {
+  IntSpan x = in.shape(c.input), w = in.shape(c.weight);
+  if (w.size() < 3) return std::nullopt;
+  size_t spatial = w.size() - 2;
+  bool batched = x.size() == w.size();
+  if (!batched && x.size() != w.size() - 1) return std::nullopt;
+  uint64_t n = batched ? u(x[0]) : 1;
+  bool transposed = c.always_transposed || (c.transposed >= 0 && in.boolean(c.transposed).value_or(false));
+  int64_t groups = c.groups >= 0 ? in.integer(c.groups).value_or(1) : 1;
+  if (groups < 1) return std::nullopt;
+  IntSpan stride = c.stride >= 0 ? in.int_list(c.stride) : IntSpan{};
+  IntSpan dilation = c.dilation >= 0 ? in.int_list(c.dilation) : IntSpan{};
+  IntSpan out_pad = c.output_padding >= 0 ? in.int_list(c.output_padding) : IntSpan{};
+  const ArgView& pad_arg = in[c.padding >= 0 ? size_t(c.padding) : in.size()];
+  IntSpan padding = c.padding >= 0 ? in.int_list(c.padding) : IntSpan{};
+  bool pad_same = pad_arg.kind == ArgKind::kString && pad_arg.i == 's';
+
+  uint64_t in_positions = 1, out_positions = 1;
+  for (size_t d = 0; d < spatial; ++d) {
+    int64_t size = x.back(spatial - 1 - d);
+    int64_t k = w[2 + d];
+    int64_t s = at_or(stride, d, 1), p = at_or(padding, d, 0), dl = at_or(dilation, d, 1);
+    int64_t out;
+    if (transposed) {
+      out = (size - 1) * s - 2 * p + dl * (k - 1) + at_or(out_pad, d, 0) + 1;
+    } else if (pad_same) {
+      out = size;
+    } else {
+      if (s < 1) return std::nullopt;
+      out = (size + 2 * p - dl * (k - 1) - 1) / s + 1;
+    }
+    if (out < 0) return std::nullopt;
+    in_positions = checked_mul(in_positions, u(size));
+    out_positions = checked_mul(out_positions, u(out));
+  }
+  uint64_t positions = transposed ? in_positions : out_positions;
+  uint64_t macs = checked_mul(checked_mul(n, positions), numel_of(w));
+  uint64_t c_out = transposed ? checked_mul(u(w[1]), u(groups)) : u(w[0]);
+  uint64_t bias = in.is_tensor(c.bias) ? checked_mul(checked_mul(n, c_out), out_positions) : 0;
+  return gemm_count(macs, bias);
+}
+
+FormulaFn conv(ConvArgs args) {
+  return [args](const OpInputs& in) { return conv_count(in, args); };
+}
+
+}  // namespace
+
+void register_conv_formulas() {
+  // conv{1,2,3}d(input, weight, bias, stride, padding, dilation, groups); padding may be a string
+  ConvArgs convnd;
+  convnd.stride = 3; convnd.padding = 4; convnd.dilation = 5; convnd.groups = 6;
+  add_builtin_formula("aten::conv1d", conv(convnd));
+  add_builtin_formula("aten::conv2d", conv(convnd));
+  add_builtin_formula("aten::conv3d", conv(convnd));
+  // convolution / _convolution(input, weight, bias, stride, padding, dilation, transposed,
+  //                            output_padding, groups, ...)
+  ConvArgs general;
+  general.stride = 3; general.padding = 4; general.dilation = 5; general.transposed = 6;
+  general.output_padding = 7; general.groups = 8;
+  add_builtin_formula("aten::convolution", conv(general));
+  add_builtin_formula("aten::_convolution", conv(general));
+  // conv_transpose{1,2,3}d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+  ConvArgs transposed;
+  transposed.stride = 3; transposed.padding = 4; transposed.output_padding = 5;
+  transposed.groups = 6; transposed.dilation = 7; transposed.always_transposed = true;
+  add_builtin_formula("aten::conv_transpose1d", conv(transposed));
+  add_builtin_formula("aten::conv_transpose2d", conv(transposed));
+  add_builtin_formula("aten::conv_transpose3d", conv(transposed));
+  // mkldnn_convolution(input, weight, bias, padding, stride, dilation, groups)
+  ConvArgs mkldnn;
+  mkldnn.padding = 3; mkldnn.stride = 4; mkldnn.dilation = 5; mkldnn.groups = 6;
+  add_builtin_formula("aten::mkldnn_convolution", conv(mkldnn));
+  // thnn_conv2d / _slow_conv2d_forward(input, weight, kernel_size, bias, stride, padding)
+  ConvArgs thnn;
+  thnn.bias = 3; thnn.stride = 4; thnn.padding = 5;
+  add_builtin_formula("aten::thnn_conv2d", conv(thnn));
+  add_builtin_formula("aten::_slow_conv2d_forward", conv(thnn));
+  // cudnn_convolution(input, weight, padding, stride, dilation, groups, ...): no bias argument
+  ConvArgs cudnn;
+  cudnn.bias = 99; cudnn.padding = 2; cudnn.stride = 3; cudnn.dilation = 4; cudnn.groups = 5;
+  add_builtin_formula("aten::cudnn_convolution", conv(cudnn));
+}
+
+}  // namespace flopsprof::detail

@@ -1,0 +1,122 @@
+// GEMM family formulas: mm, bmm, addmm, baddbmm, addbmm, matmul, linear, mv, addmv, dot.
+// Convention (DeepSpeed, fvcore): MACs = output elements x contraction length; FLOPs = 2 x MACs,
+// plus one FLOP per output element for an added bias / beta*input term.
+#include "formulas/common.h"
+
+namespace flopsprof::detail {
+namespace {
+
+uint64_t mul3(int64_t a, int64_t b, int64_t c) { return checked_mul(checked_mul(u(a), u(b)), u(c)); }
+
+bool beta_is_zero(const OpInputs& in, size_t i) {
+  auto beta = in.scalar(i);
+  return beta && *beta == 0.0;
+}
+
+// mm(a[M,K], b[K,N]): MACs = M*N*K
+std::optional<FlopCount> mm(const OpInputs& in) {
+  IntSpan a = in.shape(0), b = in.shape(1);
+  if (a.size() != 2 || b.size() != 2) return std::nullopt;
+  return gemm_count(mul3(a[0], b[1], a[1]), 0);
+}
+
+// addmm(input, a[M,K], b[K,N], beta, alpha): MACs = M*N*K; FLOPs = 2*M*N*K + M*N (beta*input)
+std::optional<FlopCount> addmm(const OpInputs& in) {
+  IntSpan a = in.shape(1), b = in.shape(2);
+  if (a.size() != 2 || b.size() != 2) return std::nullopt;
+  uint64_t out = checked_mul(u(a[0]), u(b[1]));
+  return gemm_count(checked_mul(out, u(a[1])), beta_is_zero(in, 3) ? 0 : out);
+}
+
+// bmm(a[B,M,K], b[B,K,N]): MACs = B*M*N*K
+std::optional<FlopCount> bmm(const OpInputs& in) {
+  IntSpan a = in.shape(0), b = in.shape(1);
+  if (a.size() != 3 || b.size() != 3) return std::nullopt;
+  return gemm_count(checked_mul(mul3(a[0], a[1], b[2]), u(a[2])), 0);
+}
+
+// baddbmm(input, a[B,M,K], b[B,K,N], beta, alpha): 2*B*M*N*K + B*M*N
+std::optional<FlopCount> baddbmm(const OpInputs& in) {
+  IntSpan a = in.shape(1), b = in.shape(2);
+  if (a.size() != 3 || b.size() != 3) return std::nullopt;
+  uint64_t out = mul3(a[0], a[1], b[2]);
+  return gemm_count(checked_mul(out, u(a[2])), beta_is_zero(in, 3) ? 0 : out);
+}
+
+// addbmm(input, a[B,M,K], b[B,K,N], beta, alpha): 2*B*M*N*K + M*N (the batch is summed into M*N)
+std::optional<FlopCount> addbmm(const OpInputs& in) {
+  IntSpan a = in.shape(1), b = in.shape(2);
+  if (a.size() != 3 || b.size() != 3) return std::nullopt;
+  uint64_t out = checked_mul(u(a[1]), u(b[2]));
+  return gemm_count(checked_mul(checked_mul(out, u(a[0])), u(a[2])),
+                    beta_is_zero(in, 3) ? 0 : out);
+}
+
+// matmul(a, b) with numpy semantics: MACs = broadcast(batch dims) * M * N * K
+std::optional<FlopCount> matmul(const OpInputs& in) {
+  IntSpan a = in.shape(0), b = in.shape(1);
+  if (a.empty() || b.empty()) return std::nullopt;
+  int64_t k = a.back(0);
+  int64_t m = a.size() >= 2 ? a.back(1) : 1;
+  int64_t n = b.size() >= 2 ? b.back(0) : 1;
+  if ((b.size() >= 2 ? b.back(1) : b.back(0)) != k) return std::nullopt;
+  IntSpan a_batch(a.begin(), a.size() >= 2 ? a.size() - 2 : 0);
+  IntSpan b_batch(b.begin(), b.size() >= 2 ? b.size() - 2 : 0);
+  auto batch = broadcast_numel({a_batch, b_batch});
+  if (!batch) return std::nullopt;
+  return gemm_count(checked_mul(*batch, mul3(m, n, k)), 0);
+}
+
+// linear(x[..., K], w[N, K], bias[N]?): MACs = numel(x)/K * N * K = numel(x) * N;
+// FLOPs = 2 * MACs + numel(output) when a bias is given
+std::optional<FlopCount> linear(const OpInputs& in) {
+  IntSpan x = in.shape(0), w = in.shape(1);
+  if (x.empty() || w.empty() || w.size() > 2) return std::nullopt;
+  uint64_t n = w.size() == 2 ? u(w[0]) : 1;
+  uint64_t k = u(x.back(0));
+  uint64_t rows = k == 0 ? 0 : numel_of(x) / k;
+  uint64_t out = checked_mul(rows, n);
+  return gemm_count(checked_mul(out, k), in.is_tensor(2) ? out : 0);
+}
+
+// mv(A[M,K], x[K]): MACs = M*K
+std::optional<FlopCount> mv(const OpInputs& in) {
+  IntSpan a = in.shape(0);
+  if (a.size() != 2) return std::nullopt;
+  return gemm_count(checked_mul(u(a[0]), u(a[1])), 0);
+}
+
+// addmv(input[M], A[M,K], x[K], beta, alpha): 2*M*K + M
+std::optional<FlopCount> addmv(const OpInputs& in) {
+  IntSpan a = in.shape(1);
+  if (a.size() != 2) return std::nullopt;
+  return gemm_count(checked_mul(u(a[0]), u(a[1])), beta_is_zero(in, 3) ? 0 : u(a[0]));
+}
+
+// dot(a[K], b[K]) / vdot: MACs = K
+std::optional<FlopCount> dot(const OpInputs& in) {
+  IntSpan a = in.shape(0);
+  if (a.size() != 1) return std::nullopt;
+  return gemm_count(u(a[0]), 0);
+}
+
+}  // namespace
+
+void register_matmul_formulas() {
+  add_builtin_formula("aten::mm", mm);
+  add_builtin_formula("aten::addmm", addmm);
+  add_builtin_formula("aten::addmm_", addmm);
+  add_builtin_formula("aten::bmm", bmm);
+  add_builtin_formula("aten::baddbmm", baddbmm);
+  add_builtin_formula("aten::baddbmm_", baddbmm);
+  add_builtin_formula("aten::addbmm", addbmm);
+  add_builtin_formula("aten::matmul", matmul);
+  add_builtin_formula("aten::linear", linear);
+  add_builtin_formula("aten::mv", mv);
+  add_builtin_formula("aten::addmv", addmv);
+  add_builtin_formula("aten::addmv_", addmv);
+  add_builtin_formula("aten::dot", dot);
+  add_builtin_formula("aten::vdot", dot);
+}
+
+}  // namespace flopsprof::detail

@@ -1,0 +1,59 @@
+// Pooling and upsampling formulas.
+// Convention (DeepSpeed): pooling numel(input); upsample/interpolate numel(output).
+#include "formulas/common.h"
+
+namespace flopsprof::detail {
+namespace {
+
+// pool(x, ...): numel(x)
+std::optional<FlopCount> pool(const OpInputs& in) {
+  if (!in.is_tensor(0)) return std::nullopt;
+  return flops_only(in.numel(0));
+}
+
+// upsample_*(x[N, C, spatial...], output_size?, scales...): N*C*prod(output spatial)
+std::optional<FlopCount> upsample(const OpInputs& in) {
+  IntSpan x = in.shape(0);
+  if (x.size() < 3) return std::nullopt;
+  size_t spatial = x.size() - 2;
+  uint64_t out = checked_mul(u(x[0]), u(x[1]));
+  IntSpan size = in.int_list(1);
+  if (size.size() == spatial) {
+    for (int64_t s : size) out = checked_mul(out, u(s));
+    return flops_only(out);
+  }
+  for (size_t i = 1; i < in.size(); ++i) {  // the .vec overload: scale_factors as a list
+    const ArgView& a = in[i];
+    if (a.kind == ArgKind::kDoubleList && a.shape.size() == spatial) {
+      for (size_t d = 0; d < spatial; ++d) {
+        out = checked_mul(out, u(static_cast<int64_t>(static_cast<double>(x[2 + d]) * a.dlist[d])));
+      }
+      return flops_only(out);
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void register_pool_formulas() {
+  for (const char* op :
+       {"aten::max_pool1d", "aten::max_pool2d", "aten::max_pool3d",
+        "aten::max_pool1d_with_indices", "aten::max_pool2d_with_indices",
+        "aten::max_pool3d_with_indices", "aten::mkldnn_max_pool2d", "aten::avg_pool1d",
+        "aten::avg_pool2d", "aten::avg_pool3d", "aten::adaptive_avg_pool1d",
+        "aten::adaptive_avg_pool2d", "aten::adaptive_avg_pool3d", "aten::_adaptive_avg_pool2d",
+        "aten::_adaptive_avg_pool3d", "aten::adaptive_max_pool1d", "aten::adaptive_max_pool2d",
+        "aten::adaptive_max_pool3d"}) {
+    add_builtin_formula(op, pool);
+  }
+  for (const char* op :
+       {"aten::upsample_nearest1d", "aten::upsample_nearest2d", "aten::upsample_nearest3d",
+        "aten::_upsample_nearest_exact1d", "aten::_upsample_nearest_exact2d",
+        "aten::_upsample_nearest_exact3d", "aten::upsample_linear1d",
+        "aten::upsample_bilinear2d", "aten::upsample_bicubic2d", "aten::upsample_trilinear3d"}) {
+    add_builtin_formula(op, upsample);
+  }
+}
+
+}  // namespace flopsprof::detail

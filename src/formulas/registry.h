@@ -1,0 +1,18 @@
+// Internal access to the formula registry.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "flopsprof/formulas.h"
+
+namespace flopsprof::detail {
+
+/// A copy of the formula registered for `op_name`; empty when none. Thread-safe.
+FormulaFn find_formula(std::string_view op_name);
+
+/// Names of all registered formulas, sorted. Thread-safe.
+std::vector<std::string> formula_names();
+
+}  // namespace flopsprof::detail

@@ -1,0 +1,46 @@
+// The profiled model's module tree as plain data (built from torch::nn::Module in hooks/).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "flopsprof/formulas.h"
+
+namespace flopsprof::detail {
+
+struct ModuleNode {
+  std::string name;   ///< dotted; "" for the root
+  std::string type;   ///< "Linear", "BertLayer"
+  int parent = -1;
+  int depth = 0;
+  int subtree_end = 0;  ///< one past the last descendant (pre-order)
+  std::vector<int> children;
+  uint64_t params = 0;
+  uint64_t trainable_params = 0;
+  uint64_t param_bytes = 0;
+  bool ignored = false;  ///< its type was in ignore_modules (or an ancestor's was)
+  int effective = 0;     ///< nearest non-ignored ancestor-or-self
+};
+
+/// Pre-order tree: nodes[0] is the root; a node's descendants follow it contiguously.
+struct ModuleTree {
+  std::vector<ModuleNode> nodes;
+  /// owner_sets[k]: the modules owning one parameter/buffer storage, in tree order.
+  std::vector<std::vector<int>> owner_sets;
+  uint64_t params = 0;
+  uint64_t trainable_params = 0;
+  uint64_t param_bytes = 0;
+  std::array<uint64_t, static_cast<size_t>(DType::kCount)> param_bytes_by_dtype{};
+
+  bool is_ancestor_or_self(int a, int b) const {
+    return a >= 0 && b >= a && b < nodes[a].subtree_end;
+  }
+  int lowest_common_ancestor(int a, int b) const;
+  /// Fills depth, subtree_end, children and effective from `parent` and `ignored`. Requires
+  /// pre-order with parents before children.
+  void finalize();
+};
+
+}  // namespace flopsprof::detail

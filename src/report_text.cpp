@@ -1,0 +1,194 @@
+// The text report: DeepSpeed's summary, aggregated top modules per depth, detailed module tree.
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "flopsprof/report.h"
+
+namespace flopsprof {
+namespace {
+
+constexpr int kLabelWidth = 62;
+
+void line(std::string& out, const std::string& label, const std::string& value) {
+  fmt::format_to(std::back_inserter(out), "{:<{}}{}\n", label + ":", kLabelWidth, value);
+}
+
+std::string percent(double part, double whole) {
+  return fmt::format("{:.2f}%", whole > 0 ? 100.0 * part / whole : 0.0);
+}
+
+std::string rate(uint64_t flops, double seconds) {
+  return seconds > 0 ? flops_per_second_to_string(static_cast<double>(flops) / seconds) : "n/a";
+}
+
+void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
+  out += "-------------------------- flopsprof: Flops Profiler --------------------------\n";
+  fmt::format_to(std::back_inserter(out), "Profile Summary at step {}:\n", o.profile_step);
+  out +=
+      "Notations:\n"
+      "number of parameters (params), number of multiply-accumulate operations (MACs),\n"
+      "number of floating-point operations (flops), floating-point operations per second "
+      "(FLOPS),\n"
+      "fwd latency (forward propagation latency)\n\n";
+  line(out, "params", params_to_string(r.params));
+  line(out, "trainable params", params_to_string(r.trainable_params));
+  for (size_t d = 0; d < r.param_bytes_by_dtype.size(); ++d) {
+    if (r.param_bytes_by_dtype[d] == 0) continue;
+    line(out, fmt::format("params size ({})", dtype_name(static_cast<DType>(d))),
+         fmt::format("{:.2f} MB", static_cast<double>(r.param_bytes_by_dtype[d]) / (1024.0 * 1024.0)));
+  }
+  line(out, "fwd MACs", macs_to_string(r.macs));
+  line(out, "fwd flops", flops_to_string(r.flops));
+  for (size_t d = 0; d < r.flops_by_dtype.size(); ++d) {
+    if (r.flops_by_dtype[d] == 0) continue;
+    line(out, fmt::format("fwd flops ({})", dtype_name(static_cast<DType>(d))),
+         flops_to_string(r.flops_by_dtype[d]));
+  }
+  line(out, "fwd latency", duration_to_string(r.duration_s));
+  line(out, "fwd FLOPS = fwd flops / fwd latency", rate(r.flops, r.duration_s));
+  uint64_t na_calls = 0;
+  size_t na_names = 0;
+  for (const OpStats& op : r.ops) {
+    if (op.has_formula) continue;
+    na_calls += op.calls;
+    ++na_names;
+  }
+  line(out, "ops without a formula (n/a, not counted)",
+       fmt::format("{} op(s), {} call(s), {} = {} of fwd latency", na_names, na_calls,
+                   duration_to_string(r.no_formula_s), percent(r.no_formula_s, r.duration_s)));
+  line(out, "timer", r.timer);
+  if (na_names > 0) {
+    out += "\nOps without a formula (listed with their time; their FLOPs are n/a):\n";
+    fmt::format_to(std::back_inserter(out), "    {:<40} {:>8} {:>12} {:>12}\n", "op", "calls",
+                   "time", "self time");
+    for (const OpStats& op : r.ops) {
+      if (op.has_formula) continue;
+      fmt::format_to(std::back_inserter(out), "    {:<40} {:>8} {:>12} {:>12}\n", op.name,
+                     op.calls, duration_to_string(op.latency_s),
+                     duration_to_string(op.uncovered_s));
+    }
+  }
+  if (!r.problems.empty()) {
+    out += "\nProblems seen while profiling:\n";
+    for (const std::string& p : r.problems) fmt::format_to(std::back_inserter(out), "    {}\n", p);
+  }
+}
+
+std::string dict(const std::vector<std::pair<std::string, std::string>>& items) {
+  std::string s = "{";
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i) s += ", ";
+    s += fmt::format("'{}': '{}'", items[i].first, items[i].second);
+  }
+  return s + "}";
+}
+
+void aggregated(std::string& out, const ProfileResult& r, const ReportOptions& o) {
+  out += "\n----------------------------- Aggregated Profile -----------------------------\n";
+  int max_depth = 0;
+  for (const ModuleStats& m : r.modules) max_depth = std::max(max_depth, m.depth);
+  if (o.module_depth >= 0) max_depth = std::min(max_depth, o.module_depth);
+  fmt::format_to(std::back_inserter(out),
+                 "Top {} modules in terms of params, MACs or fwd latency at different model "
+                 "depths:\n",
+                 o.top_modules);
+  for (int depth = 0; depth <= max_depth; ++depth) {
+    struct Agg {
+      uint64_t params = 0, macs = 0;
+      double latency = 0;
+      size_t order = 0;
+    };
+    std::map<std::string, Agg> by_type;
+    for (const ModuleStats& m : r.modules) {
+      if (m.depth != depth) continue;
+      auto [it, inserted] = by_type.try_emplace(m.type);
+      if (inserted) it->second.order = by_type.size();
+      it->second.params += m.params;
+      it->second.macs += m.macs;
+      it->second.latency += m.latency_s;
+    }
+    std::vector<std::pair<std::string, Agg>> rows(by_type.begin(), by_type.end());
+    auto top = [&](auto key, auto fmt_value) {
+      std::stable_sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
+        if (key(a.second) != key(b.second)) return key(a.second) > key(b.second);
+        return a.second.order < b.second.order;
+      });
+      std::vector<std::pair<std::string, std::string>> items;
+      for (size_t i = 0; i < rows.size() && i < static_cast<size_t>(o.top_modules); ++i) {
+        items.emplace_back(rows[i].first, fmt_value(rows[i].second));
+      }
+      return dict(items);
+    };
+    fmt::format_to(std::back_inserter(out), "depth {}:\n", depth);
+    fmt::format_to(std::back_inserter(out), "    params      - {}\n",
+                   top([](const Agg& a) { return static_cast<double>(a.params); },
+                       [](const Agg& a) { return params_to_string(a.params); }));
+    fmt::format_to(std::back_inserter(out), "    MACs        - {}\n",
+                   top([](const Agg& a) { return static_cast<double>(a.macs); },
+                       [](const Agg& a) { return macs_to_string(a.macs); }));
+    fmt::format_to(std::back_inserter(out), "    fwd latency - {}\n",
+                   top([](const Agg& a) { return a.latency; },
+                       [](const Agg& a) { return duration_to_string(a.latency); }));
+  }
+}
+
+void tree_node(std::string& out, const ProfileResult& r, const ReportOptions& o, int index,
+               int indent) {
+  const ModuleStats& m = r.modules[index];
+  const ModuleStats& root = r.modules[0];
+  std::string stats = fmt::format(
+      "{} = {} Params, {} = {} MACs, {} = {} latency, {}", params_to_string(m.params),
+      percent(static_cast<double>(m.params), static_cast<double>(root.params)),
+      macs_to_string(m.macs), percent(static_cast<double>(m.macs), static_cast<double>(root.macs)),
+      duration_to_string(m.latency_s), percent(m.latency_s, root.latency_s),
+      rate(m.flops, m.latency_s));
+  if (m.calls != 1) stats += fmt::format(", {} calls", m.calls);
+  std::string pad(static_cast<size_t>(indent), ' ');
+  std::string head = m.parent < 0 ? m.type : fmt::format("({}): {}", m.name.substr(m.name.rfind('.') + 1), m.type);
+  std::vector<int> shown;
+  for (int c : m.children) {
+    if (o.module_depth < 0 || r.modules[c].depth <= o.module_depth) shown.push_back(c);
+  }
+  if (shown.empty()) {
+    fmt::format_to(std::back_inserter(out), "{}{}({})\n", pad, head, stats);
+    return;
+  }
+  fmt::format_to(std::back_inserter(out), "{}{}(\n{}  {}\n", pad, head, pad, stats);
+  for (int c : shown) tree_node(out, r, o, c, indent + 2);
+  fmt::format_to(std::back_inserter(out), "{})\n", pad);
+}
+
+void detailed(std::string& out, const ProfileResult& r, const ReportOptions& o) {
+  out += "\n------------------------------ Detailed Profile ------------------------------\n";
+  out +=
+      "Each module profile is listed after its name in the following order:\n"
+      "params, percentage of total params, MACs, percentage of total MACs, fwd latency, "
+      "percentage of total fwd latency, fwd FLOPS (and the call count when not 1)\n\n"
+      "Note: 1. Ops outside any submodule (functional calls in a parent's forward) make up the\n"
+      "difference between a parent's MACs (or latency) and the sum of its submodules'.\n"
+      "2. FLOPs are counted from formulas of the ops' shapes; FLOPS computed from them can\n"
+      "exceed what the hardware sustains.\n\n";
+  if (!r.modules.empty()) tree_node(out, r, o, 0, 0);
+}
+
+}  // namespace
+
+std::string format_text_report(const ProfileResult& result, const ReportOptions& options) {
+  if (options.module_depth < -1) {
+    throw Error(fmt::format("module_depth = {} is invalid; pass -1 for all depths or a depth >= 0",
+                            options.module_depth));
+  }
+  if (options.top_modules < 1) {
+    throw Error(fmt::format("top_modules = {} is invalid; pass a count >= 1", options.top_modules));
+  }
+  std::string out;
+  summary(out, result, options);
+  aggregated(out, result, options);
+  if (options.detailed) detailed(out, result, options);
+  out += "------------------------------------------------------------------------------\n";
+  return out;
+}
+
+}  // namespace flopsprof
