@@ -161,17 +161,19 @@ template <class M>
 ModelProfile get_model_profile(const M& model, const std::vector<int64_t>& input_shape,
                                const ModelProfileOptions& options = {}) {
   torch::Tensor input = detail::make_input(input_shape, options);
+  M m = model;  // a holder's const operator-> would give a const module
   return get_model_profile(
-      detail::as_module_ptr(model), [&] { model->forward(input); }, options);
+      detail::as_module_ptr(model), [&] { m->forward(input); }, options);
 }
 
 /// Profiles `model->forward(args...)` with the arguments in `args`.
 template <class M, class... Args>
 ModelProfile get_model_profile(const M& model, const std::tuple<Args...>& args,
                                const ModelProfileOptions& options = {}) {
+  M m = model;
   return get_model_profile(
       detail::as_module_ptr(model),
-      [&] { std::apply([&](const auto&... a) { model->forward(a...); }, args); }, options);
+      [&] { std::apply([&](const auto&... a) { m->forward(a...); }, args); }, options);
 }
 
 /// Profiles one call of `fn` (any callable with no arguments) that runs the model's forward.
