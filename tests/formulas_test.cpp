@@ -1,0 +1,279 @@
+// Formula tests: every built-in family against arithmetic written out by hand.
+#include <gtest/gtest.h>
+
+#include "flopsprof/formulas.h"
+#include "test_args.h"
+
+namespace flopsprof {
+namespace {
+
+using testing::Args;
+using testing::count;
+
+// ---- GEMM family -------------------------------------------------------------------------
+
+TEST(MatmulFormula, MmIsTwoMNK) {
+  // a[8,16] @ b[16,4]: MACs = 8*4*16 = 512, FLOPs = 2*512 = 1024
+  FlopCount c = count("aten::mm", Args().tensor({8, 16}).tensor({16, 4}));
+  EXPECT_EQ(c.macs, 512u);
+  EXPECT_EQ(c.flops, 1024u);
+}
+
+TEST(MatmulFormula, AddmmIsTwoMNKPlusBias) {
+  // bias[4] + a[8,16] @ b[16,4]: MACs = 512, FLOPs = 2*512 + 8*4 = 1056
+  FlopCount c = count("aten::addmm", Args().tensor({4}).tensor({8, 16}).tensor({16, 4}).i(1).i(1));
+  EXPECT_EQ(c.macs, 512u);
+  EXPECT_EQ(c.flops, 1056u);
+}
+
+TEST(MatmulFormula, AddmmWithBetaZeroHasNoBiasTerm) {
+  FlopCount c = count("aten::addmm", Args().tensor({4}).tensor({8, 16}).tensor({16, 4}).d(0.0).i(1));
+  EXPECT_EQ(c.flops, 1024u);
+}
+
+TEST(MatmulFormula, BmmIsTwoBMNK) {
+  // [3,8,16] @ [3,16,4]: MACs = 3*8*4*16 = 1536
+  FlopCount c = count("aten::bmm", Args().tensor({3, 8, 16}).tensor({3, 16, 4}));
+  EXPECT_EQ(c.macs, 1536u);
+  EXPECT_EQ(c.flops, 3072u);
+}
+
+TEST(MatmulFormula, BaddbmmAddsOnePerOutput) {
+  // MACs = 1536; FLOPs = 3072 + 3*8*4 = 3168
+  FlopCount c = count("aten::baddbmm", Args().tensor({3, 8, 4}).tensor({3, 8, 16}).tensor({3, 16, 4}));
+  EXPECT_EQ(c.macs, 1536u);
+  EXPECT_EQ(c.flops, 3168u);
+}
+
+TEST(MatmulFormula, MatmulBroadcastsBatchDims) {
+  // [2,1,8,16] @ [5,16,4]: batch = broadcast([2,1],[5]) = 2*5 = 10; MACs = 10*8*4*16 = 5120
+  FlopCount c = count("aten::matmul", Args().tensor({2, 1, 8, 16}).tensor({5, 16, 4}));
+  EXPECT_EQ(c.macs, 5120u);
+  EXPECT_EQ(c.flops, 10240u);
+}
+
+TEST(MatmulFormula, MatmulVectorCases) {
+  // dot: [16]·[16] = 16 MACs; matrix-vector: [8,16]·[16] = 128 MACs; vector-matrix [16]·[16,4] = 64
+  EXPECT_EQ(count("aten::matmul", Args().tensor({16}).tensor({16})).macs, 16u);
+  EXPECT_EQ(count("aten::matmul", Args().tensor({8, 16}).tensor({16})).macs, 128u);
+  EXPECT_EQ(count("aten::matmul", Args().tensor({16}).tensor({16, 4})).macs, 64u);
+  // mismatched contraction: not understood, n/a
+  EXPECT_FALSE(compute_flops("aten::matmul", Args().tensor({8, 16}).tensor({15, 4}).inputs()));
+}
+
+TEST(MatmulFormula, LinearCountsBiasPerOutputElement) {
+  // x[2,5,16], w[4,16], b[4]: MACs = 2*5*4*16 = 640; FLOPs = 1280 + 2*5*4 = 1320
+  FlopCount c = count("aten::linear", Args().tensor({2, 5, 16}).tensor({4, 16}).tensor({4}));
+  EXPECT_EQ(c.macs, 640u);
+  EXPECT_EQ(c.flops, 1320u);
+  FlopCount no_bias = count("aten::linear", Args().tensor({2, 5, 16}).tensor({4, 16}).none());
+  EXPECT_EQ(no_bias.flops, 1280u);
+}
+
+TEST(MatmulFormula, MvAddmvDot) {
+  EXPECT_EQ(count("aten::mv", Args().tensor({8, 16}).tensor({16})).flops, 2u * 8 * 16);
+  EXPECT_EQ(count("aten::addmv", Args().tensor({8}).tensor({8, 16}).tensor({16})).flops, 2u * 8 * 16 + 8);
+  EXPECT_EQ(count("aten::dot", Args().tensor({16}).tensor({16})).flops, 32u);
+}
+
+// ---- Convolution ---------------------------------------------------------------------------
+
+TEST(ConvFormula, Conv2dStridedPaddedWithBias) {
+  // x[2,3,32,32], w[8,3,3,3], stride 2, pad 1: out = (32 + 2 - 2 - 1)/2 + 1 = 16
+  // MACs = N*Cout*Hout*Wout*(Cin/g)*kh*kw = 2*8*16*16*3*3*3 = 110592
+  // FLOPs = 2*MACs + bias (2*8*16*16 = 4096) = 225280
+  FlopCount c = count("aten::conv2d",
+                      Args().tensor({2, 3, 32, 32}).tensor({8, 3, 3, 3}).tensor({8}).list({2, 2}).list({1, 1}).list({1, 1}).i(1));
+  EXPECT_EQ(c.macs, 110592u);
+  EXPECT_EQ(c.flops, 225280u);
+}
+
+TEST(ConvFormula, GroupedDilatedConv2d) {
+  // x[1,8,20,20], w[8,2,3,3] (groups 4), dilation 2, pad 0, stride 1:
+  // out = (20 - 2*2 - 1)/1 + 1 = 16; MACs = 1*8*16*16*(8/4)*3*3 = 36864; no bias
+  FlopCount c = count("aten::conv2d",
+                      Args().tensor({1, 8, 20, 20}).tensor({8, 2, 3, 3}).none().list({1}).list({0}).list({2}).i(4));
+  EXPECT_EQ(c.macs, 36864u);
+  EXPECT_EQ(c.flops, 73728u);
+}
+
+TEST(ConvFormula, Conv1dAndConv3d) {
+  // conv1d: x[4,6,50], w[10,6,5], stride 1, pad 0: out = 46; MACs = 4*10*46*6*5 = 55200
+  EXPECT_EQ(count("aten::conv1d", Args().tensor({4, 6, 50}).tensor({10, 6, 5}).none().list({1}).list({0}).list({1}).i(1)).macs,
+            55200u);
+  // conv3d: x[1,2,8,8,8], w[4,2,3,3,3], pad 1: out 8^3; MACs = 4*512*2*27 = 110592
+  EXPECT_EQ(count("aten::conv3d", Args().tensor({1, 2, 8, 8, 8}).tensor({4, 2, 3, 3, 3}).none().list({1}).list({1}).list({1}).i(1)).macs,
+            110592u);
+}
+
+TEST(ConvFormula, SamePaddingString) {
+  // padding="same": out = in = 10x10; MACs = 1*4*100*3*9 = 10800
+  EXPECT_EQ(count("aten::conv2d", Args().tensor({1, 3, 10, 10}).tensor({4, 3, 3, 3}).none().list({1}).str('s').list({1}).i(1)).macs,
+            10800u);
+}
+
+TEST(ConvFormula, TransposedCountsInputPositions) {
+  // conv_transpose2d: x[1,4,5,5], w[4,2,3,3] (Cin=4, Cout/g=2), stride 2, pad 1, output_padding 1
+  // MACs = N * prod(input spatial) * Cin * (Cout/g) * k*k = 1*25*4*2*9 = 1800
+  // out = (5-1)*2 - 2 + 1*(3-1) + 1 + 1 = 10; bias = 1*2*10*10 = 200; FLOPs = 3600 + 200
+  FlopCount c = count("aten::conv_transpose2d",
+                      Args().tensor({1, 4, 5, 5}).tensor({4, 2, 3, 3}).tensor({2}).list({2}).list({1}).list({1}).i(1).list({1}));
+  EXPECT_EQ(c.macs, 1800u);
+  EXPECT_EQ(c.flops, 3800u);
+  // the same through aten::convolution(..., transposed=true, output_padding, groups)
+  FlopCount g = count("aten::convolution",
+                      Args().tensor({1, 4, 5, 5}).tensor({4, 2, 3, 3}).tensor({2}).list({2}).list({1}).list({1}).b(true).list({1}).i(1));
+  EXPECT_EQ(g.flops, 3800u);
+}
+
+TEST(ConvFormula, BackendVariantsUseTheirArgumentOrder) {
+  // mkldnn_convolution(input, weight, bias, padding, stride, dilation, groups)
+  // x[1,3,8,8], w[4,3,3,3], pad 1, stride 1: out 8x8; MACs = 4*64*27 = 6912
+  EXPECT_EQ(count("aten::mkldnn_convolution", Args().tensor({1, 3, 8, 8}).tensor({4, 3, 3, 3}).none().list({1, 1}).list({1, 1}).list({1, 1}).i(1)).macs,
+            6912u);
+}
+
+// ---- Normalisation -------------------------------------------------------------------------
+
+TEST(NormFormula, BatchNormTrainingAndEval) {
+  // numel = 2*4*5*5 = 200
+  Args train = Args().tensor({2, 4, 5, 5}).tensor({4}).tensor({4}).tensor({4}).tensor({4}).b(true).d(0.1).d(1e-5).b(false);
+  EXPECT_EQ(count("aten::batch_norm", train).flops, 5u * 200);  // training, affine
+  Args eval = Args().tensor({2, 4, 5, 5}).tensor({4}).tensor({4}).tensor({4}).tensor({4}).b(false).d(0.1).d(1e-5).b(false);
+  EXPECT_EQ(count("aten::batch_norm", eval).flops, 2u * 200);  // eval, affine
+  Args eval_plain = Args().tensor({2, 4, 5, 5}).none().none().tensor({4}).tensor({4}).b(false);
+  EXPECT_EQ(count("aten::batch_norm", eval_plain).flops, 1u * 200);
+  Args train_plain = Args().tensor({2, 4, 5, 5}).none().none().none().none().b(true);
+  EXPECT_EQ(count("aten::batch_norm", train_plain).flops, 4u * 200);
+  EXPECT_EQ(count("aten::batch_norm", eval).macs, 0u);
+}
+
+TEST(NormFormula, LayerGroupInstanceNorm) {
+  // layer_norm(x[2,8,16], [16], w, b): 5 * 256 = 1280; without affine 4 * 256
+  EXPECT_EQ(count("aten::layer_norm", Args().tensor({2, 8, 16}).list({16}).tensor({16}).tensor({16})).flops, 1280u);
+  EXPECT_EQ(count("aten::layer_norm", Args().tensor({2, 8, 16}).list({16}).none().none()).flops, 1024u);
+  // group_norm(x[2,8,4,4], 2 groups, w, b): 5 * 256
+  EXPECT_EQ(count("aten::group_norm", Args().tensor({2, 8, 4, 4}).i(2).tensor({8}).tensor({8})).flops, 1280u);
+  // instance_norm(x, w, b, ...): affine 5 * 256
+  EXPECT_EQ(count("aten::instance_norm", Args().tensor({2, 8, 4, 4}).tensor({8}).tensor({8})).flops, 1280u);
+}
+
+// ---- Pointwise, activations, softmax, reductions ----------------------------------------------
+
+TEST(PointwiseFormula, BinaryOpsBroadcastRightAligned) {
+  // [4,1,6] + [5,1]: broadcast = [4,5,6] = 120
+  EXPECT_EQ(count("aten::add", Args().tensor({4, 1, 6}).tensor({5, 1}).i(1)).flops, 120u);
+  EXPECT_EQ(count("aten::mul_", Args().tensor({4, 5, 6}).tensor({6})).flops, 120u);
+  // tensor op scalar: numel(self)
+  EXPECT_EQ(count("aten::div", Args().tensor({7, 3}).d(2.0)).flops, 21u);
+  EXPECT_EQ(count("aten::sub", Args().tensor({7, 3}).tensor({7, 3}).i(1)).flops, 21u);
+  // incompatible shapes: n/a rather than a wrong number
+  EXPECT_FALSE(compute_flops("aten::add", Args().tensor({3, 4}).tensor({5}).inputs()));
+}
+
+TEST(PointwiseFormula, AddcmulIsTwoPerElement) {
+  EXPECT_EQ(count("aten::addcmul_", Args().tensor({10, 10}).tensor({10, 10}).tensor({10, 10}).d(1.0)).flops, 200u);
+  EXPECT_EQ(count("aten::addcdiv", Args().tensor({10, 10}).tensor({10}).tensor({1}).d(1.0)).flops, 200u);
+}
+
+TEST(PointwiseFormula, ActivationsSoftmaxReductionsAreNumelOfInput) {
+  Args x = Args().tensor({3, 5, 7});  // 105 elements
+  for (const char* op : {"aten::relu", "aten::gelu", "aten::silu", "aten::sigmoid", "aten::tanh",
+                         "aten::elu", "aten::leaky_relu", "aten::hardswish", "aten::softmax",
+                         "aten::log_softmax", "aten::sum", "aten::mean", "aten::exp", "aten::sqrt",
+                         "aten::rsqrt", "aten::pow"}) {
+    EXPECT_EQ(count(op, x).flops, 105u) << op;
+    EXPECT_EQ(count(op, x).macs, 0u) << op;
+  }
+}
+
+// ---- Pooling, upsampling, attention, zero-FLOP ----------------------------------------------
+
+TEST(PoolFormula, PoolingIsNumelOfInput) {
+  EXPECT_EQ(count("aten::max_pool2d", Args().tensor({1, 64, 112, 112}).list({3, 3})).flops, 64u * 112 * 112);
+  EXPECT_EQ(count("aten::adaptive_avg_pool2d", Args().tensor({2, 512, 7, 7}).list({1, 1})).flops, 2u * 512 * 49);
+}
+
+TEST(PoolFormula, UpsampleIsNumelOfOutput) {
+  // [2,3,8,8] -> output_size [16,16]: 2*3*16*16 = 1536
+  EXPECT_EQ(count("aten::upsample_nearest2d", Args().tensor({2, 3, 8, 8}).list({16, 16})).flops, 1536u);
+  // .vec overload: output_size None, scale_factors [2.0, 3.0]: 2*3*16*24 = 2304
+  EXPECT_EQ(count("aten::upsample_bilinear2d", Args().tensor({2, 3, 8, 8}).none().b(false).dlist({2.0, 3.0})).flops, 2304u);
+}
+
+TEST(AttentionFormula, SdpaIsTwoGemmsPlusSoftmax) {
+  // q[2,4,16,8], k[2,4,32,8], v[2,4,32,8]: B = 8, L = 16, S = 32, E = Ev = 8
+  // MACs = 8*16*32*8 + 8*16*32*8 = 65536; FLOPs = 2*65536 + 8*16*32 = 135168
+  FlopCount c = count("aten::scaled_dot_product_attention",
+                      Args().tensor({2, 4, 16, 8}).tensor({2, 4, 32, 8}).tensor({2, 4, 32, 8}));
+  EXPECT_EQ(c.macs, 65536u);
+  EXPECT_EQ(c.flops, 135168u);
+}
+
+TEST(ZeroFormula, ViewsCopiesIndexingAreAKnownZero) {
+  for (const char* op : {"aten::view", "aten::t", "aten::transpose", "aten::contiguous",
+                         "aten::embedding", "aten::index_select", "aten::cat", "aten::dropout",
+                         "aten::empty", "aten::copy_"}) {
+    std::optional<FlopCount> c = compute_flops(op, Args().tensor({4, 4}).inputs());
+    ASSERT_TRUE(c.has_value()) << op;  // a known 0, not "no formula"
+    EXPECT_EQ(c->flops, 0u) << op;
+  }
+  EXPECT_FALSE(has_formula("aten::cumsum"));     // no formula: n/a, never 0
+  EXPECT_FALSE(has_formula("aten::einsum"));     // counted through its parts
+}
+
+// ---- Registry and arithmetic ----------------------------------------------------------------
+
+TEST(FormulaRegistry, UserFormulaRegistersAndOverridesBuiltin) {
+  register_formula("myops::fused_thing", [](const OpInputs& in) -> std::optional<FlopCount> {
+    return FlopCount{3 * in.numel(0), in.numel(0)};
+  });
+  EXPECT_EQ(count("myops::fused_thing", Args().tensor({10})).flops, 30u);
+  EXPECT_TRUE(unregister_formula("myops::fused_thing"));
+  EXPECT_FALSE(has_formula("myops::fused_thing"));
+
+  FormulaFn original = [](const OpInputs&) -> std::optional<FlopCount> { return std::nullopt; };
+  register_formula("aten::relu", [](const OpInputs& in) -> std::optional<FlopCount> {
+    return FlopCount{7 * in.numel(0), 0};
+  });
+  EXPECT_EQ(count("aten::relu", Args().tensor({2})).flops, 14u);
+  // restore the built-in convention (numel) for the other tests
+  register_formula("aten::relu", [](const OpInputs& in) -> std::optional<FlopCount> {
+    return FlopCount{in.numel(0), 0};
+  });
+  EXPECT_THROW(register_formula("", original), Error);
+  EXPECT_THROW(register_formula("x::y", FormulaFn{}), Error);
+}
+
+std::optional<FlopCount> macro_formula(const OpInputs& in) { return FlopCount{in.numel(0) + 1, 0}; }
+FLOPSPROF_REGISTER_FORMULA("testops::macro_registered", macro_formula);
+
+TEST(FormulaRegistry, MacroRegistersAtStartup) {
+  EXPECT_EQ(count("testops::macro_registered", Args().tensor({4})).flops, 5u);
+}
+
+TEST(CheckedArithmetic, OverflowThrows) {
+  EXPECT_EQ(checked_mul(1ull << 31, 1ull << 31), 1ull << 62);
+  EXPECT_THROW(checked_mul(1ull << 32, 1ull << 32), Error);
+  EXPECT_THROW(checked_add(UINT64_MAX, 1), Error);
+  // a GEMM whose count does not fit in 64 bits throws instead of wrapping
+  EXPECT_THROW(compute_flops("aten::mm", Args().tensor({1ll << 22, 1ll << 22}).tensor({1ll << 22, 1ll << 22}).inputs()),
+               Error);
+}
+
+TEST(OpInputs, AccessorsAreTotal) {
+  Args a = Args().tensor({2, 3}).i(5).b(true).d(1.5).list({1, 2});
+  OpInputs in = a.inputs();
+  EXPECT_EQ(in.numel(0), 6u);
+  EXPECT_EQ(in.integer(1), 5);
+  EXPECT_EQ(in.boolean(2), true);
+  EXPECT_EQ(in.scalar(3), 1.5);
+  EXPECT_EQ(in.int_list(4).size(), 2u);
+  EXPECT_EQ(in.int_list(1).size(), 1u);  // a single int reads as a list of one
+  EXPECT_EQ(in[99].kind, ArgKind::kNone);
+  EXPECT_EQ(in.numel(99), 0u);
+  EXPECT_EQ(in.shape(1).size(), 0u);
+}
+
+}  // namespace
+}  // namespace flopsprof

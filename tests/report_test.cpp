@@ -1,0 +1,435 @@
+// Aggregation and report tests on synthetic events: attribution rules, calls, latency, ignored
+// modules, the text report line by line, and the JSON schema.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <sstream>
+
+#include "aggregate.h"
+#include "flopsprof/report.h"
+
+namespace flopsprof::detail {
+namespace {
+
+class Names : public NameLookup {
+ public:
+  uint32_t id(const std::string& n) {
+    for (uint32_t i = 0; i < names_.size(); ++i) {
+      if (names_[i] == n) return i;
+    }
+    names_.push_back(n);
+    return static_cast<uint32_t>(names_.size() - 1);
+  }
+  const std::string& name(uint32_t i) const override { return names_.at(i); }
+
+ private:
+  std::vector<std::string> names_;
+};
+
+// Net
+//   enc: Encoder
+//     fc1: Linear (10 params)
+//     fc2: Linear (20 params)
+//   head: Linear (5 params)
+ModuleTree make_tree() {
+  ModuleTree t;
+  auto add = [&](std::string name, std::string type, int parent, uint64_t params) {
+    ModuleNode n;
+    n.name = std::move(name);
+    n.type = std::move(type);
+    n.parent = parent;
+    n.params = params;
+    t.nodes.push_back(n);
+  };
+  add("", "Net", -1, 35);
+  add("enc", "Encoder", 0, 30);
+  add("enc.fc1", "Linear", 1, 10);
+  add("enc.fc2", "Linear", 1, 20);
+  add("head", "Linear", 0, 5);
+  t.params = 35;
+  t.owner_sets = {{2}, {3}, {4}, {2, 4}};  // owner set 3: a weight tied between fc1 and head
+  t.finalize();
+  return t;
+}
+
+struct Builder {
+  Names& names;
+  ThreadEvents th;
+  int64_t clock = 0;
+
+  // An mm of [m,k] x [k,n] (2*m*n*k FLOPs) taking `dur` ns.
+  int mm(int64_t m, int64_t k, int64_t n, int owner = -1, int scope = -1, int parent = -1, int64_t dur = 10) {
+    RawEvent e;
+    e.name_id = names.id("aten::mm");
+    e.flags = kCounted | kHasFormula;
+    e.owner = owner;
+    e.scope = scope;
+    e.parent = parent;
+    e.args_begin = static_cast<uint32_t>(th.args.size());
+    e.args_count = 2;
+    for (auto [a, b] : {std::pair{m, k}, std::pair{k, n}}) {
+      ArgRecord r;
+      r.kind = ArgKind::kTensor;
+      r.dtype = DType::kFloat32;
+      r.count = 2;
+      r.offset = th.dims.size();
+      th.dims.push_back(a);
+      th.dims.push_back(b);
+      th.args.push_back(r);
+    }
+    return push(e, dur);
+  }
+  // An op with no formula (or `flags` as given).
+  int op(const std::string& name, int owner = -1, int scope = -1, int parent = -1, int64_t dur = 10, uint8_t flags = 0) {
+    RawEvent e;
+    e.name_id = names.id(name);
+    e.flags = flags;
+    e.owner = owner;
+    e.scope = scope;
+    e.parent = parent;
+    return push(e, dur);
+  }
+  int push(RawEvent e, int64_t dur) {
+    e.start_ns = clock;
+    e.end_ns = clock + dur;
+    clock += dur;
+    th.events.push_back(e);
+    return static_cast<int>(th.events.size() - 1);
+  }
+  int scope(int module, int64_t enter, int64_t exit, int parent = -1) {
+    th.scopes.push_back(ScopeRecord{module, parent, enter, exit, 0});
+    return static_cast<int>(th.scopes.size() - 1);
+  }
+};
+
+ProfileResult run(const ModuleTree& tree, std::vector<const ThreadEvents*> threads, Names& names) {
+  AggregateInput in;
+  in.tree = &tree;
+  in.threads = std::move(threads);
+  in.names = &names;
+  in.stop_ns = 1000000;
+  in.timer = "test";
+  return aggregate(in);
+}
+
+const ModuleStats& mod(const ProfileResult& r, const std::string& name) {
+  for (const ModuleStats& m : r.modules) {
+    if (m.name == name) return m;
+  }
+  throw std::runtime_error("no module " + name);
+}
+
+TEST(Attribution, OwnershipAttributesToOwnerAndItsAncestors) {
+  Names names;
+  ModuleTree tree = make_tree();
+  Builder b{names};
+  b.mm(2, 3, 4, /*owner=*/0);  // fc1: 2*2*4*3 = 48 FLOPs
+  b.mm(1, 5, 5, /*owner=*/2);  // head: 2*1*5*5 = 50 FLOPs
+  ProfileResult r = run(tree, {&b.th}, names);
+  EXPECT_EQ(mod(r, "enc.fc1").flops, 48u);
+  EXPECT_EQ(mod(r, "enc.fc1").macs, 24u);
+  EXPECT_EQ(mod(r, "enc").flops, 48u);
+  EXPECT_EQ(mod(r, "head").flops, 50u);
+  EXPECT_EQ(mod(r, "").flops, 98u);
+  EXPECT_EQ(r.flops, 98u);
+  EXPECT_EQ(r.flops_by_dtype[static_cast<size_t>(DType::kFloat32)], 98u);
+}
+
+TEST(Attribution, ExplicitScopeWinsOverAnOwnerOutsideIt) {
+  Names names;
+  ModuleTree tree = make_tree();
+  Builder b{names};
+  int head_scope = b.scope(/*module=*/4, 0, 100);
+  b.mm(1, 5, 5, /*owner=*/0 /* fc1's weight */, head_scope);  // fc1 is not inside head: head
+  b.mm(1, 5, 5, /*owner=*/3 /* tied fc1+head */, head_scope);  // head owns it too, inside: head
+  int enc_scope = b.scope(/*module=*/1, 100, 200);
+  b.mm(1, 5, 5, /*owner=*/0, enc_scope);  // fc1 is inside enc: fc1
+  b.mm(1, 5, 5, /*owner=*/-1, enc_scope);  // no owner: the scope
+  ProfileResult r = run(tree, {&b.th}, names);
+  EXPECT_EQ(mod(r, "head").flops, 100u);
+  EXPECT_EQ(mod(r, "enc.fc1").flops, 50u);
+  EXPECT_EQ(mod(r, "enc").flops, 100u);
+}
+
+TEST(Attribution, TiedWeightWithoutScopeGoesToTheFirstOwner) {
+  Names names;
+  ModuleTree tree = make_tree();
+  Builder b{names};
+  b.mm(1, 5, 5, /*owner=*/3);
+  ProfileResult r = run(tree, {&b.th}, names);
+  EXPECT_EQ(mod(r, "enc.fc1").flops, 50u);
+  EXPECT_EQ(mod(r, "head").flops, 0u);
+}
+
+TEST(Attribution, UnownedOpsGoToTheCommonAncestorOfTheirNeighbours) {
+  Names names;
+  ModuleTree tree = make_tree();
+  Builder b{names};
+  b.mm(1, 1, 1, /*owner=*/0);          // fc1
+  b.op("aten::cumsum");                // between fc1 and fc2 -> enc
+  b.mm(1, 1, 1, /*owner=*/1);          // fc2
+  b.op("aten::cumsum");                // between fc2 and head -> root
+  b.mm(1, 1, 1, /*owner=*/2);          // head
+  b.op("aten::cumsum");                // nothing after -> root
+  ProfileResult r = run(tree, {&b.th}, names);
+  EXPECT_EQ(mod(r, "enc").na_ops, 1u);
+  EXPECT_EQ(mod(r, "enc.fc1").na_ops, 0u);
+  EXPECT_EQ(mod(r, "").na_ops, 3u);
+}
+
+TEST(Attribution, NestedOpsInheritTheirParentsModuleAndAreNotCountedTwice) {
+  Names names;
+  ModuleTree tree = make_tree();
+  Builder b{names};
+  int outer = b.mm(2, 2, 2, /*owner=*/2, -1, -1, 100);
+  b.th.events[outer].end_ns = 100;
+  b.clock = 10;
+  b.mm(2, 2, 2, -1, -1, outer, 20);  // nested inside a counted op
+  b.th.events.back().flags = kUnderCounted | kHasFormula;
+  ProfileResult r = run(tree, {&b.th}, names);
+  EXPECT_EQ(r.flops, 16u);  // 2*2*2*2 once
+  EXPECT_EQ(mod(r, "head").flops, 16u);
+  ASSERT_EQ(r.ops.size(), 1u);
+  EXPECT_EQ(r.ops[0].calls, 1u);
+}
+
+TEST(Attribution, OpsWithoutFormulaAreListedWithTimeNeverAsZero) {
+  Names names;
+  ModuleTree tree = make_tree();
+  Builder b{names};
+  int lstm = b.op("aten::lstm", /*owner=*/0, -1, -1, 100);  // no formula, 100 ns
+  b.clock = 0;
+  b.mm(1, 1, 1, -1, -1, lstm, 30);  // a counted child: 30 ns of the 100 are covered
+  b.clock = 100;
+  ProfileResult r = run(tree, {&b.th}, names);
+  const OpStats* lstm_stats = nullptr;
+  for (const OpStats& op : r.ops) {
+    if (op.name == "aten::lstm") lstm_stats = &op;
+  }
+  ASSERT_NE(lstm_stats, nullptr);
+  EXPECT_FALSE(lstm_stats->has_formula);
+  EXPECT_EQ(lstm_stats->calls, 1u);
+  EXPECT_DOUBLE_EQ(lstm_stats->latency_s, 100e-9);
+  EXPECT_DOUBLE_EQ(lstm_stats->uncovered_s, 70e-9);
+  EXPECT_DOUBLE_EQ(r.no_formula_s, 70e-9);
+  EXPECT_EQ(mod(r, "enc.fc1").flops, 2u);  // the child inherits the lstm's owner
+}
+
+TEST(Calls, RunsOfConsecutiveOpsCountAsCallsAndSpansAsLatency) {
+  Names names;
+  ModuleTree tree = make_tree();
+  Builder b{names};
+  b.op("aten::t", 0, -1, -1, 5);   // fc1 call 1: 0..5
+  b.mm(1, 1, 1, 0, -1, -1, 10);    // fc1: 5..15
+  b.mm(1, 1, 1, 1, -1, -1, 10);    // fc2: 15..25
+  b.mm(1, 1, 1, 0, -1, -1, 20);    // fc1 call 2: 25..45
+  ProfileResult r = run(tree, {&b.th}, names);
+  EXPECT_EQ(mod(r, "enc.fc1").calls, 2u);
+  EXPECT_DOUBLE_EQ(mod(r, "enc.fc1").latency_s, 35e-9);  // 15 + 20
+  EXPECT_EQ(mod(r, "enc.fc2").calls, 1u);
+  EXPECT_EQ(mod(r, "enc").calls, 1u);
+  EXPECT_DOUBLE_EQ(mod(r, "enc").latency_s, 45e-9);
+  EXPECT_DOUBLE_EQ(r.duration_s, 45e-9);
+}
+
+TEST(Calls, ScopedModulesCountScopeEntries) {
+  Names names;
+  ModuleTree tree = make_tree();
+  Builder b{names};
+  int s1 = b.scope(1, 0, 30);
+  b.mm(1, 1, 1, 0, s1);
+  int s2 = b.scope(1, 40, 100);
+  b.mm(1, 1, 1, 0, s2);
+  ProfileResult r = run(tree, {&b.th}, names);
+  EXPECT_EQ(mod(r, "enc").calls, 2u);
+  EXPECT_TRUE(mod(r, "enc").scoped);
+  EXPECT_DOUBLE_EQ(mod(r, "enc").latency_s, 90e-9);
+}
+
+TEST(Calls, ThreadsAreProcessedIndependently) {
+  Names names;
+  ModuleTree tree = make_tree();
+  Builder a{names}, b{names};
+  a.mm(1, 1, 1, 0);
+  b.mm(2, 2, 2, 2);
+  ProfileResult r = run(tree, {&a.th, &b.th}, names);
+  EXPECT_EQ(r.threads, 2u);
+  EXPECT_EQ(mod(r, "enc.fc1").flops, 2u);
+  EXPECT_EQ(mod(r, "head").flops, 16u);
+  EXPECT_EQ(mod(r, "").calls, 2u);  // one run per thread
+}
+
+TEST(Ignore, IgnoredModulesFoldIntoTheirParent) {
+  Names names;
+  ModuleTree tree = make_tree();
+  tree.nodes[3].ignored = true;  // enc.fc2
+  tree.finalize();
+  Builder b{names};
+  b.mm(1, 1, 1, /*owner=*/1);
+  ProfileResult r = run(tree, {&b.th}, names);
+  EXPECT_EQ(r.modules.size(), 4u);
+  for (const ModuleStats& m : r.modules) EXPECT_NE(m.name, "enc.fc2");
+  EXPECT_EQ(mod(r, "enc").flops, 2u);
+  EXPECT_EQ(mod(r, "enc").children.size(), 1u);
+}
+
+TEST(Aggregate, FormulaOverflowIsReportedNotWrapped) {
+  Names names;
+  ModuleTree tree = make_tree();
+  Builder b{names};
+  b.mm(1ll << 22, 1ll << 22, 1ll << 22, 0);
+  ProfileResult r = run(tree, {&b.th}, names);
+  EXPECT_EQ(r.flops, 0u);
+  ASSERT_FALSE(r.problems.empty());
+  EXPECT_NE(r.problems[0].find("overflows 64 bits"), std::string::npos);
+}
+
+// ---- Formatting and the text report ---------------------------------------------------------
+
+TEST(Format, NumbersWithUnits) {
+  EXPECT_EQ(number_to_string(8.21e9), "8.21 G");
+  EXPECT_EQ(macs_to_string(4090000000ull), "4.09 GMACs");
+  EXPECT_EQ(macs_to_string(512), "512 MACs");
+  EXPECT_EQ(flops_to_string(8210000000ull), "8.21 G");
+  EXPECT_EQ(params_to_string(109514298), "109.51 M");
+  EXPECT_EQ(duration_to_string(0.12053), "120.53 ms");
+  EXPECT_EQ(duration_to_string(2.5), "2.50 s");
+  EXPECT_EQ(duration_to_string(42e-6), "42.00 us");
+  EXPECT_EQ(flops_per_second_to_string(1.2345e12), "1.23 TFLOPS");
+}
+
+ProfileResult small_result() {
+  Names names;
+  ModuleTree tree = make_tree();
+  Builder b{names};
+  int s = b.scope(0, 0, 4000000);
+  b.clock = 0;
+  b.mm(100, 100, 100, 0, s, -1, 1000000);   // fc1: 2e6 FLOPs in 1 ms
+  b.mm(100, 100, 50, 1, s, -1, 2000000);    // fc2: 1e6 FLOPs in 2 ms
+  b.op("aten::cumsum", -1, s, -1, 500000);  // root, no formula, 0.5 ms
+  b.mm(10, 100, 10, 2, s, -1, 500000);      // head: 2e4 FLOPs in 0.5 ms
+  ProfileResult r = run(tree, {&b.th}, names);
+  r.param_bytes_by_dtype[static_cast<size_t>(DType::kFloat32)] = 140;
+  r.trainable_params = 35;
+  return r;
+}
+
+TEST(TextReport, MatchesLineByLine) {
+  std::string text = format_text_report(small_result(), ReportOptions{7, -1, 2, true});
+  std::vector<std::string> expected = {
+      "-------------------------- flopsprof: Flops Profiler --------------------------",
+      "Profile Summary at step 7:",
+      "Notations:",
+      "number of parameters (params), number of multiply-accumulate operations (MACs),",
+      "number of floating-point operations (flops), floating-point operations per second (FLOPS),",
+      "fwd latency (forward propagation latency)",
+      "",
+      "params:                                                       35",
+      "trainable params:                                             35",
+      "params size (fp32):                                           0.00 MB",
+      "fwd MACs:                                                     1.51 MMACs",
+      "fwd flops:                                                    3.02 M",
+      "fwd flops (fp32):                                             3.02 M",
+      "fwd latency:                                                  4.00 ms",
+      "fwd FLOPS = fwd flops / fwd latency:                          755.00 MFLOPS",
+      "ops without a formula (n/a, not counted):                     1 op(s), 1 call(s), 500.00 us = 12.50% of fwd latency",
+      "timer:                                                        test",
+      "",
+      "Ops without a formula (listed with their time; their FLOPs are n/a):",
+      "    op                                          calls         time    self time",
+      "    aten::cumsum                                    1    500.00 us    500.00 us",
+      "",
+      "----------------------------- Aggregated Profile -----------------------------",
+      "Top 2 modules in terms of params, MACs or fwd latency at different model depths:",
+      "depth 0:",
+      "    params      - {'Net': '35'}",
+      "    MACs        - {'Net': '1.51 MMACs'}",
+      "    fwd latency - {'Net': '4.00 ms'}",
+      "depth 1:",
+      "    params      - {'Encoder': '30', 'Linear': '5'}",
+      "    MACs        - {'Encoder': '1.50 MMACs', 'Linear': '10.00 KMACs'}",
+      "    fwd latency - {'Encoder': '3.00 ms', 'Linear': '500.00 us'}",
+      "depth 2:",
+      "    params      - {'Linear': '30'}",
+      "    MACs        - {'Linear': '1.50 MMACs'}",
+      "    fwd latency - {'Linear': '3.00 ms'}",
+      "",
+      "------------------------------ Detailed Profile ------------------------------",
+      "Each module profile is listed after its name in the following order:",
+      "params, percentage of total params, MACs, percentage of total MACs, fwd latency, percentage of total fwd latency, fwd FLOPS (and the call count when not 1)",
+      "",
+      "Note: 1. Ops outside any submodule (functional calls in a parent's forward) make up the",
+      "difference between a parent's MACs (or latency) and the sum of its submodules'.",
+      "2. FLOPs are counted from formulas of the ops' shapes; FLOPS computed from them can",
+      "exceed what the hardware sustains.",
+      "",
+      "Net(",
+      "  35 = 100.00% Params, 1.51 MMACs = 100.00% MACs, 4.00 ms = 100.00% latency, 755.00 MFLOPS",
+      "  (enc): Encoder(",
+      "    30 = 85.71% Params, 1.50 MMACs = 99.34% MACs, 3.00 ms = 75.00% latency, 1.00 GFLOPS",
+      "    (fc1): Linear(10 = 28.57% Params, 1.00 MMACs = 66.23% MACs, 1.00 ms = 25.00% latency, 2.00 GFLOPS)",
+      "    (fc2): Linear(20 = 57.14% Params, 500.00 KMACs = 33.11% MACs, 2.00 ms = 50.00% latency, 500.00 MFLOPS)",
+      "  )",
+      "  (head): Linear(5 = 14.29% Params, 10.00 KMACs = 0.66% MACs, 500.00 us = 12.50% latency, 40.00 MFLOPS)",
+      ")",
+      "------------------------------------------------------------------------------",
+  };
+  std::istringstream in(text);
+  std::string line;
+  size_t i = 0;
+  while (std::getline(in, line)) {
+    ASSERT_LT(i, expected.size()) << "extra line: " << line;
+    EXPECT_EQ(line, expected[i]) << "line " << i + 1;
+    ++i;
+  }
+  EXPECT_EQ(i, expected.size());
+}
+
+TEST(TextReport, ModuleDepthLimitsTreeAndAggregation) {
+  std::string text = format_text_report(small_result(), ReportOptions{1, 1, 1, true});
+  EXPECT_EQ(text.find("depth 2:"), std::string::npos);
+  EXPECT_EQ(text.find("(fc1)"), std::string::npos);
+  EXPECT_NE(text.find("  (enc): Encoder(30 = 85.71% Params"), std::string::npos);
+  std::string no_tree = format_text_report(small_result(), ReportOptions{1, -1, 1, false});
+  EXPECT_EQ(no_tree.find("Detailed Profile"), std::string::npos);
+}
+
+TEST(TextReport, InvalidOptionsThrow) {
+  EXPECT_THROW(format_text_report(small_result(), ReportOptions{1, -2, 1, true}), Error);
+  EXPECT_THROW(format_text_report(small_result(), ReportOptions{1, -1, 0, true}), Error);
+}
+
+TEST(JsonReport, SchemaAndValues) {
+  ProfileResult r = small_result();
+  nlohmann::json j = nlohmann::json::parse(to_json(r));
+  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["summary"]["params"], 35);
+  EXPECT_EQ(j["summary"]["fwd_flops"], 3020000);  // 2e6 + 1e6 + 2e4
+  EXPECT_EQ(j["summary"]["fwd_macs"], 1510000);
+  EXPECT_DOUBLE_EQ(j["summary"]["fwd_latency_s"].get<double>(), 0.004);
+  EXPECT_EQ(j["summary"]["flops_by_dtype"]["fp32"], 3020000);
+  ASSERT_EQ(j["modules"].size(), 5u);
+  EXPECT_EQ(j["modules"][2]["name"], "enc.fc1");
+  EXPECT_EQ(j["modules"][2]["type"], "Linear");
+  EXPECT_EQ(j["modules"][2]["depth"], 2);
+  EXPECT_EQ(j["modules"][2]["parent"], "enc");
+  EXPECT_EQ(j["modules"][2]["flops"], 2000000);
+  EXPECT_EQ(j["modules"][2]["calls"], 1);
+  uint64_t child_sum = 0;
+  for (const auto& m : j["modules"]) {
+    if (m["depth"] == 1) child_sum += m["flops"].get<uint64_t>();
+  }
+  EXPECT_EQ(child_sum, 3020000u);  // the root has no flops of its own here
+  bool found = false;
+  for (const auto& op : j["ops"]) {
+    if (op["name"] == "aten::cumsum") {
+      found = true;
+      EXPECT_FALSE(op["has_formula"].get<bool>());
+      EXPECT_EQ(op["calls"], 1);
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+}  // namespace
+}  // namespace flopsprof::detail

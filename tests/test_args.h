@@ -1,0 +1,92 @@
+// Test helper: builds OpInputs from literal shapes and scalars. Copyable: views are rebuilt from
+// owned data by inputs().
+#pragma once
+
+#include <vector>
+
+#include "flopsprof/formulas.h"
+
+namespace flopsprof::testing {
+
+class Args {
+ public:
+  Args& tensor(std::vector<int64_t> shape, DType dtype = DType::kFloat32) {
+    ArgView v;
+    v.kind = ArgKind::kTensor;
+    v.dtype = dtype;
+    return add(v, std::move(shape));
+  }
+  Args& none() { return add(ArgView{}); }
+  Args& undefined() {
+    ArgView v;
+    v.kind = ArgKind::kUndefinedTensor;
+    return add(v);
+  }
+  Args& i(int64_t value) {
+    ArgView v;
+    v.kind = ArgKind::kInt;
+    v.i = value;
+    return add(v);
+  }
+  Args& d(double value) {
+    ArgView v;
+    v.kind = ArgKind::kDouble;
+    v.d = value;
+    return add(v);
+  }
+  Args& b(bool value) {
+    ArgView v;
+    v.kind = ArgKind::kBool;
+    v.b = value;
+    return add(v);
+  }
+  Args& list(std::vector<int64_t> values) {
+    ArgView v;
+    v.kind = ArgKind::kIntList;
+    return add(v, std::move(values));
+  }
+  Args& dlist(std::vector<double> values) {
+    ArgView v;
+    v.kind = ArgKind::kDoubleList;
+    std::vector<int64_t> placeholder(values.size());  // shape.size() is the list length
+    return add(v, std::move(placeholder), std::move(values));
+  }
+  Args& str(char first) {
+    ArgView v;
+    v.kind = ArgKind::kString;
+    v.i = first;
+    return add(v);
+  }
+  OpInputs inputs() const {
+    views_.clear();
+    for (const Item& it : items_) {
+      ArgView v = it.view;
+      v.shape = IntSpan(it.ints.data(), it.ints.size());
+      v.dlist = it.doubles.data();
+      views_.push_back(v);
+    }
+    return OpInputs(views_.data(), views_.size());
+  }
+
+ private:
+  struct Item {
+    ArgView view;
+    std::vector<int64_t> ints;
+    std::vector<double> doubles;
+  };
+  Args& add(ArgView v, std::vector<int64_t> ints = {}, std::vector<double> doubles = {}) {
+    items_.push_back(Item{v, std::move(ints), std::move(doubles)});
+    return *this;
+  }
+  std::vector<Item> items_;
+  mutable std::vector<ArgView> views_;
+};
+
+/// Runs the registered formula for `op` and returns its count; throws if there is none.
+inline FlopCount count(const char* op, const Args& args) {
+  std::optional<FlopCount> c = compute_flops(op, args.inputs());
+  if (!c) throw Error(std::string("no count for ") + op);
+  return *c;
+}
+
+}  // namespace flopsprof::testing
