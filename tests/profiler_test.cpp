@@ -1,0 +1,498 @@
+// Profiler tests on real LibTorch modules: attribution rules, calls, reports, misuse, threads.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <ATen/record_function.h>
+#include <torch/torch.h>
+
+#include "flopsprof/flopsprof.h"
+#include "models/bert.h"
+#include "models/mlp.h"
+
+namespace {
+
+using flopsprof::Error;
+using flopsprof::FlopsProfiler;
+
+// models::Mlp(8, 16, 4, 2) on a [3, 8] batch, counted by hand:
+//   layers.0 Linear(8->16): MACs 3*16*8 = 384, FLOPs 2*384 + 3*16 (bias) = 816
+//   layers.1 ReLU: 3*16 = 48 FLOPs          layers.2 Linear(16->16): 3*16*16 = 768 MACs, 1536 + 48 = 1584
+//   layers.3 ReLU: 48 FLOPs                 head Linear(16->4): 3*4*16 = 192 MACs, 384 + 12 = 396
+//   log_softmax: 3*4 = 12 FLOPs
+constexpr uint64_t kMlpFlops = 816 + 48 + 1584 + 48 + 396 + 12;
+constexpr uint64_t kMlpMacs = 384 + 768 + 192;
+constexpr uint64_t kMlpParams = (8 * 16 + 16) + (16 * 16 + 16) + (16 * 4 + 4);
+
+models::Mlp small_mlp() {
+  torch::manual_seed(0);
+  models::Mlp m(8, 16, 4, 2);
+  m->eval();
+  return m;
+}
+
+TEST(Profiler, MlpIsAttributedByParameterOwnership) {
+  models::Mlp model = small_mlp();
+  torch::NoGradGuard no_grad;
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  model->forward(torch::randn({3, 8}));
+  prof.stop_profile();
+  EXPECT_EQ(prof.get_total_flops(), kMlpFlops);
+  EXPECT_EQ(prof.get_total_macs(), kMlpMacs);
+  EXPECT_EQ(prof.get_total_params(), kMlpParams);
+  EXPECT_EQ(prof.get_module_flops("layers.0"), 816u);
+  EXPECT_EQ(prof.get_module_macs("layers.2"), 768u);
+  EXPECT_EQ(prof.get_module_flops("head"), 396u);
+  // The ReLUs have no parameters and no scope: rule 4 puts each on the lowest common ancestor
+  // of its neighbours: layers.0 .. layers.2 -> "layers"; layers.2 .. head -> the root (a known
+  // limit, see README); log_softmax has no op after it: the root.
+  EXPECT_EQ(prof.get_module_flops("layers"), 816u + 48 + 1584);
+  EXPECT_EQ(prof.get_module_flops("layers.1"), 0u);
+  EXPECT_EQ(prof.get_module("layers.0").calls, 1u);
+  EXPECT_EQ(prof.get_module("layers.0").params, 8u * 16 + 16);
+  EXPECT_EQ(prof.get_module("").type, "Mlp");
+  EXPECT_EQ(prof.get_module("layers.0").type, "Linear");
+  EXPECT_GT(prof.get_total_duration(), 0.0);
+  EXPECT_GE(prof.get_total_duration(), prof.get_module_duration("head"));
+  EXPECT_EQ(prof.get_total_flops_string(), "2.90 K");
+  EXPECT_EQ(prof.result().flops_by_dtype[static_cast<size_t>(flopsprof::DType::kFloat32)], kMlpFlops);
+}
+
+TEST(Profiler, Float64IsTalliedPerDtype) {
+  models::Mlp model = small_mlp();
+  model->to(torch::kDouble);
+  torch::NoGradGuard no_grad;
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  model->forward(torch::randn({3, 8}, torch::kDouble));
+  prof.stop_profile();
+  EXPECT_EQ(prof.result().flops_by_dtype[static_cast<size_t>(flopsprof::DType::kFloat64)], kMlpFlops);
+  EXPECT_EQ(prof.result().param_bytes, kMlpParams * 8);
+}
+
+// A scoped block that runs its child twice and does a GEMM of its own.
+struct BlockImpl : torch::nn::Module {
+  BlockImpl() : fc(register_module("fc", torch::nn::Linear(4, 4))) {}
+  torch::Tensor forward(torch::Tensor x) {
+    FLOPSPROF_MODULE();
+    x = fc(x);
+    x = torch::relu(x);
+    x = fc(x);                          // the same Linear again: a second call
+    return torch::matmul(x, x.t());     // no owner: the scope (Block)
+  }
+  torch::nn::Linear fc;
+};
+TORCH_MODULE(Block);
+
+struct TwoBlocksImpl : torch::nn::Module {
+  TwoBlocksImpl() : block(register_module("block", Block())) {}
+  torch::Tensor forward(torch::Tensor x) {
+    FLOPSPROF_MODULE();
+    return block(block(x).slice(1, 0, 4));
+  }
+  Block block;
+};
+TORCH_MODULE(TwoBlocks);
+
+TEST(Profiler, ScopesCountCallsAndOwnUnownedOps) {
+  TwoBlocks model;
+  torch::NoGradGuard no_grad;
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  model->forward(torch::randn({4, 4}));
+  prof.stop_profile();
+  // per block call: 2 x Linear(4->4) on [4,4]: 2 * (2*64 + 16) = 288; relu 16;
+  // matmul [4,4]x[4,4]: 2*64 = 128 -> 432 per call, two calls
+  EXPECT_EQ(prof.get_module("block").calls, 2u);
+  EXPECT_TRUE(prof.get_module("block").scoped);
+  EXPECT_EQ(prof.get_module_flops("block"), 2u * 432);
+  EXPECT_EQ(prof.get_module("block.fc").calls, 4u);  // split by the relu in between
+  EXPECT_EQ(prof.get_module_flops("block.fc"), 4u * 144);
+  EXPECT_EQ(prof.get_total_flops(), 2u * 432);
+  EXPECT_EQ(prof.get_module("").calls, 1u);
+}
+
+TEST(Profiler, TiedDecoderBelongsToTheHeadThatRunsIt) {
+  models::BertConfig c;
+  c.vocab_size = 50; c.hidden = 8; c.layers = 1; c.heads = 2; c.intermediate = 16; c.max_positions = 16;
+  models::BertForMaskedLM model(c);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  model->forward(torch::randint(0, 50, {1, 6}));
+  prof.stop_profile();
+  // decoder: linear([1,6,8], W[50,8], b[50]): MACs 6*50*8 = 2400; FLOPs 4800 + 6*50 = 5100
+  EXPECT_EQ(prof.get_module_flops("cls.predictions.decoder"), 5100u);
+  EXPECT_EQ(prof.get_module_flops("bert.embeddings.word_embeddings"), 0u);
+  // the shared matrix is counted once in the model, in both modules' own counts
+  EXPECT_EQ(prof.get_module_params("cls.predictions.decoder"), 50u * 8 + 50);
+  uint64_t embeddings = 50 * 8 + 16 * 8 + 2 * 8 + 2 * 8;
+  uint64_t layer = 4 * (8 * 8 + 8) + 2 * 8 + (8 * 16 + 16) + (16 * 8 + 8) + 2 * 8;
+  uint64_t head = (8 * 8 + 8) + 2 * 8 + 50;
+  EXPECT_EQ(prof.get_total_params(), embeddings + layer + head);
+}
+
+struct SharedImpl : torch::nn::Module {
+  SharedImpl() {
+    torch::nn::Linear fc(3, 3);
+    a = register_module("a", fc);
+    b = register_module("b", fc);  // the same module under two names
+  }
+  torch::Tensor forward(const torch::Tensor& x) { return b(a(x)); }
+  torch::nn::Linear a{nullptr}, b{nullptr};
+};
+TORCH_MODULE(Shared);
+
+TEST(Profiler, SharedModuleParametersAreCountedOnce) {
+  Shared model;
+  torch::NoGradGuard no_grad;
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  model->forward(torch::randn({2, 3}));
+  prof.stop_profile();
+  EXPECT_EQ(prof.get_total_params(), 12u);
+  EXPECT_EQ(prof.get_module_params("a"), 12u);
+  EXPECT_EQ(prof.get_module_params("b"), 12u);
+  // both calls: 2 * (2*2*3*3 + 2*3) = 2 * 42
+  EXPECT_EQ(prof.get_total_flops(), 84u);
+}
+
+TEST(Profiler, IgnoredModuleTypesFoldIntoTheirParent) {
+  models::Mlp model = small_mlp();
+  torch::NoGradGuard no_grad;
+  FlopsProfiler prof(model);
+  prof.start_profile({"Linear"});
+  model->forward(torch::randn({3, 8}));
+  prof.stop_profile();
+  EXPECT_EQ(prof.get_total_flops(), kMlpFlops);
+  EXPECT_THROW(prof.get_module("head"), Error);
+  EXPECT_EQ(prof.get_module_flops("layers"), 816u + 48 + 1584);
+  EXPECT_EQ(prof.get_module_flops(""), kMlpFlops);
+  prof.end_profile();
+  try {
+    prof.start_profile({"Conv9d"});
+    FAIL() << "an unknown type must be rejected";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Conv9d"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("Linear"), std::string::npos);  // lists the types present
+  }
+  EXPECT_FALSE(prof.is_running());
+}
+
+TEST(Profiler, TextReportOfARealModelMatchesLineByLine) {
+  models::Mlp model = small_mlp();
+  torch::NoGradGuard no_grad;
+  flopsprof::ProfilerOptions options;
+  options.timer = flopsprof::make_step_timer(0);  // every timestamp 0: the report is deterministic
+  FlopsProfiler prof(model, options);
+  prof.start_profile();
+  model->forward(torch::randn({3, 8}));
+  prof.stop_profile();
+  std::string text = prof.model_profile_string(1, -1, 1, true);
+  std::string tree = text.substr(text.find("\nMlp(\n") + 1);
+  std::vector<std::string> expected = {
+      "Mlp(",
+      "  484 = 100.00% Params, 1.34 KMACs = 100.00% MACs, 0.00 us = 0.00% latency, n/a",
+      "  (layers): Sequential(",
+      "    416 = 85.95% Params, 1.15 KMACs = 85.71% MACs, 0.00 us = 0.00% latency, n/a",
+      "    (0): Linear(144 = 29.75% Params, 384 MACs = 28.57% MACs, 0.00 us = 0.00% latency, n/a)",
+      "    (1): ReLU(0 = 0.00% Params, 0 MACs = 0.00% MACs, 0.00 us = 0.00% latency, n/a, 0 calls)",
+      "    (2): Linear(272 = 56.20% Params, 768 MACs = 57.14% MACs, 0.00 us = 0.00% latency, n/a)",
+      "    (3): ReLU(0 = 0.00% Params, 0 MACs = 0.00% MACs, 0.00 us = 0.00% latency, n/a, 0 calls)",
+      "  )",
+      "  (head): Linear(68 = 14.05% Params, 192 MACs = 14.29% MACs, 0.00 us = 0.00% latency, n/a)",
+      ")",
+      "------------------------------------------------------------------------------",
+  };
+  std::istringstream in(tree);
+  std::string line;
+  size_t i = 0;
+  while (std::getline(in, line)) {
+    ASSERT_LT(i, expected.size()) << line;
+    EXPECT_EQ(line, expected[i]) << "line " << i;
+    ++i;
+  }
+  EXPECT_EQ(i, expected.size());
+  EXPECT_NE(text.find("fwd flops:                                                    2.90 K\n"), std::string::npos);
+  // module_depth = 1 prints the tree down to depth 1 only
+  std::string shallow = prof.model_profile_string(1, 1, 1, true);
+  EXPECT_EQ(shallow.find("(0): Linear"), std::string::npos);
+  EXPECT_NE(shallow.find("  (layers): Sequential(416 = 85.95% Params"), std::string::npos);
+}
+
+TEST(Profiler, JsonIsParseableAndConsistent) {
+  models::Mlp model = small_mlp();
+  torch::NoGradGuard no_grad;
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  model->forward(torch::randn({3, 8}));
+  prof.stop_profile();
+  std::string path = ::testing::TempDir() + "flopsprof_profile.json";
+  prof.save_json(path);
+  std::ifstream f(path);
+  nlohmann::json j = nlohmann::json::parse(f);
+  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["summary"]["fwd_flops"], kMlpFlops);
+  EXPECT_EQ(j["summary"]["fwd_macs"], kMlpMacs);
+  EXPECT_EQ(j["summary"]["params"], kMlpParams);
+  EXPECT_GT(j["summary"]["fwd_latency_s"].get<double>(), 0.0);
+  ASSERT_EQ(j["modules"].size(), 7u);
+  EXPECT_EQ(j["modules"][0]["name"], "");
+  EXPECT_EQ(j["modules"][0]["flops"], kMlpFlops);
+  for (const auto& m : j["modules"]) {
+    for (const char* key : {"name", "type", "depth", "calls", "params", "macs", "flops", "latency_s", "flops_by_dtype"}) {
+      EXPECT_TRUE(m.contains(key)) << key;
+    }
+  }
+  uint64_t op_flops = 0;
+  for (const auto& op : j["ops"]) op_flops += op["flops"].get<uint64_t>();
+  EXPECT_EQ(op_flops, kMlpFlops);
+}
+
+TEST(Profiler, OpsWithoutFormulaAreListedWithTheirTime) {
+  struct CumImpl : torch::nn::Module {
+    torch::Tensor forward(const torch::Tensor& x) { return torch::cumsum(x, 1); }
+  };
+  auto model = std::make_shared<CumImpl>();
+  torch::NoGradGuard no_grad;
+  torch::Tensor x = torch::randn({64, 256});
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  model->forward(x);
+  prof.stop_profile();
+  const flopsprof::ProfileResult& r = prof.result();
+  EXPECT_EQ(r.flops, 0u);
+  bool found = false;
+  for (const auto& op : r.ops) {
+    if (op.name == "aten::cumsum") {
+      found = true;
+      EXPECT_FALSE(op.has_formula);
+      EXPECT_EQ(op.calls, 1u);
+      EXPECT_GT(op.latency_s, 0.0);
+    }
+  }
+  EXPECT_TRUE(found);
+  EXPECT_GT(r.no_formula_s, 0.0);
+  std::string text = prof.model_profile_string();
+  EXPECT_NE(text.find("aten::cumsum"), std::string::npos);
+  EXPECT_NE(text.find("1 op(s), 1 call(s)"), std::string::npos) << text;
+
+  // A user formula makes the same op counted (registered before start_profile).
+  flopsprof::register_formula("aten::cumsum", [](const flopsprof::OpInputs& in) -> std::optional<flopsprof::FlopCount> {
+    return flopsprof::FlopCount{in.numel(0), 0};  // one add per element
+  });
+  prof.start_profile();
+  model->forward(x);
+  prof.stop_profile();
+  EXPECT_EQ(prof.get_total_flops(), 64u * 256);
+  flopsprof::unregister_formula("aten::cumsum");
+}
+
+TEST(Misuse, ClearErrors) {
+  models::Mlp model = small_mlp();
+  FlopsProfiler prof(model);
+  auto message = [](auto&& fn) {
+    try {
+      fn();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message([&] { prof.stop_profile(); }).find("call start_profile() first"), std::string::npos);
+  EXPECT_NE(message([&] { prof.get_total_flops(); }).find("no profile has been collected"), std::string::npos);
+  prof.start_profile();
+  EXPECT_NE(message([&] { prof.start_profile(); }).find("call stop_profile() first"), std::string::npos);
+  FlopsProfiler other(model);
+  EXPECT_NE(message([&] { other.start_profile(); }).find("already running"), std::string::npos);
+  {
+    torch::NoGradGuard no_grad;
+    model->forward(torch::randn({3, 8}));
+  }
+  prof.stop_profile();
+  EXPECT_NE(message([&] { prof.get_module("nope"); }).find("unknown module 'nope'"), std::string::npos);
+  EXPECT_NE(message([&] { prof.print_model_profile(1, -5); }).find("module_depth"), std::string::npos);
+  EXPECT_NE(message([&] { prof.print_model_profile(1, -1, 0); }).find("top_modules"), std::string::npos);
+  std::string bad = "/nonexistent-dir/x/profile.txt";
+  EXPECT_NE(message([&] { prof.print_model_profile(1, -1, 1, true, bad); }).find("cannot write"), std::string::npos);
+  // the profile is kept and can be written elsewhere
+  std::string good = ::testing::TempDir() + "flopsprof_profile.txt";
+  prof.print_model_profile(1, -1, 1, true, good);
+  std::ifstream f(good);
+  std::string first;
+  std::getline(f, first);
+  EXPECT_NE(first.find("flopsprof"), std::string::npos);
+  EXPECT_EQ(prof.get_total_flops(), kMlpFlops);
+  EXPECT_THROW(FlopsProfiler(std::shared_ptr<torch::nn::Module>()), Error);
+  prof.end_profile();
+  EXPECT_THROW(prof.get_total_flops(), Error);
+}
+
+struct ThrowingImpl : torch::nn::Module {
+  ThrowingImpl() : fc(register_module("fc", torch::nn::Linear(4, 4))) {}
+  torch::Tensor forward(const torch::Tensor& x, bool fail) {
+    FLOPSPROF_MODULE();
+    auto y = fc(x);
+    if (fail) throw std::runtime_error("boom");
+    return torch::relu(y);
+  }
+  torch::nn::Linear fc;
+};
+TORCH_MODULE(Throwing);
+
+TEST(Profiler, ExceptionInForwardLeavesProfilerReusable) {
+  Throwing model;
+  torch::NoGradGuard no_grad;
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  EXPECT_THROW(model->forward(torch::randn({2, 4}), true), std::runtime_error);
+  prof.stop_profile();
+  EXPECT_EQ(prof.get_total_flops(), 2u * 2 * 4 * 4 + 2 * 4);  // the Linear ran, the relu did not
+  EXPECT_TRUE(prof.result().problems.empty());
+  prof.start_profile();
+  model->forward(torch::randn({2, 4}), false);
+  prof.stop_profile();
+  EXPECT_EQ(prof.get_total_flops(), 2u * 2 * 4 * 4 + 2 * 4 + 2 * 4);
+  EXPECT_EQ(prof.get_module("").calls, 1u);
+}
+
+TEST(Profiler, OutputsAreBitIdenticalAndCountsRepeatable) {
+  models::Mlp model = small_mlp();
+  torch::NoGradGuard no_grad;
+  torch::Tensor x = torch::randn({3, 8});
+  torch::Tensor reference = model->forward(x);
+  FlopsProfiler prof(model);
+  for (int round = 0; round < 3; ++round) {
+    prof.start_profile();
+    torch::Tensor y = model->forward(x);
+    prof.stop_profile();
+    EXPECT_TRUE(torch::equal(y, reference));
+    EXPECT_EQ(prof.get_total_flops(), kMlpFlops) << "round " << round;
+    EXPECT_EQ(prof.get_module("head").calls, 1u);
+    prof.reset_profile();
+    EXPECT_THROW(prof.get_total_flops(), Error);
+  }
+  // reset while running restarts from zero
+  prof.start_profile();
+  model->forward(x);
+  prof.reset_profile();
+  model->forward(x);
+  EXPECT_EQ(prof.get_total_flops(), kMlpFlops);  // snapshot while running
+  prof.stop_profile();
+  EXPECT_EQ(prof.get_total_flops(), kMlpFlops);
+}
+
+TEST(Profiler, NothingStaysRegisteredAfterEndProfile) {
+  ASSERT_FALSE(at::hasCallbacks());
+  models::Mlp model = small_mlp();
+  {
+    FlopsProfiler prof(model);
+    prof.start_profile();
+    EXPECT_TRUE(at::hasCallbacks());
+    prof.end_profile();
+    EXPECT_FALSE(at::hasCallbacks());
+    prof.start_profile();  // the destructor ends a running profile
+  }
+  EXPECT_FALSE(at::hasCallbacks());
+  EXPECT_EQ(flopsprof::detail::g_scope_demand.load(), 0);
+}
+
+TEST(Profiler, ForwardsOnTwoThreadsAreAttributed) {
+  models::Mlp model = small_mlp();
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  auto work = [&] {
+    torch::NoGradGuard no_grad;
+    for (int i = 0; i < 5; ++i) model->forward(torch::randn({3, 8}));
+  };
+  std::thread a(work), b(work);
+  a.join();
+  b.join();
+  prof.stop_profile();
+  EXPECT_EQ(prof.get_total_flops(), 10 * kMlpFlops);
+  EXPECT_EQ(prof.get_module_flops("head"), 10u * 396);
+  EXPECT_EQ(prof.get_module_flops("layers.2"), 10u * 1584);
+  EXPECT_EQ(prof.get_module("layers.0").calls, 10u);
+  EXPECT_GE(prof.result().threads, 2u);
+}
+
+TEST(Profiler, CallingThreadModeIgnoresOtherThreads) {
+  models::Mlp model = small_mlp();
+  flopsprof::ProfilerOptions options;
+  options.threads = flopsprof::ProfilerOptions::Threads::kCallingThread;
+  FlopsProfiler prof(model, options);
+  prof.start_profile();
+  torch::NoGradGuard no_grad;
+  std::thread other([&] {
+    torch::NoGradGuard g;
+    model->forward(torch::randn({3, 8}));
+  });
+  other.join();
+  model->forward(torch::randn({3, 8}));
+  prof.stop_profile();
+  EXPECT_EQ(prof.get_total_flops(), kMlpFlops);
+}
+
+TEST(Hooks, PreAndPostHooksFireAroundScopedForwards) {
+  Block block;
+  int pre = 0, post = 0;
+  auto h1 = flopsprof::register_forward_pre_hook(block.ptr(), [&](torch::nn::Module& m) {
+    ++pre;
+    EXPECT_EQ(&m, block.ptr().get());
+  });
+  auto h2 = flopsprof::register_forward_hook(block.ptr(), [&](torch::nn::Module&) { ++post; });
+  torch::NoGradGuard no_grad;
+  block->forward(torch::randn({4, 4}));  // no profile needed
+  EXPECT_EQ(pre, 1);
+  EXPECT_EQ(post, 1);
+  EXPECT_TRUE(h1.remove());
+  EXPECT_FALSE(h1.remove());
+  block->forward(torch::randn({4, 4}));
+  EXPECT_EQ(pre, 1);
+  EXPECT_EQ(post, 2);
+  auto h3 = flopsprof::register_forward_pre_hook(block.ptr(), [](torch::nn::Module&) {
+    throw std::runtime_error("refused");
+  });
+  EXPECT_THROW(block->forward(torch::randn({4, 4})), std::runtime_error);
+  EXPECT_EQ(post, 2);  // the forward did not run
+  h3.remove();
+  h2.remove();
+  EXPECT_EQ(flopsprof::detail::g_scope_demand.load(), 0);
+}
+
+TEST(ModelProfile, OverloadsAndOptions) {
+  models::Mlp model = small_mlp();
+  torch::NoGradGuard no_grad;
+  flopsprof::ModelProfileOptions o;
+  o.print_profile = false;
+  o.as_string = true;
+  flopsprof::ModelProfile a = flopsprof::get_model_profile(model, std::vector<int64_t>{3, 8}, o);
+  EXPECT_EQ(a.flops, kMlpFlops);
+  EXPECT_EQ(a.macs, kMlpMacs);
+  EXPECT_EQ(a.params, kMlpParams);
+  EXPECT_EQ(a.flops_string, "2.90 K");
+  EXPECT_EQ(a.macs_string, "1.34 KMACs");
+  torch::Tensor x = torch::randn({6, 8});
+  flopsprof::ModelProfile b = flopsprof::get_model_profile(model, std::make_tuple(x), o);
+  EXPECT_EQ(b.flops, 2 * kMlpFlops);
+  flopsprof::ModelProfile c = flopsprof::get_model_profile(model, [&] { model->forward(x); }, o);
+  EXPECT_EQ(c.flops, 2 * kMlpFlops);
+  o.print_profile = true;
+  o.output_file = ::testing::TempDir() + "flopsprof_model_profile.txt";
+  o.module_depth = 0;
+  flopsprof::get_model_profile(model, std::vector<int64_t>{3, 8}, o);
+  std::ifstream f(o.output_file);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  EXPECT_NE(ss.str().find("Mlp(484 = 100.00% Params"), std::string::npos);
+  o.top_modules = 0;
+  EXPECT_THROW(flopsprof::get_model_profile(model, std::vector<int64_t>{3, 8}, o), Error);
+  EXPECT_FALSE(at::hasCallbacks());
+}
+
+}  // namespace
