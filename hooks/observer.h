@@ -55,8 +55,18 @@ class NameCache {
     uint8_t flags = 0;
   };
   void grow();
+  void insert(uint64_t hash, const Slot& slot);
   std::vector<Slot> slots_;
   size_t used_ = 0;
+  // Fast path: names are usually the dispatcher's schema strings, whose pointers are stable.
+  // Keyed by pointer, verified with strcmp (a pointer may be reused for another string).
+  struct PtrSlot {
+    const char* ptr = nullptr;
+    const char* text = nullptr;
+    uint32_t id = 0;
+    uint8_t flags = 0;
+  };
+  std::vector<PtrSlot> by_ptr_;
 };
 
 /// Storage -> owner set, immutable during a profile. Open addressing on the pointer.
@@ -89,6 +99,7 @@ struct ThreadBuffer : ThreadEvents {
   int32_t open_scope = -1;
   NameCache names;
   uint64_t capture_errors = 0;  // ops whose arguments could not be read
+  uint64_t nested_skipped = 0;  // ops inside a counted op (not recorded)
 };
 
 /// The state of one running profile, shared by the callbacks of all threads.
@@ -96,6 +107,10 @@ struct Session {
   uint64_t id = 0;
   Timer* timer = nullptr;
   bool host_clock = true;  ///< use the inlined steady clock instead of the virtual call
+  /// Host clock via the invariant TSC: timestamps are raw ticks, converted after collection
+  /// with the rate measured between start and read-out (see ticks_to_ns).
+  bool tsc = false;
+  int64_t tick0 = 0, ns0 = 0;  ///< a (ticks, steady ns) pair taken at start
   OwnerIndex owners;
   std::unordered_map<const torch::nn::Module*, int32_t> module_index;
   std::vector<std::string> scope_names;  ///< RecordFunction user-scope names per module
@@ -103,9 +118,16 @@ struct Session {
   std::vector<std::unique_ptr<ThreadBuffer>> buffers;
 
   int64_t now() const noexcept;
+  /// Starts the clock (records the calibration pair).
+  void start_clock() noexcept;
+  /// Nanoseconds per timestamp unit, measured from start to now (1 for ns clocks).
+  double ns_per_tick() const noexcept;
   /// This thread's buffer, created on first use (takes `mu` once per thread per profile).
   ThreadBuffer* thread_buffer() noexcept;
 };
+
+/// Whether this CPU has an invariant TSC (constant rate, not stopped in idle states).
+bool invariant_tsc() noexcept;
 
 /// Whether `timer` is the host steady clock (the hot path then inlines it).
 bool is_host_timer(const Timer* timer) noexcept;

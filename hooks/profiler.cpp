@@ -38,6 +38,8 @@ struct FlopsProfiler::Impl {
     s->id = next_session_id();
     s->timer = timer.get();
     s->host_clock = detail::is_host_timer(timer.get());
+    s->tsc = s->host_clock && detail::invariant_tsc();
+    s->start_clock();
     s->owners.build(index->owner_entries);
     s->module_index = index->by_ptr;
     s->scope_names = index->scope_names;
@@ -64,7 +66,8 @@ struct FlopsProfiler::Impl {
     in.tree = &index->tree;
     in.names = &detail::NameTable::instance();
     in.stop_ns = stop_ns;
-    in.timer = timer->name();
+    in.timer = session->tsc ? std::string(timer->name()) + " (calibrated TSC)" : timer->name();
+    in.ns_per_tick = session->ns_per_tick();
     uint64_t open = 0, errors = 0, dropped = 0;
     for (const auto& b : session->buffers) {
       in.threads.push_back(b.get());

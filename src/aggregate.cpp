@@ -87,6 +87,7 @@ ProfileResult aggregate(const AggregateInput& in) {
   std::unordered_map<uint32_t, OpAcc> ops;
   std::unordered_map<uint32_t, FormulaFn> formulas;
   std::map<std::string, uint64_t> formula_errors;  // message -> count
+  const double s_per_tick = in.ns_per_tick * 1e-9;
   bool overflow = false;
 
   std::vector<bool> scoped(num_modules, false);
@@ -211,7 +212,7 @@ ProfileResult aggregate(const AggregateInput& in) {
       if (!counted) {
         const int64_t self = dur - child_ns[i];
         op.uncovered_ns += self;
-        r.no_formula_s += static_cast<double>(self) * 1e-9;
+        r.no_formula_s += static_cast<double>(self) * s_per_tick;
         for (int a = m; a >= 0; a = tree.nodes[a].parent) ++acc[a].na_ops;
       }
       for (int a = m; a >= 0; a = tree.nodes[a].parent) {
@@ -256,7 +257,7 @@ ProfileResult aggregate(const AggregateInput& in) {
     s.param_bytes = node.param_bytes;
     s.flops = acc[t].flops;
     s.macs = acc[t].macs;
-    s.latency_s = static_cast<double>(acc[t].ns) * 1e-9;
+    s.latency_s = static_cast<double>(acc[t].ns) * s_per_tick;
     s.na_ops = acc[t].na_ops;
     s.flops_by_dtype = acc[t].by_dtype;
     if (s.parent >= 0) r.modules[s.parent].children.push_back(remap[t]);
@@ -275,8 +276,8 @@ ProfileResult aggregate(const AggregateInput& in) {
     s.calls = a.calls;
     s.flops = a.flops;
     s.macs = a.macs;
-    s.latency_s = static_cast<double>(a.ns) * 1e-9;
-    s.uncovered_s = static_cast<double>(a.uncovered_ns) * 1e-9;
+    s.latency_s = static_cast<double>(a.ns) * s_per_tick;
+    s.uncovered_s = static_cast<double>(a.uncovered_ns) * s_per_tick;
     if (a.declined > 0) {
       r.problems.push_back(fmt::format(
           "{}: the formula could not count {} call(s) (arguments not understood); their FLOPs "

@@ -21,7 +21,8 @@ struct AggregateInput {
   const ModuleTree* tree = nullptr;
   std::vector<const ThreadEvents*> threads;
   const NameLookup* names = nullptr;
-  int64_t stop_ns = 0;  ///< end time for events and scopes still open
+  int64_t stop_ns = 0;  ///< end time for events and scopes still open (timestamp units)
+  double ns_per_tick = 1.0;  ///< nanoseconds per timestamp unit (TSC ticks or 1)
   std::string timer;
   std::vector<std::string> problems;  ///< seen during collection
 };

@@ -11,7 +11,8 @@ namespace flopsprof::detail {
 /// Bits of `RawEvent::flags`.
 enum EventFlag : uint8_t {
   kCounted = 1 << 0,       ///< outermost op with a formula: its FLOPs count
-  kUnderCounted = 1 << 1,  ///< nested inside a counted op: never counted again
+  kUnderCounted = 1 << 1,  ///< nested inside a counted op: never counted again (the observer
+                           ///< skips these; synthetic inputs and other producers may record them)
   kHasFormula = 1 << 2,    ///< a formula was registered for the name when observed
   kBackward = 1 << 3,      ///< ran inside the autograd engine
   kOpenAtStop = 1 << 4,    ///< had not ended when the profile stopped
