@@ -10,6 +10,7 @@
 
 #include <ATen/core/ivalue.h>
 #include <ATen/record_function.h>
+#include <torch/version.h>
 
 #include "flopsprof/error.h"
 #include "formulas/registry.h"
@@ -296,6 +297,17 @@ void capture_args(ThreadBuffer* b, RawEvent& e, c10::ArrayRef<const c10::IValue>
         std::memcpy(&bits, &d, sizeof bits);
         b->dims.push_back(bits);
       }
+#if TORCH_VERSION_MAJOR >= 2
+    } else if (v.isSymInt()) {  // LibTorch 2.x: SymInt arguments (concrete ones box as Int)
+      a.kind = ArgKind::kInt;
+      a.i = v.toSymInt().guard_int(__FILE__, __LINE__);
+    } else if (v.isSymIntList()) {
+      a.kind = ArgKind::kIntList;
+      c10::ArrayRef<c10::IValue> list = v.toListRef();
+      a.count = static_cast<uint32_t>(list.size());
+      a.offset = b->dims.size();
+      for (const c10::IValue& x : list) b->dims.push_back(x.toSymInt().guard_int(__FILE__, __LINE__));
+#endif
     } else if (v.isTensorList()) {
       a.kind = ArgKind::kTensorList;
       a.i = static_cast<int64_t>(v.toTensorList().size());
