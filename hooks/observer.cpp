@@ -287,6 +287,12 @@ void capture_args(ThreadBuffer* b, RawEvent& e, c10::ArrayRef<const c10::IValue>
     } else if (v.isIntList()) {
       a.kind = ArgKind::kIntList;
       push_list(b, a, v.toIntList());
+    } else if (v.isBoolList()) {  // e.g. the output_mask of backward ops, stored as 0/1
+      a.kind = ArgKind::kIntList;
+      c10::List<bool> list = v.toBoolList();
+      a.count = static_cast<uint32_t>(list.size());
+      a.offset = b->dims.size();
+      for (size_t k2 = 0; k2 < list.size(); ++k2) b->dims.push_back(list.get(k2) ? 1 : 0);
     } else if (v.isDoubleList()) {
       a.kind = ArgKind::kDoubleList;
       c10::List<double> list = v.toDoubleList();
@@ -370,9 +376,11 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
     e.scope = b->open_scope;
     uint8_t pushed = 0;
     if (b->backward_depth > 0) e.flags |= kBackward;
+    if (b->step_depth > 0) e.flags |= kStep;
     if (scope == at::RecordScope::BACKWARD_FUNCTION || (name_flags & kNameIsEngine)) {
       e.kind = EventKind::kBackwardNode;
       e.flags |= kBackward;
+      if (name_flags & kNameIsEngine) e.flags |= kEngine;
       e.seq_nr = fn.seqNr();
       e.fwd_thread = fn.forwardThreadId();
       ++b->backward_depth;

@@ -97,6 +97,7 @@ struct ThreadBuffer : ThreadEvents {
   int32_t counted_depth = 0;
   int32_t backward_depth = 0;
   int32_t open_scope = -1;
+  int32_t step_depth = 0;
   NameCache names;
   uint64_t capture_errors = 0;  // ops whose arguments could not be read
   uint64_t nested_skipped = 0;  // ops inside a counted op (not recorded)

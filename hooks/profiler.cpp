@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <utility>
 
 #include <ATen/record_function.h>
 #include <fmt/format.h>
@@ -27,6 +28,7 @@ struct FlopsProfiler::Impl {
   std::optional<ProfileResult> result;     // after stop_profile()
   mutable std::optional<ProfileResult> snapshot;  // while running
   bool running = false;
+  int iterations = 0;
 
   static uint64_t next_session_id() {
     static std::atomic<uint64_t> next{1};
@@ -88,7 +90,12 @@ struct FlopsProfiler::Impl {
       in.problems.push_back(fmt::format("{} op(s) had more than 64 arguments; the rest were not "
                                         "captured", dropped));
     }
-    return detail::aggregate(in);
+    ProfileResult r = detail::aggregate(in);
+    r.batch_size = options.batch_size;
+    r.world_size = options.world_size;
+    r.data_parallel_size = options.data_parallel_size;
+    r.model_parallel_size = options.model_parallel_size;
+    return r;
   }
 
   bool model_on_cuda() const {
@@ -173,6 +180,75 @@ void FlopsProfiler::end_profile() {
 }
 
 bool FlopsProfiler::is_running() const { return impl_->running; }
+
+StepScope FlopsProfiler::step_scope() {
+  StepScope scope;
+  if (!impl_->running) return scope;  // inert outside a profile (e.g. warm-up iterations)
+  detail::Session* s = impl_->session.get();
+  detail::ThreadBuffer* b = s->thread_buffer();
+  if (b == nullptr) return scope;
+  scope.record_ = static_cast<int32_t>(b->steps.size());
+  b->steps.push_back(detail::StepRecord{s->now(), 0});
+  ++b->step_depth;
+  scope.buffer_ = b;
+  scope.session_ = s->id;
+  return scope;
+}
+
+StepScope& StepScope::operator=(StepScope&& other) noexcept {
+  if (this != &other) {
+    end();
+    buffer_ = std::exchange(other.buffer_, nullptr);
+    session_ = std::exchange(other.session_, 0);
+    record_ = std::exchange(other.record_, -1);
+  }
+  return *this;
+}
+
+void StepScope::end() noexcept {
+  if (buffer_ == nullptr) return;
+  detail::Session* s = detail::g_session.load(std::memory_order_acquire);
+  if (s != nullptr && s->id == session_) {
+    auto* b = static_cast<detail::ThreadBuffer*>(buffer_);
+    b->steps[record_].end_ns = s->now();
+    --b->step_depth;
+  }
+  buffer_ = nullptr;
+}
+
+IterationScope FlopsProfiler::iteration() {
+  IterationScope scope;
+  const int n = ++impl_->iterations;
+  if (impl_->options.profile_step <= 0 || n != impl_->options.profile_step) return scope;
+  if (impl_->running) {
+    --impl_->iterations;
+    throw Error(
+        "iteration(): a profile is already running; with ProfilerOptions::profile_step the "
+        "iteration scope starts and stops the profile itself, so do not call start_profile()");
+  }
+  start_profile(impl_->ignore);
+  scope.profiler_ = this;
+  return scope;
+}
+
+int FlopsProfiler::iteration_count() const { return impl_->iterations; }
+
+IterationScope& IterationScope::operator=(IterationScope&& other) noexcept {
+  if (this != &other) {
+    end();
+    profiler_ = std::exchange(other.profiler_, nullptr);
+  }
+  return *this;
+}
+
+void IterationScope::end() noexcept {
+  if (profiler_ == nullptr) return;
+  FlopsProfiler* p = std::exchange(profiler_, nullptr);
+  try {
+    if (p->is_running()) p->stop_profile();
+  } catch (...) {
+  }
+}
 
 uint64_t FlopsProfiler::get_total_flops() const { return impl_->current().flops; }
 uint64_t FlopsProfiler::get_total_macs() const { return impl_->current().macs; }

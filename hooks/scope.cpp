@@ -94,7 +94,8 @@ void ModuleScope::enter(const torch::nn::Module* module) {
         try {
           record_ = static_cast<int32_t>(b->scopes.size());
           b->scopes.push_back(detail::ScopeRecord{it->second, b->open_scope, s->now(), 0,
-                                                  static_cast<int32_t>(b->events.size())});
+                                                  static_cast<int32_t>(b->events.size()),
+                                                  b->backward_depth > 0});
           b->open_scope = record_;
           buffer_ = b;
           session_ = s->id;

@@ -55,6 +55,17 @@ DType op_dtype(const std::vector<ArgView>& args) {
   return first;
 }
 
+enum class Phase : uint8_t { kNone, kForward, kBackward, kRecompute, kStep };
+
+const char* phase_name(Phase p) {
+  switch (p) {
+    case Phase::kBackward: return "backward";
+    case Phase::kRecompute: return "recompute";
+    case Phase::kStep: return "step";
+    default: return "forward";
+  }
+}
+
 struct OpAcc {
   uint64_t calls = 0, flops = 0, macs = 0, declined = 0;
   int64_t ns = 0, uncovered_ns = 0;
@@ -63,7 +74,8 @@ struct OpAcc {
 
 struct ModuleAcc {
   uint64_t flops = 0, macs = 0, calls = 0, na_ops = 0;
-  int64_t ns = 0;
+  uint64_t bwd_flops = 0, bwd_macs = 0, re_flops = 0, re_macs = 0;
+  int64_t ns = 0, bwd_ns = 0;
   FlopsByDtype by_dtype{};
 };
 
@@ -75,6 +87,11 @@ void add_saturating(uint64_t& total, uint64_t v, bool& overflow) {
   }
 }
 
+struct PerThread {
+  std::vector<Phase> phase;  // kNone: not a counted/listed op (nested or an autograd node)
+  std::vector<int> mod;      // attributed module; -1: none ("(autograd)" for backward)
+};
+
 }  // namespace
 
 ProfileResult aggregate(const AggregateInput& in) {
@@ -84,158 +101,261 @@ ProfileResult aggregate(const AggregateInput& in) {
   r.timer = in.timer;
   r.problems = in.problems;
   std::vector<ModuleAcc> acc(num_modules);
-  std::unordered_map<uint32_t, OpAcc> ops;
+  std::map<std::pair<int, uint32_t>, OpAcc> ops;  // (phase, name id)
   std::unordered_map<uint32_t, FormulaFn> formulas;
   std::map<std::string, uint64_t> formula_errors;  // message -> count
   const double s_per_tick = in.ns_per_tick * 1e-9;
   bool overflow = false;
-
-  std::vector<bool> scoped(num_modules, false);
-  for (const ThreadEvents* th : in.threads) {
-    for (const ScopeRecord& s : th->scopes) {
-      if (s.module >= 0 && tree.nodes[s.module].effective == s.module) scoped[s.module] = true;
-    }
-  }
-
+  auto end_of = [&](const RawEvent& e) { return e.end_ns != 0 ? e.end_ns : in.stop_ns; };
   auto formula_for = [&](uint32_t id) -> const FormulaFn& {
     auto it = formulas.find(id);
     if (it == formulas.end()) it = formulas.emplace(id, find_formula(in.names->name(id))).first;
     return it->second;
   };
+  auto effective = [&](int m) { return m >= 0 ? tree.nodes[m].effective : -1; };
 
+  std::vector<bool> scoped(num_modules, false);
   for (const ThreadEvents* th : in.threads) {
-    const std::vector<RawEvent>& ev = th->events;
-    const size_t n = ev.size();
-    if (n == 0 && th->scopes.empty()) continue;
-    ++r.threads;
-    r.op_events += n;
-    auto end_of = [&](const RawEvent& e) { return e.end_ns != 0 ? e.end_ns : in.stop_ns; };
-    std::vector<int64_t> child_ns(n, 0);
-    for (size_t i = 0; i < n; ++i) {
-      if (ev[i].parent >= 0) child_ns[ev[i].parent] += end_of(ev[i]) - ev[i].start_ns;
+    for (const ScopeRecord& s : th->scopes) {
+      if (s.module >= 0 && !s.backward && tree.nodes[s.module].effective == s.module) scoped[s.module] = true;
     }
+  }
 
-    // Rules 1-3: explicit scope, parameter ownership (inside the scope), enclosing op.
-    std::vector<int> mod(n, -1);
-    std::vector<size_t> relevant;  // forward ops that are counted or listed, in start order
-    relevant.reserve(n);
+  // Pass 1: phases, and forward / recompute attribution by rules 1-3.
+  std::vector<PerThread> per(in.threads.size());
+  for (size_t t = 0; t < in.threads.size(); ++t) {
+    const ThreadEvents& th = *in.threads[t];
+    const size_t n = th.events.size();
+    PerThread& pt = per[t];
+    pt.phase.assign(n, Phase::kNone);
+    pt.mod.assign(n, -1);
     for (size_t i = 0; i < n; ++i) {
-      const RawEvent& e = ev[i];
-      if (e.kind != EventKind::kOp || (e.flags & kBackward)) continue;
-      if (e.flags & kUnderCounted) {
-        mod[i] = e.parent >= 0 ? mod[e.parent] : -1;
+      const RawEvent& e = th.events[i];
+      if (e.kind != EventKind::kOp) continue;
+      const int parent = e.parent;
+      if (e.flags & kUnderCounted) {  // inherits everything from the op it is nested in
+        if (parent >= 0) pt.mod[i] = pt.mod[parent];
         continue;
       }
-      int scope = e.scope >= 0 ? th->scopes[e.scope].module : -1;
-      if (scope >= 0) scope = tree.nodes[scope].effective;
+      const ScopeRecord* scope = e.scope >= 0 ? &th.scopes[e.scope] : nullptr;
+      Phase ph = Phase::kForward;
+      if (e.flags & kStep) {
+        ph = Phase::kStep;
+      } else if (e.flags & kBackward) {
+        const bool parent_re = parent >= 0 && pt.phase[parent] == Phase::kRecompute;
+        ph = (e.seq_nr >= 0 || parent_re || (scope && scope->backward)) ? Phase::kRecompute
+                                                                         : Phase::kBackward;
+      }
+      pt.phase[i] = ph;
+      if (ph != Phase::kForward && ph != Phase::kRecompute) continue;
+      int s = scope ? effective(scope->module) : -1;
+      if (ph == Phase::kRecompute && scope && !scope->backward) s = -1;  // a forward scope
       int m = -1;
       if (e.owner >= 0) {
         for (int o : tree.owner_sets[e.owner]) {
-          if (scope < 0 || tree.is_ancestor_or_self(scope, o)) {
+          if (s < 0 || tree.is_ancestor_or_self(s, o)) {
             m = o;
             break;
           }
         }
-        if (m < 0) m = scope;
-      } else if (scope >= 0) {
-        m = scope;
-      } else if (e.parent >= 0) {
-        m = mod[e.parent];
+        if (m < 0) m = s;
+      } else if (s >= 0) {
+        m = s;
+      } else if (parent >= 0) {
+        m = pt.mod[parent];
       }
-      mod[i] = m >= 0 ? tree.nodes[m].effective : -1;
-      relevant.push_back(i);
+      pt.mod[i] = effective(m);
     }
-    // Rule 4: the lowest common ancestor of the nearest attributed ops before and after.
-    {
-      const size_t k = relevant.size();
-      std::vector<int> before(k, -1), after(k, -1);
-      int last = -1;
-      for (size_t j = 0; j < k; ++j) {
-        before[j] = last;
-        if (mod[relevant[j]] >= 0) last = mod[relevant[j]];
+    // Rule 4 for forward ops: the lowest common ancestor of the attributed neighbours.
+    std::vector<size_t> fwd;
+    for (size_t i = 0; i < n; ++i) {
+      if (pt.phase[i] == Phase::kForward) fwd.push_back(i);
+    }
+    std::vector<int> before(fwd.size(), -1), after(fwd.size(), -1);
+    for (size_t j = 0, last = SIZE_MAX; j < fwd.size(); ++j) {
+      before[j] = last == SIZE_MAX ? -1 : pt.mod[last];
+      if (pt.mod[fwd[j]] >= 0) last = fwd[j];
+    }
+    for (size_t j = fwd.size(), last = SIZE_MAX; j-- > 0;) {
+      after[j] = last == SIZE_MAX ? -1 : pt.mod[last];
+      if (pt.mod[fwd[j]] >= 0) last = fwd[j];
+    }
+    for (size_t j = 0; j < fwd.size(); ++j) {
+      int& m = pt.mod[fwd[j]];
+      if (m < 0) m = (before[j] >= 0 && after[j] >= 0) ? tree.lowest_common_ancestor(before[j], after[j]) : 0;
+    }
+  }
+
+  // Pass 2: the autograd link. A backward node carries the sequence number of the forward op
+  // that created it and that op's thread: key (forward thread, sequence number) -> module.
+  std::unordered_map<uint64_t, std::unordered_map<int64_t, int>> by_seq;
+  for (size_t t = 0; t < in.threads.size(); ++t) {
+    const ThreadEvents& th = *in.threads[t];
+    auto& map = by_seq[th.thread_id];
+    for (size_t i = 0; i < th.events.size(); ++i) {
+      const RawEvent& e = th.events[i];
+      if (e.seq_nr >= 0 && per[t].phase[i] == Phase::kForward) map.emplace(e.seq_nr, per[t].mod[i]);
+    }
+  }
+  auto node_module = [&](const RawEvent& node) -> int {
+    if (node.seq_nr < 0) return -1;
+    auto t = by_seq.find(node.fwd_thread);
+    if (t == by_seq.end()) return -1;
+    auto m = t->second.find(node.seq_nr);
+    return m == t->second.end() ? -1 : m->second;
+  };
+
+  // Pass 3: statistics.
+  for (size_t t = 0; t < in.threads.size(); ++t) {
+    const ThreadEvents& th = *in.threads[t];
+    const std::vector<RawEvent>& ev = th.events;
+    const size_t n = ev.size();
+    PerThread& pt = per[t];
+    if (n == 0 && th.scopes.empty() && th.steps.empty()) continue;
+    ++r.threads;
+    r.op_events += n;
+    std::vector<int64_t> child_ns(n, 0);
+    for (size_t i = 0; i < n; ++i) {
+      if (ev[i].parent >= 0) child_ns[ev[i].parent] += end_of(ev[i]) - ev[i].start_ns;
+    }
+    // Backward ops belong to the module of their innermost enclosing autograd node.
+    std::vector<int> node_of(n, -1);  // index of the innermost enclosing non-wrapper node
+    for (size_t i = 0; i < n; ++i) {
+      const RawEvent& e = ev[i];
+      int p = e.parent;
+      if (e.kind == EventKind::kBackwardNode && !(e.flags & kEngine)) {
+        node_of[i] = static_cast<int>(i);
+      } else if (p >= 0) {
+        node_of[i] = node_of[p];
       }
-      last = -1;
-      for (size_t j = k; j-- > 0;) {
-        after[j] = last;
-        if (mod[relevant[j]] >= 0) last = mod[relevant[j]];
-      }
-      for (size_t j = 0; j < k; ++j) {
-        size_t i = relevant[j];
-        if (mod[i] >= 0) continue;
-        mod[i] = (before[j] >= 0 && after[j] >= 0)
-                     ? tree.lowest_common_ancestor(before[j], after[j])
-                     : 0;
-      }
+      if (pt.phase[i] == Phase::kBackward) pt.mod[i] = node_of[i] >= 0 ? node_module(ev[node_of[i]]) : -1;
     }
 
-    // FLOPs, op table, calls and latency.
-    std::vector<int64_t> last_seen(num_modules, -2), run_start(num_modules, 0),
-        run_end(num_modules, 0);
+    std::vector<int64_t> last_seen(num_modules, -2), run_start(num_modules, 0), run_end(num_modules, 0);
     int64_t k = 0;
-    for (size_t i : relevant) {
+    int64_t bwd_start = -1, bwd_end = -1;
+    for (size_t i = 0; i < n; ++i) {
       const RawEvent& e = ev[i];
-      const int m = mod[i];
       const int64_t end = end_of(e);
       const int64_t dur = end - e.start_ns;
-      OpAcc& op = ops[e.name_id];
+      // Backward passes: spans of consecutive top-level backward events.
+      if (e.parent < 0) {
+        if (e.flags & kBackward) {
+          if (bwd_start < 0) bwd_start = e.start_ns;
+          bwd_end = std::max(bwd_end, end);
+        } else if (bwd_start >= 0) {
+          r.bwd_latency_s += static_cast<double>(bwd_end - bwd_start) * s_per_tick;
+          bwd_start = -1;
+        }
+      }
+      if (e.kind == EventKind::kBackwardNode) {
+        r.has_backward = true;
+        if (!(e.flags & kEngine)) {
+          int m = node_module(e);
+          if (m < 0) {
+            r.autograd_latency_s += static_cast<double>(dur) * s_per_tick;
+          } else {
+            for (int a = m; a >= 0; a = tree.nodes[a].parent) acc[a].bwd_ns += dur;
+          }
+        }
+        ++k;
+        continue;
+      }
+      const Phase ph = pt.phase[i];
+      if (ph == Phase::kNone) continue;
+      if (ph != Phase::kForward) ++k;  // breaks forward runs
+      const int m = pt.mod[i];
+      OpAcc& op = ops[{static_cast<int>(ph), e.name_id}];
       ++op.calls;
       op.ns += dur;
       op.has_formula = op.has_formula || (e.flags & kHasFormula);
-      bool counted = false;
-      if (e.flags & kCounted) {
-        const FormulaFn& fn = formula_for(e.name_id);
-        if (fn) {
-          std::vector<ArgView> args = arg_views(*th, e);
-          try {
-            std::optional<FlopCount> fc = fn(OpInputs(args.data(), args.size()));
-            if (fc) {
-              counted = true;
-              add_saturating(op.flops, fc->flops, overflow);
-              add_saturating(op.macs, fc->macs, overflow);
-              add_saturating(r.flops, fc->flops, overflow);
-              add_saturating(r.macs, fc->macs, overflow);
-              size_t dt = static_cast<size_t>(op_dtype(args));
-              add_saturating(r.flops_by_dtype[dt], fc->flops, overflow);
-              for (int a = m; a >= 0; a = tree.nodes[a].parent) {
-                add_saturating(acc[a].flops, fc->flops, overflow);
-                add_saturating(acc[a].macs, fc->macs, overflow);
-                add_saturating(acc[a].by_dtype[dt], fc->flops, overflow);
-              }
-            } else {
-              ++op.declined;
-            }
-          } catch (const std::exception& ex) {
-            ++formula_errors[fmt::format("{}: {}", in.names->name(e.name_id), ex.what())];
-          }
+      std::optional<FlopCount> fc;
+      DType dt = DType::kUnknown;
+      if ((e.flags & kCounted) && formula_for(e.name_id)) {
+        std::vector<ArgView> args = arg_views(th, e);
+        try {
+          fc = formula_for(e.name_id)(OpInputs(args.data(), args.size()));
+          if (!fc) ++op.declined;
+        } catch (const std::exception& ex) {
+          ++formula_errors[fmt::format("{}: {}", in.names->name(e.name_id), ex.what())];
         }
+        dt = op_dtype(args);
       }
-      if (!counted) {
+      if (fc) {
+        add_saturating(op.flops, fc->flops, overflow);
+        add_saturating(op.macs, fc->macs, overflow);
+      } else {
         const int64_t self = dur - child_ns[i];
         op.uncovered_ns += self;
-        r.no_formula_s += static_cast<double>(self) * s_per_tick;
-        for (int a = m; a >= 0; a = tree.nodes[a].parent) ++acc[a].na_ops;
+        if (ph == Phase::kForward) r.no_formula_s += static_cast<double>(self) * s_per_tick;
       }
-      for (int a = m; a >= 0; a = tree.nodes[a].parent) {
-        if (scoped[a]) continue;
-        if (last_seen[a] == k - 1) {
-          run_end[a] = std::max(run_end[a], end);
-        } else {
-          if (last_seen[a] >= 0) acc[a].ns += run_end[a] - run_start[a];
-          ++acc[a].calls;
-          run_start[a] = e.start_ns;
-          run_end[a] = end;
-        }
-        last_seen[a] = k;
+      switch (ph) {
+        case Phase::kForward:
+          if (fc) {
+            add_saturating(r.flops, fc->flops, overflow);
+            add_saturating(r.macs, fc->macs, overflow);
+            add_saturating(r.flops_by_dtype[static_cast<size_t>(dt)], fc->flops, overflow);
+          }
+          for (int a = m; a >= 0; a = tree.nodes[a].parent) {
+            if (fc) {
+              add_saturating(acc[a].flops, fc->flops, overflow);
+              add_saturating(acc[a].macs, fc->macs, overflow);
+              add_saturating(acc[a].by_dtype[static_cast<size_t>(dt)], fc->flops, overflow);
+            } else {
+              ++acc[a].na_ops;
+            }
+            if (scoped[a]) continue;
+            if (last_seen[a] == k - 1) {
+              run_end[a] = std::max(run_end[a], end);
+            } else {
+              if (last_seen[a] >= 0) acc[a].ns += run_end[a] - run_start[a];
+              ++acc[a].calls;
+              run_start[a] = e.start_ns;
+              run_end[a] = end;
+            }
+            last_seen[a] = k;
+          }
+          ++k;
+          break;
+        case Phase::kBackward:
+          if (!fc) break;
+          add_saturating(r.bwd_flops, fc->flops, overflow);
+          add_saturating(r.bwd_macs, fc->macs, overflow);
+          if (m < 0) add_saturating(r.autograd_flops, fc->flops, overflow);
+          for (int a = m; a >= 0; a = tree.nodes[a].parent) {
+            add_saturating(acc[a].bwd_flops, fc->flops, overflow);
+            add_saturating(acc[a].bwd_macs, fc->macs, overflow);
+          }
+          break;
+        case Phase::kRecompute:
+          if (!fc) break;
+          add_saturating(r.recompute_flops, fc->flops, overflow);
+          add_saturating(r.recompute_macs, fc->macs, overflow);
+          for (int a = m; a >= 0; a = tree.nodes[a].parent) {
+            add_saturating(acc[a].re_flops, fc->flops, overflow);
+            add_saturating(acc[a].re_macs, fc->macs, overflow);
+          }
+          break;
+        case Phase::kStep:
+          r.has_step = true;
+          if (fc) add_saturating(r.step_flops, fc->flops, overflow);
+          break;
+        default:
+          break;
       }
-      ++k;
     }
+    if (bwd_start >= 0) r.bwd_latency_s += static_cast<double>(bwd_end - bwd_start) * s_per_tick;
     for (int a = 0; a < num_modules; ++a) {
       if (last_seen[a] >= 0) acc[a].ns += run_end[a] - run_start[a];
     }
-    for (const ScopeRecord& s : th->scopes) {
-      if (s.module < 0 || !scoped[s.module]) continue;
+    for (const ScopeRecord& s : th.scopes) {
+      if (s.module < 0 || s.backward || !scoped[s.module]) continue;
       ++acc[s.module].calls;
       acc[s.module].ns += (s.exit_ns != 0 ? s.exit_ns : in.stop_ns) - s.enter_ns;
+    }
+    for (const StepRecord& s : th.steps) {
+      r.has_step = true;
+      r.step_latency_s += static_cast<double>((s.end_ns != 0 ? s.end_ns : in.stop_ns) - s.start_ns) * s_per_tick;
     }
   }
 
@@ -260,6 +380,11 @@ ProfileResult aggregate(const AggregateInput& in) {
     s.latency_s = static_cast<double>(acc[t].ns) * s_per_tick;
     s.na_ops = acc[t].na_ops;
     s.flops_by_dtype = acc[t].by_dtype;
+    s.bwd_flops = acc[t].bwd_flops;
+    s.bwd_macs = acc[t].bwd_macs;
+    s.bwd_latency_s = static_cast<double>(acc[t].bwd_ns) * s_per_tick;
+    s.recompute_flops = acc[t].re_flops;
+    s.recompute_macs = acc[t].re_macs;
     if (s.parent >= 0) r.modules[s.parent].children.push_back(remap[t]);
     r.modules.push_back(std::move(s));
   }
@@ -269,9 +394,10 @@ ProfileResult aggregate(const AggregateInput& in) {
   r.param_bytes_by_dtype = tree.param_bytes_by_dtype;
   r.duration_s = r.modules.empty() ? 0.0 : r.modules[0].latency_s;
 
-  for (auto& [id, a] : ops) {
+  for (auto& [key, a] : ops) {
     OpStats s;
-    s.name = in.names->name(id);
+    s.name = in.names->name(key.second);
+    s.phase = phase_name(static_cast<Phase>(key.first));
     s.has_formula = a.has_formula;
     s.calls = a.calls;
     s.flops = a.flops;

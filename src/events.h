@@ -16,6 +16,8 @@ enum EventFlag : uint8_t {
   kHasFormula = 1 << 2,    ///< a formula was registered for the name when observed
   kBackward = 1 << 3,      ///< ran inside the autograd engine
   kOpenAtStop = 1 << 4,    ///< had not ended when the profile stopped
+  kStep = 1 << 5,          ///< ran inside a step scope (the optimizer step)
+  kEngine = 1 << 6,        ///< the autograd engine's evaluate_function wrapper of a node
 };
 
 enum class EventKind : uint8_t {
@@ -60,6 +62,13 @@ struct ScopeRecord {
   int64_t enter_ns = 0;
   int64_t exit_ns = 0;  ///< 0 while open
   int32_t first_event = 0;  ///< events.size() at entry
+  bool backward = false;    ///< entered inside the autograd engine: a recomputed forward
+};
+
+/// One step scope (the optimizer step), on the thread that ran it.
+struct StepRecord {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;  ///< 0 while open
 };
 
 /// Everything one thread recorded in one profile.
@@ -69,6 +78,7 @@ struct ThreadEvents {
   std::vector<ArgRecord> args;
   std::vector<int64_t> dims;
   std::vector<ScopeRecord> scopes;
+  std::vector<StepRecord> steps;
   uint64_t dropped_args = 0;  ///< ops whose arguments did not fit (args_count limit)
 };
 

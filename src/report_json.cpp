@@ -37,6 +37,21 @@ std::string to_json(const ProfileResult& r, int indent) {
       {"threads", r.threads},
       {"op_events", r.op_events},
       {"timer", r.timer},
+      {"world_size", r.world_size},
+      {"data_parallel_size", r.data_parallel_size},
+      {"model_parallel_size", r.model_parallel_size},
+      {"batch_size", r.batch_size},
+      {"bwd_flops", r.bwd_flops},
+      {"bwd_macs", r.bwd_macs},
+      {"bwd_latency_s", r.bwd_latency_s},
+      {"bwd_flops_estimate", r.estimated_bwd_flops()},
+      {"recompute_flops", r.recompute_flops},
+      {"recompute_macs", r.recompute_macs},
+      {"autograd_flops", r.autograd_flops},
+      {"autograd_latency_s", r.autograd_latency_s},
+      {"step_flops", r.step_flops},
+      {"step_latency_s", r.step_latency_s},
+      {"iter_latency_s", r.iteration_latency_s()},
   };
   json modules = json::array();
   for (const ModuleStats& m : r.modules) {
@@ -55,6 +70,11 @@ std::string to_json(const ProfileResult& r, int indent) {
         {"latency_s", m.latency_s},
         {"na_ops", m.na_ops},
         {"flops_by_dtype", by_dtype(m.flops_by_dtype)},
+        {"bwd_flops", m.bwd_flops},
+        {"bwd_macs", m.bwd_macs},
+        {"bwd_latency_s", m.bwd_latency_s},
+        {"recompute_flops", m.recompute_flops},
+        {"recompute_macs", m.recompute_macs},
     });
   }
   j["modules"] = std::move(modules);
@@ -62,6 +82,7 @@ std::string to_json(const ProfileResult& r, int indent) {
   for (const OpStats& op : r.ops) {
     ops.push_back({
         {"name", op.name},
+        {"phase", op.phase},
         {"has_formula", op.has_formula},
         {"calls", op.calls},
         {"flops", op.flops},

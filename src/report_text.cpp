@@ -24,34 +24,76 @@ std::string rate(uint64_t flops, double seconds) {
 }
 
 void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
+  const bool training = r.has_backward || r.has_step;
   out += "-------------------------- flopsprof: Flops Profiler --------------------------\n";
   fmt::format_to(std::back_inserter(out), "Profile Summary at step {}:\n", o.profile_step);
   out +=
       "Notations:\n"
+      "data parallel size (dp_size), model parallel size (mp_size),\n"
       "number of parameters (params), number of multiply-accumulate operations (MACs),\n"
       "number of floating-point operations (flops), floating-point operations per second "
       "(FLOPS),\n"
-      "fwd latency (forward propagation latency)\n\n";
-  line(out, "params", params_to_string(r.params));
-  line(out, "trainable params", params_to_string(r.trainable_params));
+      "fwd latency (forward propagation latency), bwd latency (backward propagation latency),\n"
+      "step (weights update latency), iter latency (sum of fwd, bwd and step latency)\n\n";
+  const double mp = r.model_parallel_size;
+  line(out, "world size", fmt::format("{}", r.world_size));
+  line(out, "data parallel size", fmt::format("{}", r.data_parallel_size));
+  line(out, "model parallel size", fmt::format("{}", r.model_parallel_size));
+  line(out, "batch size per device", r.batch_size > 0 ? fmt::format("{}", r.batch_size) : "n/a");
+  line(out, "params per device", params_to_string(r.params));
+  line(out, "params of model = params per device * mp_size", number_to_string(r.params * mp));
+  line(out, "trainable params per device", params_to_string(r.trainable_params));
   for (size_t d = 0; d < r.param_bytes_by_dtype.size(); ++d) {
     if (r.param_bytes_by_dtype[d] == 0) continue;
     line(out, fmt::format("params size ({})", dtype_name(static_cast<DType>(d))),
          fmt::format("{:.2f} MB", static_cast<double>(r.param_bytes_by_dtype[d]) / (1024.0 * 1024.0)));
   }
-  line(out, "fwd MACs", macs_to_string(r.macs));
-  line(out, "fwd flops", flops_to_string(r.flops));
+  line(out, "fwd MACs per device", macs_to_string(r.macs));
+  line(out, "fwd flops per device", flops_to_string(r.flops));
   for (size_t d = 0; d < r.flops_by_dtype.size(); ++d) {
     if (r.flops_by_dtype[d] == 0) continue;
     line(out, fmt::format("fwd flops ({})", dtype_name(static_cast<DType>(d))),
          flops_to_string(r.flops_by_dtype[d]));
   }
+  line(out, "fwd flops of model = fwd flops per device * mp_size", number_to_string(r.flops * mp));
   line(out, "fwd latency", duration_to_string(r.duration_s));
-  line(out, "fwd FLOPS = fwd flops / fwd latency", rate(r.flops, r.duration_s));
+  line(out, "fwd FLOPS per device = fwd flops per device / fwd latency", rate(r.flops, r.duration_s));
+  if (r.has_backward) {
+    line(out, "bwd latency", duration_to_string(r.bwd_latency_s));
+    line(out, "bwd flops per device (measured)", flops_to_string(r.bwd_flops));
+    line(out, "bwd MACs per device (measured)", macs_to_string(r.bwd_macs));
+    line(out, "bwd flops, DeepSpeed's estimate (2 * fwd flops + recompute)",
+         flops_to_string(r.estimated_bwd_flops()));
+    if (r.recompute_flops > 0) {
+      line(out, "recompute flops (forward re-run in backward)", flops_to_string(r.recompute_flops));
+    }
+    if (r.autograd_flops > 0 || r.autograd_latency_s > 0) {
+      line(out, "(autograd): bwd ops linked to no forward op",
+           fmt::format("{} flops, {}", flops_to_string(r.autograd_flops),
+                       duration_to_string(r.autograd_latency_s)));
+    }
+    line(out, "bwd FLOPS per device = bwd flops per device / bwd latency",
+         rate(r.bwd_flops + r.recompute_flops, r.bwd_latency_s));
+    line(out, "fwd+bwd FLOPS per device = (fwd + bwd flops) / (fwd + bwd latency)",
+         rate(r.flops + r.bwd_flops + r.recompute_flops, r.duration_s + r.bwd_latency_s));
+  }
+  if (r.has_step) {
+    line(out, "step latency", duration_to_string(r.step_latency_s));
+    line(out, "step flops", flops_to_string(r.step_flops));
+  }
+  if (training) {
+    const double iter = r.iteration_latency_s();
+    line(out, "iter latency", duration_to_string(iter));
+    line(out, "FLOPS per device = (fwd + bwd flops) / iter latency",
+         rate(r.flops + r.bwd_flops + r.recompute_flops, iter));
+    line(out, "samples/second",
+         r.batch_size > 0 && iter > 0 ? fmt::format("{:.2f}", static_cast<double>(r.batch_size) / iter)
+                                      : "n/a");
+  }
   uint64_t na_calls = 0;
   size_t na_names = 0;
   for (const OpStats& op : r.ops) {
-    if (op.has_formula) continue;
+    if (op.has_formula || op.phase != "forward") continue;
     na_calls += op.calls;
     ++na_names;
   }
@@ -59,14 +101,16 @@ void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
        fmt::format("{} op(s), {} call(s), {} = {} of fwd latency", na_names, na_calls,
                    duration_to_string(r.no_formula_s), percent(r.no_formula_s, r.duration_s)));
   line(out, "timer", r.timer);
-  if (na_names > 0) {
+  bool any_na = false;
+  for (const OpStats& op : r.ops) any_na = any_na || !op.has_formula;
+  if (any_na) {
     out += "\nOps without a formula (listed with their time; their FLOPs are n/a):\n";
-    fmt::format_to(std::back_inserter(out), "    {:<40} {:>8} {:>12} {:>12}\n", "op", "calls",
-                   "time", "self time");
+    fmt::format_to(std::back_inserter(out), "    {:<40} {:>9} {:>8} {:>12} {:>12}\n", "op", "phase",
+                   "calls", "time", "self time");
     for (const OpStats& op : r.ops) {
       if (op.has_formula) continue;
-      fmt::format_to(std::back_inserter(out), "    {:<40} {:>8} {:>12} {:>12}\n", op.name,
-                     op.calls, duration_to_string(op.latency_s),
+      fmt::format_to(std::back_inserter(out), "    {:<40} {:>9} {:>8} {:>12} {:>12}\n", op.name,
+                     op.phase, op.calls, duration_to_string(op.latency_s),
                      duration_to_string(op.uncovered_s));
     }
   }
@@ -144,6 +188,11 @@ void tree_node(std::string& out, const ProfileResult& r, const ReportOptions& o,
       macs_to_string(m.macs), percent(static_cast<double>(m.macs), static_cast<double>(root.macs)),
       duration_to_string(m.latency_s), percent(m.latency_s, root.latency_s),
       rate(m.flops, m.latency_s));
+  if (r.has_backward) {
+    stats += fmt::format(", {} bwd flops, {} bwd latency", flops_to_string(m.bwd_flops),
+                         duration_to_string(m.bwd_latency_s));
+    if (m.recompute_flops > 0) stats += fmt::format(", {} recompute flops", flops_to_string(m.recompute_flops));
+  }
   if (m.calls != 1) stats += fmt::format(", {} calls", m.calls);
   std::string pad(static_cast<size_t>(indent), ' ');
   std::string head = m.parent < 0 ? m.type : fmt::format("({}): {}", m.name.substr(m.name.rfind('.') + 1), m.type);
@@ -165,7 +214,8 @@ void detailed(std::string& out, const ProfileResult& r, const ReportOptions& o) 
   out +=
       "Each module profile is listed after its name in the following order:\n"
       "params, percentage of total params, MACs, percentage of total MACs, fwd latency, "
-      "percentage of total fwd latency, fwd FLOPS (and the call count when not 1)\n\n"
+      "percentage of total fwd latency, fwd FLOPS (with backward: bwd flops, bwd latency;\n"
+      "and the call count when not 1)\n\n"
       "Note: 1. Ops outside any submodule (functional calls in a parent's forward) make up the\n"
       "difference between a parent's MACs (or latency) and the sum of its submodules'.\n"
       "2. FLOPs are counted from formulas of the ops' shapes; FLOPS computed from them can\n"

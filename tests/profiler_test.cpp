@@ -218,7 +218,7 @@ TEST(Profiler, TextReportOfARealModelMatchesLineByLine) {
     ++i;
   }
   EXPECT_EQ(i, expected.size());
-  EXPECT_NE(text.find("fwd flops:                                                    2.90 K\n"), std::string::npos);
+  EXPECT_NE(text.find("fwd flops per device:                                         2.90 K\n"), std::string::npos);
   // module_depth = 1 prints the tree down to depth 1 only
   std::string shallow = prof.model_profile_string(1, 1, 1, true);
   EXPECT_EQ(shallow.find("(0): Linear"), std::string::npos);

@@ -33,6 +33,59 @@ struct ProfilerOptions {
   Threads threads = Threads::kAll;
   /// Timestamp source; null means the host steady clock (`make_host_timer()`).
   std::shared_ptr<Timer> timer;
+  /// With `FlopsProfiler::iteration()`: profile only this iteration (1-based), as DeepSpeed's
+  /// `profile_step`. 0: start and stop by hand.
+  int profile_step = 0;
+  /// Shown in the summary: samples per device per iteration (0: unknown; `get_model_profile`
+  /// takes it from its input's first dimension), and the parallel layout.
+  int64_t batch_size = 0;
+  int world_size = 1;
+  int data_parallel_size = 1;
+  int model_parallel_size = 1;
+};
+
+class FlopsProfiler;
+
+/// Marks the optimizer step (LibTorch's optimizers emit no event of their own): ops on this
+/// thread while it lives count as the step phase, not forward. From `FlopsProfiler::step_scope()`.
+/// Inert when no profile is running. Movable, not copyable; ends at destruction or `end()`.
+class StepScope {
+ public:
+  StepScope() = default;
+  StepScope(StepScope&& other) noexcept { *this = std::move(other); }
+  StepScope& operator=(StepScope&& other) noexcept;
+  StepScope(const StepScope&) = delete;
+  StepScope& operator=(const StepScope&) = delete;
+  ~StepScope() { end(); }
+  /// Ends the step now (idempotent).
+  void end() noexcept;
+
+ private:
+  friend class FlopsProfiler;
+  void* buffer_ = nullptr;
+  uint64_t session_ = 0;
+  int32_t record_ = -1;
+};
+
+/// One training iteration, from `FlopsProfiler::iteration()`. With `profile_step = N` the
+/// profile starts when iteration N begins and stops when it ends; other iterations run
+/// unprofiled. Movable, not copyable.
+class IterationScope {
+ public:
+  IterationScope() = default;
+  IterationScope(IterationScope&& other) noexcept { *this = std::move(other); }
+  IterationScope& operator=(IterationScope&& other) noexcept;
+  IterationScope(const IterationScope&) = delete;
+  IterationScope& operator=(const IterationScope&) = delete;
+  ~IterationScope() { end(); }
+  /// Ends the iteration now (stops a profile it started; idempotent).
+  void end() noexcept;
+  /// Whether this iteration is the profiled one.
+  bool profiling() const { return profiler_ != nullptr; }
+
+ private:
+  friend class FlopsProfiler;
+  FlopsProfiler* profiler_ = nullptr;
 };
 
 /// Per-module FLOPs, MACs, parameters and latency of a `torch::nn::Module`, with DeepSpeed's API.
@@ -70,6 +123,15 @@ class FlopsProfiler {
   void end_profile();
   /// Whether a profile is running.
   bool is_running() const;
+
+  /// Marks the optimizer step of a training iteration: `{ auto s = prof.step_scope(); opt.step(); }`.
+  [[nodiscard]] StepScope step_scope();
+  /// Marks one training iteration: `auto it = prof.iteration();` at the top of the loop body.
+  /// With `ProfilerOptions::profile_step = N`, iteration N is profiled (started and stopped by
+  /// the scope; warm-up iterations are not). Throws `Error` if a manual profile is running.
+  [[nodiscard]] IterationScope iteration();
+  /// Iterations begun so far with `iteration()`.
+  int iteration_count() const;
 
   /// Forward FLOPs of the whole model. Throws `Error` before any profile.
   uint64_t get_total_flops() const;
@@ -162,8 +224,9 @@ ModelProfile get_model_profile(const M& model, const std::vector<int64_t>& input
                                const ModelProfileOptions& options = {}) {
   torch::Tensor input = detail::make_input(input_shape, options);
   M m = model;  // a holder's const operator-> would give a const module
-  return get_model_profile(
-      detail::as_module_ptr(model), [&] { m->forward(input); }, options);
+  ModelProfileOptions o = options;
+  if (o.profiler.batch_size == 0) o.profiler.batch_size = input_shape[0];
+  return get_model_profile(detail::as_module_ptr(model), [&] { m->forward(input); }, o);
 }
 
 /// Profiles `model->forward(args...)` with the arguments in `args`.
@@ -171,9 +234,21 @@ template <class M, class... Args>
 ModelProfile get_model_profile(const M& model, const std::tuple<Args...>& args,
                                const ModelProfileOptions& options = {}) {
   M m = model;
+  ModelProfileOptions o = options;
+  if (o.profiler.batch_size == 0) {  // the first tensor argument's first dimension
+    std::apply(
+        [&](const auto&... a) {
+          (..., [&](const auto& x) {
+            if constexpr (std::is_convertible_v<decltype(x), const torch::Tensor&>) {
+              if (o.profiler.batch_size == 0 && x.defined() && x.dim() > 0) o.profiler.batch_size = x.size(0);
+            }
+          }(a));
+        },
+        args);
+  }
   return get_model_profile(
       detail::as_module_ptr(model),
-      [&] { std::apply([&](const auto&... a) { m->forward(a...); }, args); }, options);
+      [&] { std::apply([&](const auto&... a) { m->forward(a...); }, args); }, o);
 }
 
 /// Profiles one call of `fn` (any callable with no arguments) that runs the model's forward.

@@ -30,11 +30,17 @@ struct ModuleStats {
   double latency_s = 0;      ///< forward latency: sum of the spans of its calls, seconds
   uint64_t na_ops = 0;       ///< forward op calls in this subtree with no formula
   FlopsByDtype flops_by_dtype{};
+  uint64_t bwd_flops = 0;      ///< measured: backward ops linked to this subtree's forward ops
+  uint64_t bwd_macs = 0;
+  double bwd_latency_s = 0;    ///< sum of the durations of its autograd nodes, seconds
+  uint64_t recompute_flops = 0;  ///< forward ops re-run inside backward (activation checkpointing)
+  uint64_t recompute_macs = 0;
 };
 
 /// One op name, over the whole forward.
 struct OpStats {
   std::string name;          ///< "aten::addmm"
+  std::string phase = "forward";  ///< "forward", "backward", "recompute" or "step"
   bool has_formula = false;  ///< false: counted as n/a, listed with its time
   uint64_t calls = 0;        ///< calls that were counted or listed (not those nested in a counted op)
   uint64_t flops = 0;
@@ -60,6 +66,30 @@ struct ProfileResult {
   uint64_t op_events = 0;            ///< op calls observed (all, nested ones included)
   std::string timer;                 ///< name of the timing backend
   std::vector<std::string> problems; ///< issues seen while profiling, each reported once
+
+  // Training (present when backward or a step scope was observed).
+  bool has_backward = false;
+  bool has_step = false;
+  uint64_t bwd_flops = 0;            ///< measured backward FLOPs (recompute excluded)
+  uint64_t bwd_macs = 0;
+  double bwd_latency_s = 0;          ///< spans of the backward passes, seconds
+  uint64_t recompute_flops = 0;      ///< forward ops re-run inside backward
+  uint64_t recompute_macs = 0;
+  uint64_t autograd_flops = 0;       ///< backward ops linked to no forward op ("(autograd)")
+  double autograd_latency_s = 0;     ///< time of autograd nodes linked to no forward op
+  uint64_t step_flops = 0;           ///< ops inside step scopes (the optimizer step)
+  double step_latency_s = 0;         ///< sum of step scopes, seconds
+
+  // Given by the user (ProfilerOptions); shown in the summary as DeepSpeed does.
+  int64_t batch_size = 0;            ///< per device; 0: unknown
+  int world_size = 1;
+  int data_parallel_size = 1;
+  int model_parallel_size = 1;
+
+  /// fwd + bwd + step latency, seconds.
+  double iteration_latency_s() const { return duration_s + bwd_latency_s + step_latency_s; }
+  /// DeepSpeed's backward estimate: 2 x forward FLOPs, plus recomputation.
+  uint64_t estimated_bwd_flops() const { return 2 * flops + recompute_flops; }
 };
 
 /// Options of the text report, as DeepSpeed's `print_model_profile`.

@@ -1,6 +1,9 @@
-// Convolution formulas: conv1d/2d/3d, convolution, _convolution, transposed, backend variants.
+// Convolution formulas: conv1d/2d/3d, convolution, _convolution, transposed, backend variants,
+// and convolution_backward.
 // Convention (DeepSpeed): MACs = N x Cout x prod(output spatial) x (Cin/groups) x prod(kernel),
 // transposed: over input positions; FLOPs = 2 x MACs + one add per output element for a bias.
+// Backward: the input gradient and the weight gradient each cost the forward's MACs; the bias
+// gradient is one add per grad_output element; only the gradients in output_mask count.
 #include "formulas/common.h"
 
 namespace flopsprof::detail {
@@ -64,6 +67,21 @@ FormulaFn conv(ConvArgs args) {
   return [args](const OpInputs& in) { return conv_count(in, args); };
 }
 
+// convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation,
+//                      transposed, output_padding, groups, output_mask[3]):
+// MACs = forward MACs x (grad_input + grad_weight); FLOPs = 2 x MACs + numel(grad_output) if grad_bias
+std::optional<FlopCount> convolution_backward(const OpInputs& in) {
+  ConvArgs fwd;
+  fwd.input = 1; fwd.weight = 2; fwd.bias = 99; fwd.stride = 4; fwd.padding = 5; fwd.dilation = 6;
+  fwd.transposed = 7; fwd.output_padding = 8; fwd.groups = 9;
+  std::optional<FlopCount> f = conv_count(in, fwd);
+  IntSpan mask = in.int_list(10);
+  if (!f || mask.size() != 3) return std::nullopt;
+  uint64_t grads = (mask[0] != 0 ? 1 : 0) + (mask[1] != 0 ? 1 : 0);
+  uint64_t macs = checked_mul(f->macs, grads);
+  return gemm_count(macs, mask[2] != 0 ? in.numel(0) : 0);
+}
+
 }  // namespace
 
 void register_conv_formulas() {
@@ -100,6 +118,7 @@ void register_conv_formulas() {
   ConvArgs cudnn;
   cudnn.bias = 99; cudnn.padding = 2; cudnn.stride = 3; cudnn.dilation = 4; cudnn.groups = 5;
   add_builtin_formula("aten::cudnn_convolution", conv(cudnn));
+  add_builtin_formula("aten::convolution_backward", convolution_backward);
 }
 
 }  // namespace flopsprof::detail

@@ -27,9 +27,30 @@ FormulaFn batch_norm(int training_index) {
   };
 }
 
+// *_norm_backward(..., input at `input`, weight at `weight`, ..., output_mask at `mask`)
+FormulaFn norm_backward(size_t input, size_t weight, size_t mask_index) {
+  return [=](const OpInputs& in) -> std::optional<FlopCount> {
+    IntSpan mask = in.int_list(mask_index);
+    if (!in.is_tensor(input) || mask.size() != 3) return std::nullopt;
+    uint64_t n = in.numel(input);
+    uint64_t per = 0;
+    if (mask[0] != 0) per += in.is_tensor(weight) ? 5 : 4;
+    if (mask[1] != 0) per += 2;
+    if (mask[2] != 0) per += 1;
+    return flops_only(checked_mul(per, n));
+  };
+}
+
 }  // namespace
 
 void register_norm_formulas() {
+  // native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias, mask)
+  add_builtin_formula("aten::native_layer_norm_backward", norm_backward(1, 5, 7));
+  // native_batch_norm_backward(grad_out, input, weight, running_mean, running_var, save_mean,
+  //                            save_invstd, train, eps, mask)
+  add_builtin_formula("aten::native_batch_norm_backward", norm_backward(1, 2, 9));
+  // native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, mask)
+  add_builtin_formula("aten::native_group_norm_backward", norm_backward(1, 4, 9));
   add_builtin_formula("aten::batch_norm", batch_norm(5));
   add_builtin_formula("aten::native_batch_norm", batch_norm(5));
   add_builtin_formula("aten::_native_batch_norm_legit", batch_norm(5));

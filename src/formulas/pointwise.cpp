@@ -1,6 +1,8 @@
 // Elementwise formulas: arithmetic, unary math, activations, softmax, reductions.
 // Convention (DeepSpeed): 1 FLOP per element of the (right-aligned) broadcast output;
 // addcmul/addcdiv 2 per element; activations and softmax numel(input); sum/mean numel(input).
+// Backward of activations and softmax: numel(grad_output), as their forward. Embedding backward:
+// one add per grad_output element (the scatter-add into the weight gradient).
 #include "formulas/common.h"
 
 namespace flopsprof::detail {
@@ -58,7 +60,16 @@ void register_pointwise_formulas() {
            // softmax family
            "aten::softmax", "aten::_softmax", "aten::log_softmax", "aten::_log_softmax",
            // reductions
-           "aten::sum", "aten::mean"}) {
+           "aten::sum", "aten::mean",
+           // backward of activations and softmax: numel(grad_output)
+           "aten::threshold_backward", "aten::gelu_backward", "aten::silu_backward",
+           "aten::sigmoid_backward", "aten::tanh_backward", "aten::elu_backward",
+           "aten::leaky_relu_backward", "aten::hardswish_backward", "aten::hardsigmoid_backward",
+           "aten::hardtanh_backward", "aten::softplus_backward", "aten::mish_backward",
+           "aten::log_sigmoid_backward", "aten::_softmax_backward_data",
+           "aten::_log_softmax_backward_data",
+           // embedding backward: numel(grad_output)
+           "aten::embedding_backward", "aten::embedding_dense_backward"}) {
     add_builtin_formula(op, unary);
   }
 }

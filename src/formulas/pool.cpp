@@ -1,5 +1,6 @@
 // Pooling and upsampling formulas.
 // Convention (DeepSpeed): pooling numel(input); upsample/interpolate numel(output).
+// Pooling backward: numel(input) (one pass over the input gradient).
 #include "formulas/common.h"
 
 namespace flopsprof::detail {
@@ -34,9 +35,22 @@ std::optional<FlopCount> upsample(const OpInputs& in) {
   return std::nullopt;
 }
 
+// *_pool*_backward(grad_output, input, ...): numel(input)
+std::optional<FlopCount> pool_backward(const OpInputs& in) {
+  if (!in.is_tensor(1)) return std::nullopt;
+  return flops_only(in.numel(1));
+}
+
 }  // namespace
 
 void register_pool_formulas() {
+  for (const char* op :
+       {"aten::max_pool2d_with_indices_backward", "aten::max_pool3d_with_indices_backward",
+        "aten::avg_pool2d_backward", "aten::avg_pool3d_backward",
+        "aten::_adaptive_avg_pool2d_backward", "aten::_adaptive_avg_pool3d_backward",
+        "aten::adaptive_max_pool2d_backward", "aten::adaptive_max_pool3d_backward"}) {
+    add_builtin_formula(op, pool_backward);
+  }
   for (const char* op :
        {"aten::max_pool1d", "aten::max_pool2d", "aten::max_pool3d",
         "aten::max_pool1d_with_indices", "aten::max_pool2d_with_indices",
