@@ -8,6 +8,7 @@
 #include <x86intrin.h>
 #endif
 
+#include <ATen/SequenceNumber.h>
 #include <ATen/core/ivalue.h>
 #include <ATen/record_function.h>
 #include <torch/version.h>
@@ -419,6 +420,7 @@ void on_op_end(const at::RecordFunction& /*fn*/, at::ObserverContext* c) {
   ThreadBuffer* b = ctx->buffer;
   RawEvent& e = b->events[ctx->index];
   e.end_ns = s->now();
+  if (e.seq_nr >= 0 && e.kind == EventKind::kOp) e.seq_end = at::sequence_number::peek();
   if (ctx->pushed & 1) --b->counted_depth;
   if (ctx->pushed & 2) --b->backward_depth;
   if (b->open_op == static_cast<int32_t>(ctx->index)) b->open_op = e.parent;

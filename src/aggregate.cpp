@@ -194,7 +194,12 @@ ProfileResult aggregate(const AggregateInput& in) {
     auto& map = by_seq[th.thread_id];
     for (size_t i = 0; i < th.events.size(); ++i) {
       const RawEvent& e = th.events[i];
-      if (e.seq_nr >= 0 && per[t].phase[i] == Phase::kForward) map.emplace(e.seq_nr, per[t].mod[i]);
+      const Phase ph = per[t].phase[i];
+      // Recomputed forward ops create nodes too (the checkpointed segment's own backward). An op
+      // covers the sequence numbers its nested (unrecorded) ops took; the outermost op wins.
+      if (e.seq_nr < 0 || (ph != Phase::kForward && ph != Phase::kRecompute)) continue;
+      const int64_t last = std::max(e.seq_end, e.seq_nr + 1);
+      for (int64_t q = e.seq_nr; q < last; ++q) map.emplace(q, per[t].mod[i]);
     }
   }
   auto node_module = [&](const RawEvent& node) -> int {
@@ -218,16 +223,21 @@ ProfileResult aggregate(const AggregateInput& in) {
     for (size_t i = 0; i < n; ++i) {
       if (ev[i].parent >= 0) child_ns[ev[i].parent] += end_of(ev[i]) - ev[i].start_ns;
     }
-    // Backward ops belong to the module of their innermost enclosing autograd node.
-    std::vector<int> node_of(n, -1);  // index of the innermost enclosing non-wrapper node
+    // Backward ops belong to the module of their innermost enclosing autograd node. Ops that the
+    // engine runs in a node's evaluate_function wrapper after the node itself (validate_outputs:
+    // e.g. the reduction of a broadcast bias gradient) belong to that node too.
+    std::vector<int> node_of(n, -1);
     for (size_t i = 0; i < n; ++i) {
       const RawEvent& e = ev[i];
-      int p = e.parent;
+      const int p = e.parent;
       if (e.kind == EventKind::kBackwardNode && !(e.flags & kEngine)) {
         node_of[i] = static_cast<int>(i);
+        if (p >= 0 && (ev[p].flags & kEngine)) node_of[p] = static_cast<int>(i);
       } else if (p >= 0) {
         node_of[i] = node_of[p];
       }
+    }
+    for (size_t i = 0; i < n; ++i) {
       if (pt.phase[i] == Phase::kBackward) pt.mod[i] = node_of[i] >= 0 ? node_module(ev[node_of[i]]) : -1;
     }
 
@@ -250,8 +260,10 @@ ProfileResult aggregate(const AggregateInput& in) {
       }
       if (e.kind == EventKind::kBackwardNode) {
         r.has_backward = true;
-        if (!(e.flags & kEngine)) {
-          int m = node_module(e);
+        // Node time: the evaluate_function wrapper (node + output validation) when there is one.
+        const bool wrapped = !(e.flags & kEngine) && e.parent >= 0 && (ev[e.parent].flags & kEngine);
+        if (!wrapped) {
+          int m = node_of[i] >= 0 ? node_module(ev[node_of[i]]) : -1;
           if (m < 0) {
             r.autograd_latency_s += static_cast<double>(dur) * s_per_tick;
           } else {

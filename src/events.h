@@ -39,11 +39,13 @@ struct ArgRecord {
   ArgRecord() : i(0) {}
 };
 
-/// One op call as the observer saw it. 64 bytes, no pointers into torch.
+/// One op call as the observer saw it. 72 bytes, no pointers into torch.
 struct RawEvent {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
   int64_t seq_nr = -1;       ///< autograd sequence number (forward op or backward node)
+  int64_t seq_end = -1;      ///< forward op: the thread's next sequence number when it ended, so
+                             ///< [seq_nr, seq_end) covers the nodes its nested ops created
   uint64_t fwd_thread = 0;   ///< forward thread id of a backward node
   uint32_t name_id = 0;      ///< into the name table
   int32_t parent = -1;       ///< enclosing event on the same thread

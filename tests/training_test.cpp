@@ -1,0 +1,235 @@
+// Training-loop tests: measured backward per module, phases, step scope, recompute, profile_step.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <torch/torch.h>
+
+#include "flopsprof/flopsprof.h"
+
+namespace {
+
+using flopsprof::FlopsProfiler;
+
+// fc1: Linear(8 -> 16), relu, fc2: Linear(16 -> 4); batch 3; the input does not require grad.
+struct TwoLayerImpl : torch::nn::Module {
+  TwoLayerImpl()
+      : fc1(register_module("fc1", torch::nn::Linear(8, 16))),
+        fc2(register_module("fc2", torch::nn::Linear(16, 4))) {}
+  torch::Tensor forward(const torch::Tensor& x) { return fc2(torch::relu(fc1(x))); }
+  torch::nn::Linear fc1, fc2;
+};
+TORCH_MODULE(TwoLayer);
+
+TEST(Training, LinearBackwardIsMeasuredPerModule) {
+  torch::manual_seed(0);
+  TwoLayer model;
+  torch::Tensor x = torch::randn({3, 8});
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  model->forward(x).sum().backward();
+  prof.stop_profile();
+  const flopsprof::ProfileResult& r = prof.result();
+  ASSERT_TRUE(r.has_backward);
+  // fc1 is the first layer and x does not require grad: only the weight gradient,
+  // grad[3,16]^T @ x[3,8] = 16*8*3 = 384 MACs = 1 x its forward MACs (3*16*8), not 2 x;
+  // plus the bias gradient, a sum over the batch of grad[3,16]: 48 FLOPs.
+  EXPECT_EQ(prof.get_module("fc1").macs, 384u);
+  EXPECT_EQ(prof.get_module("fc1").bwd_macs, 384u);
+  EXPECT_EQ(prof.get_module("fc1").bwd_flops, 2u * 384 + 48);
+  // fc2 is inner: input gradient grad[3,4] @ W[4,16] (3*16*4 = 192 MACs) and weight gradient
+  // (4*16*3 = 192 MACs) = 2 x its forward MACs (3*4*16 = 192); bias: 12 FLOPs.
+  EXPECT_EQ(prof.get_module("fc2").macs, 192u);
+  EXPECT_EQ(prof.get_module("fc2").bwd_macs, 384u);
+  EXPECT_EQ(prof.get_module("fc2").bwd_flops, 2u * 384 + 12);
+  // relu backward (threshold_backward, 48 FLOPs) belongs to the relu's module: the root.
+  EXPECT_EQ(prof.get_module("").bwd_flops, (2u * 384 + 48) + (2u * 384 + 12) + 48);
+  EXPECT_EQ(r.bwd_flops, prof.get_module("").bwd_flops + r.autograd_flops);
+  EXPECT_GT(prof.get_module("fc1").bwd_latency_s, 0.0);
+  EXPECT_GT(r.bwd_latency_s, 0.0);
+  // the forward side is unchanged by the backward (+ 12 for the loss: sum of a [3,4] output)
+  EXPECT_EQ(r.flops, (2u * 384 + 48) + 48 + (2u * 192 + 12) + 12);
+  EXPECT_EQ(r.estimated_bwd_flops(), 2 * r.flops);
+}
+
+struct ConvNetImpl : torch::nn::Module {
+  ConvNetImpl()
+      : conv1(register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 4, 3).padding(1)))),
+        conv2(register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(4, 4, 3).padding(1)))) {}
+  torch::Tensor forward(const torch::Tensor& x) { return conv2(torch::relu(conv1(x))); }
+  torch::nn::Conv2d conv1, conv2;
+};
+TORCH_MODULE(ConvNet);
+
+TEST(Training, Conv2dBackwardComputesInputAndWeightGradients) {
+  ConvNet model;
+  torch::Tensor x = torch::randn({1, 3, 8, 8});
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  model->forward(x).sum().backward();
+  prof.stop_profile();
+  // forward MACs: conv1 1*4*8*8*3*9 = 6912; conv2 1*4*8*8*4*9 = 9216
+  EXPECT_EQ(prof.get_module("conv1").macs, 6912u);
+  EXPECT_EQ(prof.get_module("conv2").macs, 9216u);
+  // conv1 (input needs no grad): weight gradient only: 1 x 6912 MACs, + bias 1*4*8*8 = 256
+  EXPECT_EQ(prof.get_module("conv1").bwd_macs, 6912u);
+  EXPECT_EQ(prof.get_module("conv1").bwd_flops, 2u * 6912 + 256);
+  // conv2: input and weight gradients: 2 x 9216 MACs, + bias 256
+  EXPECT_EQ(prof.get_module("conv2").bwd_macs, 2u * 9216);
+  EXPECT_EQ(prof.get_module("conv2").bwd_flops, 2u * 2 * 9216 + 256);
+}
+
+TEST(Training, LayerNormBackward) {
+  torch::nn::LayerNorm ln(torch::nn::LayerNormOptions({6}));
+  torch::Tensor x = torch::randn({2, 5, 6}, torch::requires_grad());
+  FlopsProfiler prof(ln);
+  prof.start_profile();
+  ln->forward(x).sum().backward();
+  prof.stop_profile();
+  // forward: 5 x 60 (affine) + 60 for the loss sum; backward with all three gradients:
+  // (5 + 2 + 1) x 60
+  EXPECT_EQ(prof.get_total_flops(), 5u * 60 + 60);
+  EXPECT_EQ(prof.get_module("").bwd_flops, 8u * 60);
+}
+
+TEST(Training, PhasesAndTheOptimizerStep) {
+  torch::manual_seed(0);
+  TwoLayer model;
+  torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(0.1));
+  torch::Tensor x = torch::randn({3, 8});
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  torch::Tensor loss = model->forward(x).sum();
+  loss.backward();
+  {
+    auto step = prof.step_scope();
+    sgd.step();
+  }
+  prof.stop_profile();
+  const flopsprof::ProfileResult& r = prof.result();
+  // forward identical to an inference profile: the step's ops are not forward ops
+  EXPECT_EQ(r.flops, (2u * 384 + 48) + 48 + (2u * 192 + 12) + 12 /* the loss sum */);
+  // plain SGD: p.add_(grad, -lr) once per parameter: one FLOP per parameter element
+  EXPECT_EQ(r.step_flops, prof.get_total_params());
+  EXPECT_TRUE(r.has_step);
+  EXPECT_GT(r.duration_s, 0.0);
+  EXPECT_GT(r.bwd_latency_s, 0.0);
+  EXPECT_GT(r.step_latency_s, 0.0);
+  EXPECT_DOUBLE_EQ(r.iteration_latency_s(), r.duration_s + r.bwd_latency_s + r.step_latency_s);
+  for (const auto& op : r.ops) {
+    if (op.phase == "step") EXPECT_NE(op.name, "aten::addmm");  // no forward op leaked in
+  }
+  // a step scope outside a profile is inert
+  auto inert = prof.step_scope();
+  sgd.step();
+  inert.end();
+  std::string text = prof.model_profile_string();
+  EXPECT_NE(text.find("step latency:"), std::string::npos);
+  EXPECT_NE(text.find("bwd flops per device (measured):"), std::string::npos);
+  EXPECT_NE(text.find("bwd flops, DeepSpeed's estimate (2 * fwd flops + recompute):"), std::string::npos);
+}
+
+// Activation checkpointing by hand: the forward runs without saving activations; backward runs
+// the Linear again (with grad enabled) and differentiates the recomputed graph.
+struct CheckpointedLinear : torch::autograd::Function<CheckpointedLinear> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor x,
+                               torch::Tensor w, torch::Tensor b) {
+    ctx->save_for_backward({x, w, b});
+    return torch::linear(x, w, b);
+  }
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                               torch::autograd::tensor_list grads) {
+    auto saved = ctx->get_saved_variables();
+    torch::AutoGradMode enable(true);
+    torch::Tensor y = torch::linear(saved[0], saved[1], saved[2]);  // the recomputation
+    auto g = torch::autograd::grad({y}, {saved[1], saved[2]}, {grads[0]});
+    return {torch::Tensor(), g[0], g[1]};
+  }
+};
+
+struct CkptImpl : torch::nn::Module {
+  CkptImpl() : fc(register_module("fc", torch::nn::Linear(8, 4))) {}
+  torch::Tensor forward(const torch::Tensor& x) { return CheckpointedLinear::apply(x, fc->weight, fc->bias); }
+  torch::nn::Linear fc;
+};
+TORCH_MODULE(Ckpt);
+
+TEST(Training, RecomputeInsideBackwardIsCountedAndLabelled) {
+  Ckpt model;
+  torch::Tensor x = torch::randn({3, 8});
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  model->forward(x).sum().backward();
+  prof.stop_profile();
+  // linear(x[3,8], W[4,8], b[4]): 3*4*8 = 96 MACs, 2*96 + 12 = 204 FLOPs, run twice
+  EXPECT_EQ(prof.get_module("fc").flops, 204u);
+  EXPECT_EQ(prof.get_module("fc").recompute_flops, 204u);
+  EXPECT_EQ(prof.result().recompute_flops, 204u);
+  // backward of the recomputed graph: weight gradient 96 MACs + bias 12 FLOPs, on fc
+  EXPECT_EQ(prof.get_module("fc").bwd_flops, 2u * 96 + 12);
+  // DeepSpeed's estimate: 2 x forward (204 + 12 for the loss sum) + the recomputation
+  EXPECT_EQ(prof.result().estimated_bwd_flops(), 2u * (204 + 12) + 204);
+  bool labelled = false;
+  for (const auto& op : prof.result().ops) labelled = labelled || (op.phase == "recompute" && op.name == "aten::linear");
+  EXPECT_TRUE(labelled);
+  EXPECT_NE(prof.model_profile_string().find("204 recompute flops"), std::string::npos);
+}
+
+TEST(Training, ProfileStepProfilesExactlyThatIteration) {
+  torch::manual_seed(0);
+  TwoLayer model;
+  torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(0.01));
+  flopsprof::ProfilerOptions options;
+  options.profile_step = 3;
+  options.batch_size = 3;
+  FlopsProfiler prof(model, options);
+  for (int step = 1; step <= 5; ++step) {
+    auto it = prof.iteration();
+    EXPECT_EQ(it.profiling(), step == 3);
+    EXPECT_EQ(prof.is_running(), step == 3);
+    torch::Tensor x = torch::randn({step, 8});  // the batch size tells the steps apart
+    model->forward(x).sum().backward();
+    {
+      auto s = prof.step_scope();
+      sgd.step();
+    }
+    sgd.zero_grad();
+  }
+  EXPECT_FALSE(prof.is_running());
+  EXPECT_EQ(prof.iteration_count(), 5);
+  // forward of batch 3: fc1 2*3*16*8 + 48, relu 48, fc2 2*3*4*16 + 12, sum 12
+  EXPECT_EQ(prof.get_total_flops(), (2u * 384 + 48) + 48 + (2u * 192 + 12) + 12);
+  EXPECT_EQ(prof.result().step_flops, prof.get_total_params());
+  EXPECT_EQ(prof.result().batch_size, 3);
+  EXPECT_NE(prof.model_profile_string(3).find("Profile Summary at step 3:"), std::string::npos);
+  EXPECT_NE(prof.model_profile_string(3).find("samples/second:"), std::string::npos);
+}
+
+TEST(Training, JsonBackwardFieldsAreConsistent) {
+  torch::manual_seed(0);
+  TwoLayer model;
+  torch::Tensor x = torch::randn({3, 8});
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  model->forward(x).sum().backward();
+  prof.stop_profile();
+  nlohmann::json j = nlohmann::json::parse(prof.to_json());
+  for (const char* key : {"bwd_flops", "bwd_macs", "bwd_latency_s", "recompute_flops", "step_latency_s",
+                          "iter_latency_s", "bwd_flops_estimate", "autograd_flops"}) {
+    EXPECT_TRUE(j["summary"].contains(key)) << key;
+  }
+  uint64_t module_sum = j["modules"][0]["bwd_flops"].get<uint64_t>() + j["summary"]["autograd_flops"].get<uint64_t>();
+  EXPECT_EQ(module_sum, j["summary"]["bwd_flops"].get<uint64_t>());
+  uint64_t children = 0;
+  for (const auto& m : j["modules"]) {
+    EXPECT_TRUE(m.contains("bwd_flops") && m.contains("bwd_latency_s") && m.contains("recompute_flops"));
+    if (m["depth"] == 1) children += m["bwd_flops"].get<uint64_t>();
+  }
+  EXPECT_EQ(children + 48 /* relu backward, on the root */, j["modules"][0]["bwd_flops"].get<uint64_t>());
+  uint64_t op_bwd = 0;
+  for (const auto& op : j["ops"]) {
+    if (op["phase"] == "backward") op_bwd += op["flops"].get<uint64_t>();
+  }
+  EXPECT_EQ(op_bwd, j["summary"]["bwd_flops"].get<uint64_t>());
+}
+
+}  // namespace
