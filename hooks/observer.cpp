@@ -46,7 +46,16 @@ const std::string& NameTable::name(uint32_t id) const {
   return names_.at(id);  // deque: references stay valid as it grows
 }
 
-NameCache::NameCache() : slots_(256), by_ptr_(512) {}
+NameCache::NameCache() : slots_(256), by_ptr_(512), version_(formula_registry_version()) {}
+
+void NameCache::validate() {
+  uint64_t v = formula_registry_version();
+  if (v == version_) return;
+  slots_.assign(slots_.size(), Slot{});
+  by_ptr_.assign(by_ptr_.size(), PtrSlot{});
+  used_ = 0;
+  version_ = v;
+}
 
 void NameCache::grow() {
   std::vector<Slot> old(slots_.size() * 2);
@@ -181,16 +190,44 @@ int64_t Session::now() const noexcept {
   return timer->now_ns();
 }
 
+void ThreadBuffer::reset(uint64_t thread) {
+  thread_id = thread;
+  events.clear();
+  args.clear();
+  dims.clear();
+  scopes.clear();
+  steps.clear();
+  dropped_args = 0;
+  open_op = -1;
+  counted_depth = 0;
+  backward_depth = 0;
+  open_scope = -1;
+  step_depth = 0;
+  capture_errors = 0;
+  nested_skipped = 0;
+  names.validate();
+}
+
 ThreadBuffer* Session::thread_buffer() noexcept {
   if (tl_buffer.session == id) return tl_buffer.buffer;
   try {
-    auto b = std::make_unique<ThreadBuffer>();
-    b->thread_id = at::RecordFunction::currentThreadId();
-    // Sized so that a typical profile never grows them: 1 MiB of events, 256 KiB of arguments.
-    b->events.reserve(16384);
-    b->args.reserve(16384);
-    b->dims.reserve(32768);
-    b->scopes.reserve(256);
+    std::unique_ptr<ThreadBuffer> b;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!spares.empty()) {
+        b = std::move(spares.back());
+        spares.pop_back();
+      }
+    }
+    if (!b) {
+      b = std::make_unique<ThreadBuffer>();
+      // Sized so that a typical profile never grows them: 1 MiB of events, 256 KiB of arguments.
+      b->events.reserve(16384);
+      b->args.reserve(16384);
+      b->dims.reserve(32768);
+      b->scopes.reserve(256);
+    }
+    b->reset(at::RecordFunction::currentThreadId());
     ThreadBuffer* raw = b.get();
     {
       std::lock_guard<std::mutex> lock(mu);

@@ -46,6 +46,8 @@ class NameCache {
  public:
   NameCache();
   void lookup(const char* name, uint32_t* id, uint8_t* flags);
+  /// Empties the cache if formulas were registered or removed since it was filled.
+  void validate();
 
  private:
   struct Slot {
@@ -67,6 +69,7 @@ class NameCache {
     uint8_t flags = 0;
   };
   std::vector<PtrSlot> by_ptr_;
+  uint64_t version_ = 0;  // formula registry version the flags were computed with
 };
 
 /// Storage -> owner set, immutable during a profile. Open addressing on the pointer.
@@ -93,6 +96,8 @@ class OwnerIndex {
 
 /// One thread's buffer plus the state of its open ops and scopes.
 struct ThreadBuffer : ThreadEvents {
+  /// Empties the records for a new profile, keeping capacity and the name cache.
+  void reset(uint64_t thread);
   int32_t open_op = -1;
   int32_t counted_depth = 0;
   int32_t backward_depth = 0;
@@ -117,6 +122,8 @@ struct Session {
   std::vector<std::string> scope_names;  ///< RecordFunction user-scope names per module
   std::mutex mu;
   std::vector<std::unique_ptr<ThreadBuffer>> buffers;
+  /// Buffers of an earlier profile of the same profiler, reused (warm memory and name caches).
+  std::vector<std::unique_ptr<ThreadBuffer>> spares;
 
   int64_t now() const noexcept;
   /// Starts the clock (records the calibration pair).

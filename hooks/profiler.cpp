@@ -25,6 +25,7 @@ struct FlopsProfiler::Impl {
   std::vector<std::string> ignore;
   std::unique_ptr<detail::ModelIndex> index;
   std::unique_ptr<detail::Session> session;
+  std::vector<std::unique_ptr<detail::ThreadBuffer>> spares;  // buffers kept for the next profile
   std::optional<ProfileResult> result;     // after stop_profile()
   mutable std::optional<ProfileResult> snapshot;  // while running
   bool running = false;
@@ -45,6 +46,8 @@ struct FlopsProfiler::Impl {
     s->owners.build(index->owner_entries);
     s->module_index = index->by_ptr;
     s->scope_names = index->scope_names;
+    s->spares = std::move(spares);
+    spares.clear();
     timer->on_start();
     detail::g_scope_demand.fetch_add(1, std::memory_order_relaxed);
     try {
@@ -55,6 +58,14 @@ struct FlopsProfiler::Impl {
     }
     session = std::move(s);
     running = true;
+  }
+
+  // Ends the session, keeping its thread buffers (memory and name caches) for the next one.
+  void release_session() noexcept {
+    if (!session) return;
+    for (auto& b : session->buffers) spares.push_back(std::move(b));
+    for (auto& b : session->spares) spares.push_back(std::move(b));
+    session.reset();
   }
 
   void halt() noexcept {
@@ -158,7 +169,7 @@ void FlopsProfiler::stop_profile() {
   impl_->halt();
   impl_->timer->on_stop();
   impl_->result = impl_->compute(stop_ns);
-  impl_->session.reset();
+  impl_->release_session();
 }
 
 void FlopsProfiler::reset_profile() {
@@ -166,7 +177,7 @@ void FlopsProfiler::reset_profile() {
   impl_->result.reset();
   if (impl_->running) {
     impl_->halt();
-    impl_->session.reset();
+    impl_->release_session();
     impl_->begin();
   }
 }
@@ -174,6 +185,7 @@ void FlopsProfiler::reset_profile() {
 void FlopsProfiler::end_profile() {
   if (impl_->running) impl_->halt();
   impl_->session.reset();
+  impl_->spares.clear();
   impl_->index.reset();
   impl_->result.reset();
   impl_->snapshot.reset();

@@ -12,7 +12,8 @@ namespace {
 constexpr int kLabelWidth = 62;
 
 void line(std::string& out, const std::string& label, const std::string& value) {
-  fmt::format_to(std::back_inserter(out), "{:<{}}{}\n", label + ":", kLabelWidth, value);
+  const size_t width = std::max<size_t>(kLabelWidth, label.size() + 2);  // always a space
+  fmt::format_to(std::back_inserter(out), "{:<{}}{}\n", label + ":", width, value);
 }
 
 std::string percent(double part, double whole) {

@@ -1,4 +1,5 @@
 // The formula registry (op name -> formula), OpInputs accessors and checked arithmetic.
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <shared_mutex>
@@ -100,6 +101,8 @@ struct Registry {
   std::map<std::string, FormulaFn, std::less<>> formulas;
 };
 
+std::atomic<uint64_t> g_registry_version{1};
+
 // The registry being filled with built-ins; only set inside registry()'s initialiser.
 Registry* g_building = nullptr;
 
@@ -155,6 +158,8 @@ std::optional<uint64_t> broadcast_numel(std::initializer_list<IntSpan> shapes) {
   return n;
 }
 
+uint64_t formula_registry_version() { return g_registry_version.load(std::memory_order_acquire); }
+
 FormulaFn find_formula(std::string_view op_name) {
   Registry& r = registry();
   std::shared_lock<std::shared_mutex> lock(r.mu);
@@ -178,6 +183,7 @@ void register_formula(std::string op_name, FormulaFn fn) {
   detail::Registry& r = detail::registry();
   std::unique_lock<std::shared_mutex> lock(r.mu);
   r.formulas[std::move(op_name)] = std::move(fn);
+  detail::g_registry_version.fetch_add(1, std::memory_order_acq_rel);
 }
 
 bool unregister_formula(std::string_view op_name) {
@@ -186,6 +192,7 @@ bool unregister_formula(std::string_view op_name) {
   auto it = r.formulas.find(op_name);
   if (it == r.formulas.end()) return false;
   r.formulas.erase(it);
+  detail::g_registry_version.fetch_add(1, std::memory_order_acq_rel);
   return true;
 }
 
