@@ -197,6 +197,7 @@ void ThreadBuffer::reset(uint64_t thread) {
   dims.clear();
   scopes.clear();
   steps.clear();
+  memory.clear();
   dropped_args = 0;
   open_op = -1;
   counted_depth = 0;

@@ -13,6 +13,7 @@
 #include <torch/cuda.h>
 
 #include "flopsprof/scope.h"
+#include "memory.h"
 #include "module_index.h"
 #include "observer.h"
 
@@ -46,6 +47,7 @@ struct FlopsProfiler::Impl {
     s->owners.build(index->owner_entries);
     s->module_index = index->by_ptr;
     s->scope_names = index->scope_names;
+    if (options.track_memory) detail::install_memory_observer(*s);  // may throw: nothing to undo
     s->spares = std::move(spares);
     spares.clear();
     timer->on_start();
@@ -54,6 +56,8 @@ struct FlopsProfiler::Impl {
       detail::start_observing(s.get(), options.threads == ProfilerOptions::Threads::kAll);
     } catch (...) {
       detail::g_scope_demand.fetch_sub(1, std::memory_order_relaxed);
+      if (options.track_memory) detail::uninstall_memory_observer();
+      spares = std::move(s->spares);
       throw;
     }
     session = std::move(s);
@@ -69,6 +73,7 @@ struct FlopsProfiler::Impl {
   }
 
   void halt() noexcept {
+    if (options.track_memory) detail::uninstall_memory_observer();
     detail::stop_observing();
     detail::g_scope_demand.fetch_sub(1, std::memory_order_relaxed);
     running = false;
@@ -81,6 +86,7 @@ struct FlopsProfiler::Impl {
     in.stop_ns = stop_ns;
     in.timer = session->tsc ? std::string(timer->name()) + " (calibrated TSC)" : timer->name();
     in.ns_per_tick = session->ns_per_tick();
+    in.track_memory = options.track_memory;
     uint64_t open = 0, errors = 0, dropped = 0;
     for (const auto& b : session->buffers) {
       in.threads.push_back(b.get());

@@ -76,6 +76,7 @@ struct ModuleAcc {
   uint64_t flops = 0, macs = 0, calls = 0, na_ops = 0;
   uint64_t bwd_flops = 0, bwd_macs = 0, re_flops = 0, re_macs = 0;
   int64_t ns = 0, bwd_ns = 0;
+  int64_t mem_alloc = 0, mem_held = 0;
   FlopsByDtype by_dtype{};
 };
 
@@ -86,6 +87,13 @@ void add_saturating(uint64_t& total, uint64_t v, bool& overflow) {
     overflow = true;
   }
 }
+
+struct MemSample {
+  int64_t time = 0, bytes = 0, reserved = 0;
+  uint32_t name = UINT32_MAX;  // op name id; UINT32_MAX: between ops
+  int module = -1;
+  Phase phase = Phase::kForward;
+};
 
 struct PerThread {
   std::vector<Phase> phase;  // kNone: not a counted/listed op (nested or an autograd node)
@@ -120,6 +128,8 @@ ProfileResult aggregate(const AggregateInput& in) {
       if (s.module >= 0 && !s.backward && tree.nodes[s.module].effective == s.module) scoped[s.module] = true;
     }
   }
+
+  std::vector<MemSample> mem;
 
   // Pass 1: phases, and forward / recompute attribution by rules 1-3.
   std::vector<PerThread> per(in.threads.size());
@@ -365,6 +375,35 @@ ProfileResult aggregate(const AggregateInput& in) {
       ++acc[s.module].calls;
       acc[s.module].ns += (s.exit_ns != 0 ? s.exit_ns : in.stop_ns) - s.enter_ns;
     }
+    // Memory: each allocation or free belongs to the op that was open on its thread.
+    for (const MemRecord& m : th.memory) {
+      MemSample x;
+      x.time = m.time_ns;
+      x.bytes = m.bytes;
+      x.reserved = m.total_reserved;
+      if (m.op >= 0 && static_cast<size_t>(m.op) < n) {
+        const RawEvent& e = ev[m.op];
+        x.name = e.name_id;
+        if (e.kind == EventKind::kBackwardNode) {
+          x.phase = Phase::kBackward;
+          x.module = node_of[m.op] >= 0 ? node_module(ev[node_of[m.op]]) : -1;
+        } else {
+          x.phase = pt.phase[m.op] == Phase::kNone ? Phase::kForward : pt.phase[m.op];
+          x.module = pt.mod[m.op];
+        }
+      } else {
+        const ScopeRecord* sc = m.scope >= 0 ? &th.scopes[m.scope] : nullptr;
+        x.phase = sc && sc->backward ? Phase::kRecompute : Phase::kForward;
+        x.module = sc ? effective(sc->module) : 0;
+      }
+      if (x.phase == Phase::kForward) {
+        for (int a = x.module; a >= 0; a = tree.nodes[a].parent) {
+          if (x.bytes > 0) acc[a].mem_alloc += x.bytes;
+          acc[a].mem_held += x.bytes;
+        }
+      }
+      mem.push_back(x);
+    }
     for (const StepRecord& s : th.steps) {
       r.has_step = true;
       r.step_latency_s += static_cast<double>((s.end_ns != 0 ? s.end_ns : in.stop_ns) - s.start_ns) * s_per_tick;
@@ -397,6 +436,8 @@ ProfileResult aggregate(const AggregateInput& in) {
     s.bwd_latency_s = static_cast<double>(acc[t].bwd_ns) * s_per_tick;
     s.recompute_flops = acc[t].re_flops;
     s.recompute_macs = acc[t].re_macs;
+    s.fwd_alloc_bytes = acc[t].mem_alloc;
+    s.fwd_held_bytes = acc[t].mem_held;
     if (s.parent >= 0) r.modules[s.parent].children.push_back(remap[t]);
     r.modules.push_back(std::move(s));
   }
@@ -405,6 +446,37 @@ ProfileResult aggregate(const AggregateInput& in) {
   r.param_bytes = tree.param_bytes;
   r.param_bytes_by_dtype = tree.param_bytes_by_dtype;
   r.duration_s = r.modules.empty() ? 0.0 : r.modules[0].latency_s;
+
+  // The footprint: all threads' records merged by time, net bytes since the profile started.
+  if (in.track_memory) {
+    MemoryStats& ms = r.memory;
+    ms.tracked = true;
+    std::stable_sort(mem.begin(), mem.end(), [](const MemSample& a, const MemSample& b) { return a.time < b.time; });
+    int64_t in_use = 0;
+    const int64_t t0 = mem.empty() ? 0 : mem.front().time;
+    ms.trace.reserve(mem.size());
+    for (const MemSample& x : mem) {
+      in_use += x.bytes;
+      (x.bytes >= 0 ? ms.allocations : ms.frees) += 1;
+      MemorySample sample;
+      sample.time_s = static_cast<double>(x.time - t0) * s_per_tick;
+      sample.bytes = in_use;
+      sample.reserved = x.reserved;
+      sample.op = x.name == UINT32_MAX ? "" : in.names->name(x.name);
+      sample.module = x.module >= 0 ? tree.nodes[x.module].name : "(autograd)";
+      sample.phase = phase_name(x.phase);
+      if (in_use > ms.peak_bytes) {
+        ms.peak_bytes = in_use;
+        ms.peak_op = sample.op;
+        ms.peak_module = sample.module;
+        ms.peak_phase = sample.phase;
+      }
+      if (x.phase == Phase::kForward) ms.fwd_peak_bytes = std::max(ms.fwd_peak_bytes, in_use);
+      ms.peak_reserved_bytes = std::max(ms.peak_reserved_bytes, x.reserved);
+      ms.trace.push_back(std::move(sample));
+    }
+    ms.final_bytes = in_use;
+  }
 
   for (auto& [key, a] : ops) {
     OpStats s;

@@ -23,6 +23,7 @@ struct AggregateInput {
   const NameLookup* names = nullptr;
   int64_t stop_ns = 0;  ///< end time for events and scopes still open (timestamp units)
   double ns_per_tick = 1.0;  ///< nanoseconds per timestamp unit (TSC ticks or 1)
+  bool track_memory = false;  ///< memory records were collected
   std::string timer;
   std::vector<std::string> problems;  ///< seen during collection
 };

@@ -73,6 +73,17 @@ struct StepRecord {
   int64_t end_ns = 0;  ///< 0 while open
 };
 
+/// One allocation (bytes > 0) or free (bytes < 0) reported by LibTorch's allocators.
+struct MemRecord {
+  int64_t time_ns = 0;
+  int64_t bytes = 0;
+  int64_t total_allocated = 0;  ///< as the allocator reports it (CPU: since reporting began)
+  int64_t total_reserved = 0;   ///< caching allocators (CUDA); 0 on CPU
+  int32_t op = -1;              ///< the open op on this thread (index into events), -1: none
+  int32_t scope = -1;           ///< the open scope on this thread
+  int8_t device_type = 0;       ///< c10::DeviceType
+};
+
 /// Everything one thread recorded in one profile.
 struct ThreadEvents {
   uint64_t thread_id = 0;
@@ -81,6 +92,7 @@ struct ThreadEvents {
   std::vector<int64_t> dims;
   std::vector<ScopeRecord> scopes;
   std::vector<StepRecord> steps;
+  std::vector<MemRecord> memory;
   uint64_t dropped_args = 0;  ///< ops whose arguments did not fit (args_count limit)
 };
 

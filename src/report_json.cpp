@@ -75,6 +75,8 @@ std::string to_json(const ProfileResult& r, int indent) {
         {"bwd_latency_s", m.bwd_latency_s},
         {"recompute_flops", m.recompute_flops},
         {"recompute_macs", m.recompute_macs},
+        {"fwd_alloc_bytes", m.fwd_alloc_bytes},
+        {"fwd_held_bytes", m.fwd_held_bytes},
     });
   }
   j["modules"] = std::move(modules);
@@ -92,6 +94,20 @@ std::string to_json(const ProfileResult& r, int indent) {
     });
   }
   j["ops"] = std::move(ops);
+  if (r.memory.tracked) {
+    const MemoryStats& m = r.memory;
+    json trace = json::array();
+    for (const MemorySample& x : m.trace) {
+      trace.push_back({{"t_s", x.time_s}, {"bytes", x.bytes}, {"reserved", x.reserved},
+                       {"op", x.op}, {"module", x.module}, {"phase", x.phase}});
+    }
+    j["memory"] = {{"peak_bytes", m.peak_bytes},       {"peak_op", m.peak_op},
+                   {"peak_module", m.peak_module},     {"peak_phase", m.peak_phase},
+                   {"fwd_peak_bytes", m.fwd_peak_bytes}, {"final_bytes", m.final_bytes},
+                   {"peak_reserved_bytes", m.peak_reserved_bytes},
+                   {"allocations", m.allocations},     {"frees", m.frees},
+                   {"trace", std::move(trace)}};
+  }
   j["problems"] = r.problems;
   return j.dump(indent);
 }

@@ -1,5 +1,6 @@
 // The text report: DeepSpeed's summary, aggregated top modules per depth, detailed module tree.
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include <fmt/format.h>
@@ -14,6 +15,14 @@ constexpr int kLabelWidth = 62;
 void line(std::string& out, const std::string& label, const std::string& value) {
   const size_t width = std::max<size_t>(kLabelWidth, label.size() + 2);  // always a space
   fmt::format_to(std::back_inserter(out), "{:<{}}{}\n", label + ":", width, value);
+}
+
+std::string bytes_to_string(int64_t bytes) {
+  double b = static_cast<double>(bytes);
+  if (std::abs(b) >= 1024.0 * 1024.0 * 1024.0) return fmt::format("{:.2f} GB", b / (1024.0 * 1024.0 * 1024.0));
+  if (std::abs(b) >= 1024.0 * 1024.0) return fmt::format("{:.2f} MB", b / (1024.0 * 1024.0));
+  if (std::abs(b) >= 1024.0) return fmt::format("{:.2f} KB", b / 1024.0);
+  return fmt::format("{} B", bytes);
 }
 
 std::string percent(double part, double whole) {
@@ -90,6 +99,19 @@ void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
     line(out, "samples/second",
          r.batch_size > 0 && iter > 0 ? fmt::format("{:.2f}", static_cast<double>(r.batch_size) / iter)
                                       : "n/a");
+  }
+  if (r.memory.tracked) {
+    const MemoryStats& m = r.memory;
+    line(out, "memory peak (net bytes allocated during the profile)",
+         fmt::format("{} at {} in {} ({})", bytes_to_string(m.peak_bytes),
+                     m.peak_op.empty() ? "(between ops)" : m.peak_op,
+                     m.peak_module.empty() ? "(root)" : m.peak_module, m.peak_phase));
+    line(out, "memory peak during forward", bytes_to_string(m.fwd_peak_bytes));
+    line(out, "memory in use at stop", bytes_to_string(m.final_bytes));
+    if (m.peak_reserved_bytes > 0) {
+      line(out, "memory peak reserved (caching allocator)", bytes_to_string(m.peak_reserved_bytes));
+    }
+    line(out, "allocations / frees", fmt::format("{} / {}", m.allocations, m.frees));
   }
   uint64_t na_calls = 0;
   size_t na_names = 0;

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include <ATen/record_function.h>
+#include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/torch.h>
 
 #include "flopsprof/flopsprof.h"
@@ -493,6 +494,100 @@ TEST(ModelProfile, OverloadsAndOptions) {
   o.top_modules = 0;
   EXPECT_THROW(flopsprof::get_model_profile(model, std::vector<int64_t>{3, 8}, o), Error);
   EXPECT_FALSE(at::hasCallbacks());
+}
+
+struct MemNetImpl : torch::nn::Module {
+  MemNetImpl() : fc(register_module("fc", torch::nn::Linear(8, 16))) {}
+  torch::Tensor forward(const torch::Tensor& x) {
+    FLOPSPROF_MODULE();
+    torch::Tensor h = fc(x);   // addmm output: 3 x 16 fp32 = 192 bytes, on fc
+    return torch::relu(h);     // relu output: 192 bytes, on MemNet; h is freed on return
+  }
+  torch::nn::Linear fc;
+};
+TORCH_MODULE(MemNet);
+
+TEST(Memory, AllocationsAreAttributedToOpsAndModules) {
+  MemNet model;
+  torch::NoGradGuard no_grad;
+  torch::Tensor x = torch::randn({3, 8});
+  flopsprof::ProfilerOptions options;
+  options.track_memory = true;
+  FlopsProfiler prof(model, options);
+  prof.start_profile();
+  torch::Tensor y = model->forward(x);
+  prof.stop_profile();
+  const flopsprof::MemoryStats& m = prof.result().memory;
+  ASSERT_TRUE(m.tracked);
+  EXPECT_EQ(prof.get_module("fc").fwd_alloc_bytes, 192);
+  EXPECT_EQ(prof.get_module("fc").fwd_held_bytes, 192);   // its output outlives its op
+  EXPECT_EQ(prof.get_module("").fwd_alloc_bytes, 384);
+  EXPECT_EQ(prof.get_module("").fwd_held_bytes, 192);     // h freed, y kept
+  EXPECT_EQ(m.peak_bytes, 384);
+  EXPECT_EQ(m.peak_op, "aten::relu");
+  EXPECT_EQ(m.peak_module, "");
+  EXPECT_EQ(m.fwd_peak_bytes, 384);
+  EXPECT_EQ(m.final_bytes, 192);
+  EXPECT_EQ(m.allocations, 2u);
+  EXPECT_EQ(m.frees, 1u);
+  ASSERT_EQ(m.trace.size(), 3u);
+  EXPECT_EQ(m.trace[0].op, "aten::addmm");
+  EXPECT_EQ(m.trace[0].module, "fc");
+  EXPECT_EQ(m.trace[0].bytes, 192);
+  EXPECT_EQ(m.trace[2].bytes, 192);
+  EXPECT_LE(m.trace[0].time_s, m.trace[2].time_s);
+  nlohmann::json j = nlohmann::json::parse(prof.to_json());
+  EXPECT_EQ(j["memory"]["peak_bytes"], 384);
+  EXPECT_EQ(j["memory"]["trace"].size(), 3u);
+  EXPECT_NE(prof.model_profile_string().find("384 B at aten::relu in (root) (forward)"), std::string::npos);
+  EXPECT_TRUE(torch::equal(y, torch::relu(model->fc(x))));
+}
+
+TEST(Memory, TrainingPeakExceedsForwardPeak) {
+  torch::manual_seed(0);
+  models::Mlp model(64, 256, 10, 2);
+  torch::Tensor x = torch::randn({32, 64});
+  flopsprof::ProfilerOptions options;
+  options.track_memory = true;
+  FlopsProfiler prof(model, options);
+  prof.start_profile();
+  model->forward(x).sum().backward();
+  prof.stop_profile();
+  const flopsprof::MemoryStats& m = prof.result().memory;
+  // forward keeps the activations for backward: each hidden Linear holds its [32,256] output
+  EXPECT_GE(prof.get_module("layers.0").fwd_held_bytes, 32 * 256 * 4);
+  EXPECT_GT(m.fwd_peak_bytes, 0);
+  EXPECT_GE(m.peak_bytes, m.fwd_peak_bytes);
+  EXPECT_NE(m.peak_phase, "");
+  // gradients of all parameters are allocated by the end of backward
+  EXPECT_GE(m.final_bytes, static_cast<int64_t>(prof.get_total_params() * 4) - 32 * 256 * 4 * 4);
+}
+
+TEST(Memory, SlotTakenByLibTorchProfilerIsAClearError) {
+  models::Mlp model = small_mlp();
+  using namespace torch::profiler::impl;
+  torch::autograd::profiler::enableProfiler(ProfilerConfig(ProfilerState::KINETO, true, false, false, true),
+                                            {ActivityType::CPU});
+  flopsprof::ProfilerOptions options;
+  options.track_memory = true;
+  FlopsProfiler prof(model, options);
+  try {
+    prof.start_profile();
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("memory-reporting slot"), std::string::npos);
+  }
+  EXPECT_FALSE(prof.is_running());
+  torch::autograd::profiler::disableProfiler();
+  EXPECT_FALSE(at::hasCallbacks());
+  prof.start_profile();  // works once the slot is free
+  {
+    torch::NoGradGuard no_grad;
+    model->forward(torch::randn({3, 8}));
+  }
+  prof.stop_profile();
+  EXPECT_EQ(prof.get_total_flops(), kMlpFlops);
+  EXPECT_GT(prof.result().memory.allocations, 0u);
 }
 
 }  // namespace

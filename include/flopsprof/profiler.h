@@ -36,6 +36,11 @@ struct ProfilerOptions {
   /// With `FlopsProfiler::iteration()`: profile only this iteration (1-based), as DeepSpeed's
   /// `profile_step`. 0: start and stop by hand.
   int profile_step = 0;
+  /// Records every allocation and free of LibTorch's allocators on the profiling thread (and the
+  /// autograd engine's threads) through c10's memory-reporting interface: footprint, peak, bytes
+  /// per module. Uses the slot LibTorch's own profiler uses: `start_profile()` throws `Error` if
+  /// that profiler is active on this thread.
+  bool track_memory = false;
   /// Shown in the summary: samples per device per iteration (0: unknown; `get_model_profile`
   /// takes it from its input's first dimension), and the parallel layout.
   int64_t batch_size = 0;

@@ -35,6 +35,34 @@ struct ModuleStats {
   double bwd_latency_s = 0;    ///< sum of the durations of its autograd nodes, seconds
   uint64_t recompute_flops = 0;  ///< forward ops re-run inside backward (activation checkpointing)
   uint64_t recompute_macs = 0;
+  int64_t fwd_alloc_bytes = 0;   ///< memory tracking: bytes allocated by its forward ops
+  int64_t fwd_held_bytes = 0;    ///< allocated minus freed by its forward ops: what it leaves
+                                 ///< allocated (activations kept for backward, outputs)
+};
+
+/// One point of the memory footprint: after an allocation or free.
+struct MemorySample {
+  double time_s = 0;      ///< since the first sample
+  int64_t bytes = 0;      ///< in use (net bytes allocated since the profile started)
+  int64_t reserved = 0;   ///< caching allocator's reserved bytes (CUDA); 0 on CPU
+  std::string op;         ///< the op that allocated or freed ("" between ops)
+  std::string module;     ///< its module (dotted name)
+  std::string phase;      ///< "forward", "backward", "recompute", "step"
+};
+
+/// Memory footprint measured through c10's memory-reporting interface.
+struct MemoryStats {
+  bool tracked = false;
+  int64_t peak_bytes = 0;        ///< highest net bytes in use, whole profile
+  std::string peak_op;           ///< where it was reached
+  std::string peak_module;
+  std::string peak_phase;
+  int64_t fwd_peak_bytes = 0;    ///< highest during forward ops
+  int64_t final_bytes = 0;       ///< in use when the profile stopped
+  int64_t peak_reserved_bytes = 0;  ///< highest reserved (CUDA caching allocator); 0 on CPU
+  uint64_t allocations = 0;
+  uint64_t frees = 0;
+  std::vector<MemorySample> trace;  ///< the footprint, one sample per allocation or free
 };
 
 /// One op name, over the whole forward.
@@ -79,6 +107,8 @@ struct ProfileResult {
   double autograd_latency_s = 0;     ///< time of autograd nodes linked to no forward op
   uint64_t step_flops = 0;           ///< ops inside step scopes (the optimizer step)
   double step_latency_s = 0;         ///< sum of step scopes, seconds
+
+  MemoryStats memory;  ///< filled when ProfilerOptions::track_memory
 
   // Given by the user (ProfilerOptions); shown in the summary as DeepSpeed does.
   int64_t batch_size = 0;            ///< per device; 0: unknown

@@ -1,0 +1,73 @@
+// Allocator memory reporting: every allocation and free of LibTorch's allocators, as plain records.
+#include "memory.h"
+
+#include <c10/core/Allocator.h>
+#include <c10/util/ThreadLocalDebugInfo.h>
+#include <torch/version.h>
+
+#include "flopsprof/error.h"
+#include "observer.h"
+
+namespace flopsprof::detail {
+namespace {
+
+#if TORCH_VERSION_MAJOR >= 2
+using Total = size_t;  // LibTorch 2.x reports totals as size_t
+#else
+using Total = int64_t;
+#endif
+
+class MemoryObserver final : public c10::MemoryReportingInfoBase {
+ public:
+  explicit MemoryObserver(uint64_t session) : session_(session) {}
+
+  void reportMemoryUsage(void* /*ptr*/, int64_t alloc_size, Total total_allocated,
+                         Total total_reserved, c10::Device device) override {
+    Session* s = g_session.load(std::memory_order_acquire);
+    if (s == nullptr || s->id != session_) return;
+    ThreadBuffer* b = s->thread_buffer();
+    if (b == nullptr) return;
+    try {
+      MemRecord r;
+      r.time_ns = s->now();
+      r.bytes = alloc_size;
+      r.total_allocated = static_cast<int64_t>(total_allocated);
+      r.total_reserved = static_cast<int64_t>(total_reserved);
+      r.op = b->open_op;
+      r.scope = b->open_scope;
+      r.device_type = static_cast<int8_t>(device.type());
+      b->memory.push_back(r);
+    } catch (...) {
+      ++b->capture_errors;  // never throw into the allocator
+    }
+  }
+
+  bool memoryProfilingEnabled() const override { return true; }
+  uint64_t session() const { return session_; }
+
+ private:
+  uint64_t session_;
+};
+
+}  // namespace
+
+void install_memory_observer(const Session& session) {
+  if (c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE) != nullptr) {
+    throw Error(
+        "track_memory: c10's memory-reporting slot is already taken on this thread (LibTorch's "
+        "own profiler is running); stop that profiler first, or profile without track_memory");
+  }
+  c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE,
+                                   std::make_shared<MemoryObserver>(session.id));
+}
+
+void uninstall_memory_observer() noexcept {
+  try {
+    if (dynamic_cast<MemoryObserver*>(c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE))) {
+      c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);
+    }
+  } catch (...) {
+  }
+}
+
+}  // namespace flopsprof::detail
