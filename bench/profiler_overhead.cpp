@@ -1,15 +1,20 @@
-// The profiler's own cost: profiled / unprofiled forward, measured interleaved in one process.
-// Counters: ratio (median over iterations of profiled / unprofiled time; the order of the two
-// alternates so neither always runs first), floor_ratio (the same for a no-op RecordFunction
-// callback that requests inputs: the cost of the machinery itself), ratio_min (fastest / fastest), stop_ms (time
-// stop_profile() spends computing the results, not in the ratio).
+// The profiler's own cost, measured in one process: each iteration runs the same work unprofiled,
+// under flopsprof, under flopsprof with memory tracking, under LibTorch's built-in profiler with
+// FLOPs, and under a no-op RecordFunction callback that requests inputs (the machinery floor), in
+// rotating order. Counters are medians over iterations of (variant time / unprofiled time):
+// ratio (flopsprof), ratio_mem (flopsprof + track_memory), ratio_builtin (LibTorch's profiler,
+// KINETO state, with_flops, CPU activity), floor_ratio; plus stop_ms, the time stop_profile()
+// takes to compute the results (not in the ratios). bench/make_results.py turns the JSON output
+// (--benchmark_format=json) into bench/RESULTS.md.
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <vector>
 
 #include <ATen/record_function.h>
 #include <benchmark/benchmark.h>
+#include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/torch.h>
 
 #include <flopsprof/flopsprof.h>
@@ -29,72 +34,90 @@ double seconds_since(Clock::time_point t0) {
 std::unique_ptr<at::ObserverContext> noop_start(const at::RecordFunction&) { return nullptr; }
 void noop_end(const at::RecordFunction&, at::ObserverContext*) {}
 
-// The floor under any RecordFunction-based profiler: a callback that does nothing but, like
-// ours, asks LibTorch to box every op's inputs.
-double floor_time(const std::function<void()>& forward, int inner) {
-  auto handle = at::addGlobalCallback(at::RecordFunctionCallback(noop_start, noop_end)
-                                          .needsInputs(true)
-                                          .scopes({at::RecordScope::FUNCTION,
-                                                   at::RecordScope::BACKWARD_FUNCTION}));
-  auto t0 = Clock::now();
-  for (int i = 0; i < inner; ++i) forward();
-  double t = seconds_since(t0);
-  at::removeCallback(handle);
-  return t;
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
 }
 
-// Each iteration runs the forward once unprofiled and once under an active profile, so both
-// see the same machine state; only the forward itself is timed.
+enum Variant { kPlain, kOurs, kOursMem, kBuiltin, kFloor, kVariants };
+
+// `prof` profiles the work (its step_scope() is what a training step marks); `prof_mem` is the
+// same with track_memory.
 void measure(benchmark::State& state, flopsprof::FlopsProfiler& prof,
-             const std::function<void()>& forward, int inner) {
-  for (int i = 0; i < 3; ++i) forward();  // warm-up
-  double plain = 0, profiled = 0, stop = 0;
-  double plain_min = 1e30, profiled_min = 1e30;
-  std::vector<double> ratios, floor_ratios;
-  bool profiled_first = false;
-  auto run_plain = [&] {
-    auto t0 = Clock::now();
-    for (int i = 0; i < inner; ++i) forward();
-    return seconds_since(t0);
-  };
-  auto run_profiled = [&] {
-    prof.start_profile();
-    auto t0 = Clock::now();
-    for (int i = 0; i < inner; ++i) forward();
-    double t = seconds_since(t0);
-    t0 = Clock::now();
-    prof.stop_profile();
-    stop += seconds_since(t0);
+             flopsprof::FlopsProfiler& prof_mem, const std::function<void()>& work, int inner) {
+  for (int i = 0; i < 3; ++i) work();  // warm-up
+  std::vector<double> ratio[kVariants];
+  double stop_s = 0, plain_s = 0;
+  auto run = [&](int v) {
+    auto repeat = [&] {
+      auto t0 = Clock::now();
+      for (int i = 0; i < inner; ++i) work();
+      return seconds_since(t0);
+    };
+    double t = 0;
+    switch (v) {
+      case kPlain:
+        t = repeat();
+        break;
+      case kOurs:
+      case kOursMem: {
+        flopsprof::FlopsProfiler& p = v == kOurs ? prof : prof_mem;
+        p.start_profile();
+        t = repeat();
+        auto t0 = Clock::now();
+        p.stop_profile();
+        if (v == kOurs) stop_s += seconds_since(t0);
+        break;
+      }
+      case kBuiltin: {
+        using namespace torch::profiler::impl;
+        torch::autograd::profiler::enableProfiler(
+            ProfilerConfig(ProfilerState::KINETO, /*report_input_shapes=*/true, /*profile_memory=*/false,
+                           /*with_stack=*/false, /*with_flops=*/true),
+            {ActivityType::CPU});
+        t = repeat();
+        torch::autograd::profiler::disableProfiler();
+        break;
+      }
+      case kFloor: {
+        auto handle = at::addGlobalCallback(
+            at::RecordFunctionCallback(noop_start, noop_end)
+                .needsInputs(true)
+                .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
+        t = repeat();
+        at::removeCallback(handle);
+        break;
+      }
+    }
     return t;
   };
+  int rotation = 0;
   for (auto _ : state) {
-    double a, b;
-    if (profiled_first) {
-      b = run_profiled();
-      a = run_plain();
-    } else {
-      a = run_plain();
-      b = run_profiled();
+    double t[kVariants];
+    for (int k = 0; k < kVariants; ++k) {
+      int v = (k + rotation) % kVariants;
+      t[v] = run(v);
     }
-    profiled_first = !profiled_first;
-    ratios.push_back(b / a);
-    floor_ratios.push_back(floor_time(forward, inner) / a);
-    plain += a;
-    profiled += b;
-    plain_min = std::min(plain_min, a);
-    profiled_min = std::min(profiled_min, b);
-    state.SetIterationTime(a + b);
+    ++rotation;
+    for (int v = 0; v < kVariants; ++v) ratio[v].push_back(t[v] / t[kPlain]);
+    plain_s += t[kPlain];
+    state.SetIterationTime(t[kPlain]);
   }
   double n = static_cast<double>(state.iterations());
-  state.counters["unprofiled_ms"] = 1e3 * plain / (n * inner);
-  state.counters["profiled_ms"] = 1e3 * profiled / (n * inner);
-  std::sort(ratios.begin(), ratios.end());
-  state.counters["ratio"] = ratios.empty() ? 0.0 : ratios[ratios.size() / 2];
-  std::sort(floor_ratios.begin(), floor_ratios.end());
-  state.counters["floor_ratio"] = floor_ratios.empty() ? 0.0 : floor_ratios[floor_ratios.size() / 2];
-  state.counters["ratio_min"] = profiled_min / plain_min;
-  state.counters["stop_ms"] = 1e3 * stop / n;
-  state.counters["flops_per_fwd"] = static_cast<double>(prof.get_total_flops()) / inner;
+  state.counters["unprofiled_ms"] = 1e3 * plain_s / (n * inner);
+  state.counters["ratio"] = median(ratio[kOurs]);
+  state.counters["ratio_mem"] = median(ratio[kOursMem]);
+  state.counters["ratio_builtin"] = median(ratio[kBuiltin]);
+  state.counters["floor_ratio"] = median(ratio[kFloor]);
+  state.counters["stop_ms"] = 1e3 * stop_s / n;
+  state.counters["flops_per_iter"] = static_cast<double>(prof.get_total_flops()) / inner;
+}
+
+flopsprof::ProfilerOptions with_memory() {
+  flopsprof::ProfilerOptions o;
+  o.track_memory = true;
+  return o;
 }
 
 void BM_TinyMlp(benchmark::State& state) {
@@ -102,28 +125,28 @@ void BM_TinyMlp(benchmark::State& state) {
   models::Mlp model(64, 64, 64, 8);
   model->eval();
   torch::Tensor x = torch::randn({1, 64});
-  flopsprof::FlopsProfiler prof(model);
-  measure(state, prof, [&] { torch::NoGradGuard g; model->forward(x); }, 200);
+  flopsprof::FlopsProfiler prof(model), prof_mem(model, with_memory());
+  measure(state, prof, prof_mem, [&] { torch::NoGradGuard g; model->forward(x); }, 200);
 }
-BENCHMARK(BM_TinyMlp)->UseManualTime()->Iterations(60)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TinyMlp)->UseManualTime()->Iterations(40)->Unit(benchmark::kMillisecond);
 
 void BM_ResNet18(benchmark::State& state) {
   models::ResNet18 model;
   model->eval();
   torch::Tensor x = torch::randn({1, 3, 224, 224});
-  flopsprof::FlopsProfiler prof(model);
-  measure(state, prof, [&] { torch::NoGradGuard g; model->forward(x); }, 2);
+  flopsprof::FlopsProfiler prof(model), prof_mem(model, with_memory());
+  measure(state, prof, prof_mem, [&] { torch::NoGradGuard g; model->forward(x); }, 2);
 }
-BENCHMARK(BM_ResNet18)->UseManualTime()->Iterations(20)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ResNet18)->UseManualTime()->Iterations(12)->Unit(benchmark::kMillisecond);
 
 void BM_BertLayer(benchmark::State& state) {
   models::BertLayer model(models::BertConfig{});
   model->eval();
   torch::Tensor x = torch::randn({1, 128, 768});
-  flopsprof::FlopsProfiler prof(model);
-  measure(state, prof, [&] { torch::NoGradGuard g; model->forward(x); }, 4);
+  flopsprof::FlopsProfiler prof(model), prof_mem(model, with_memory());
+  measure(state, prof, prof_mem, [&] { torch::NoGradGuard g; model->forward(x); }, 4);
 }
-BENCHMARK(BM_BertLayer)->UseManualTime()->Iterations(20)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_BertLayer)->UseManualTime()->Iterations(12)->Unit(benchmark::kMillisecond);
 
 // One training step of the train_bert example model (small BERT MLM, Adam, cross-entropy).
 void BM_TrainStep(benchmark::State& state) {
@@ -135,17 +158,57 @@ void BM_TrainStep(benchmark::State& state) {
   torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
   torch::Tensor ids = torch::randint(0, c.vocab_size, {8, 64});
   torch::Tensor labels = torch::randint(0, c.vocab_size, {8 * 64});
-  flopsprof::FlopsProfiler prof(model);
+  flopsprof::FlopsProfiler prof(model), prof_mem(model, with_memory());
   auto train_step = [&] {
     torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(ids).view({-1, c.vocab_size}), labels);
     loss.backward();
-    auto s = prof.step_scope();  // inert in the unprofiled runs
+    auto s1 = prof.step_scope();  // only the running profiler's scope is active
+    auto s2 = prof_mem.step_scope();
     adam.step();
     adam.zero_grad();
   };
-  measure(state, prof, train_step, 2);
+  measure(state, prof, prof_mem, train_step, 2);
 }
-BENCHMARK(BM_TrainStep)->UseManualTime()->Iterations(20)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TrainStep)->UseManualTime()->Iterations(12)->Unit(benchmark::kMillisecond);
+
+// Report generation for a model of 10,000 modules (a deep Sequential of tiny layers): building the
+// module tree (start_profile), computing the results (stop_profile), printing the detailed
+// profile, and writing JSON. Each is reported in ms; target < 100 ms each.
+void BM_Report10kModules(benchmark::State& state) {
+  torch::nn::Sequential model;
+  for (int i = 0; i < 10000; ++i) model->push_back(torch::nn::Linear(4, 4));
+  torch::Tensor x = torch::randn({1, 4});
+  flopsprof::FlopsProfiler prof(model.ptr());
+  double build = 0, stop = 0, print = 0, json = 0;
+  for (auto _ : state) {
+    auto t0 = Clock::now();
+    prof.start_profile();
+    build += seconds_since(t0);
+    {
+      torch::NoGradGuard g;
+      model->forward(x);
+    }
+    t0 = Clock::now();
+    prof.stop_profile();
+    stop += seconds_since(t0);
+    t0 = Clock::now();
+    std::string text = prof.model_profile_string(1, -1, 3, true);
+    print += seconds_since(t0);
+    t0 = Clock::now();
+    std::string j = prof.to_json();
+    json += seconds_since(t0);
+    benchmark::DoNotOptimize(text.data());
+    benchmark::DoNotOptimize(j.data());
+    state.SetIterationTime(build + stop + print + json);
+  }
+  double n = static_cast<double>(state.iterations());
+  state.counters["modules"] = static_cast<double>(prof.result().modules.size());
+  state.counters["build_tree_ms"] = 1e3 * build / n;
+  state.counters["stop_ms"] = 1e3 * stop / n;
+  state.counters["print_detailed_ms"] = 1e3 * print / n;
+  state.counters["json_ms"] = 1e3 * json / n;
+}
+BENCHMARK(BM_Report10kModules)->UseManualTime()->Iterations(3)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -440,5 +440,18 @@ TEST(JsonReport, SchemaAndValues) {
   EXPECT_TRUE(found);
 }
 
+TEST(JsonReport, StringsAreEscaped) {
+  ProfileResult r = small_result();
+  r.modules[1].name = "enc \"quoted\"\\path\n\ttab\x01";
+  r.problems.push_back("a \"problem\"");
+  for (int indent : {-1, 0, 2}) {
+    nlohmann::json j = nlohmann::json::parse(to_json(r, indent));
+    EXPECT_EQ(j["modules"][1]["name"], r.modules[1].name);
+    EXPECT_EQ(j["modules"][2]["parent"], r.modules[1].name);
+    EXPECT_EQ(j["problems"].back(), "a \"problem\"");
+    EXPECT_TRUE(j["modules"][0]["parent"].is_null());
+  }
+}
+
 }  // namespace
 }  // namespace flopsprof::detail
