@@ -34,11 +34,12 @@ double seconds_since(Clock::time_point t0) {
 std::unique_ptr<at::ObserverContext> noop_start(const at::RecordFunction&) { return nullptr; }
 void noop_end(const at::RecordFunction&, at::ObserverContext*) {}
 
-double median(std::vector<double> v) {
+double quantile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+  return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
 }
+double median(const std::vector<double>& v) { return quantile(v, 0.5); }
 
 enum Variant { kPlain, kOurs, kOursMem, kBuiltin, kFloor, kVariants };
 
@@ -110,6 +111,11 @@ void measure(benchmark::State& state, flopsprof::FlopsProfiler& prof,
   state.counters["ratio_mem"] = median(ratio[kOursMem]);
   state.counters["ratio_builtin"] = median(ratio[kBuiltin]);
   state.counters["floor_ratio"] = median(ratio[kFloor]);
+  // interquartile ranges, to tell a difference from this machine's noise
+  state.counters["ratio_p25"] = quantile(ratio[kOurs], 0.25);
+  state.counters["ratio_p75"] = quantile(ratio[kOurs], 0.75);
+  state.counters["ratio_builtin_p25"] = quantile(ratio[kBuiltin], 0.25);
+  state.counters["ratio_builtin_p75"] = quantile(ratio[kBuiltin], 0.75);
   state.counters["stop_ms"] = 1e3 * stop_s / n;
   state.counters["flops_per_iter"] = static_cast<double>(prof.get_total_flops()) / inner;
 }
@@ -137,7 +143,7 @@ void BM_ResNet18(benchmark::State& state) {
   flopsprof::FlopsProfiler prof(model), prof_mem(model, with_memory());
   measure(state, prof, prof_mem, [&] { torch::NoGradGuard g; model->forward(x); }, 2);
 }
-BENCHMARK(BM_ResNet18)->UseManualTime()->Iterations(12)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ResNet18)->UseManualTime()->Iterations(24)->Unit(benchmark::kMillisecond);
 
 void BM_BertLayer(benchmark::State& state) {
   models::BertLayer model(models::BertConfig{});
@@ -146,7 +152,7 @@ void BM_BertLayer(benchmark::State& state) {
   flopsprof::FlopsProfiler prof(model), prof_mem(model, with_memory());
   measure(state, prof, prof_mem, [&] { torch::NoGradGuard g; model->forward(x); }, 4);
 }
-BENCHMARK(BM_BertLayer)->UseManualTime()->Iterations(12)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_BertLayer)->UseManualTime()->Iterations(24)->Unit(benchmark::kMillisecond);
 
 // One training step of the train_bert example model (small BERT MLM, Adam, cross-entropy).
 void BM_TrainStep(benchmark::State& state) {
@@ -169,7 +175,7 @@ void BM_TrainStep(benchmark::State& state) {
   };
   measure(state, prof, prof_mem, train_step, 2);
 }
-BENCHMARK(BM_TrainStep)->UseManualTime()->Iterations(12)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TrainStep)->UseManualTime()->Iterations(30)->Unit(benchmark::kMillisecond);
 
 // Report generation for a model of 10,000 modules (a deep Sequential of tiny layers): building the
 // module tree (start_profile), computing the results (stop_profile), printing the detailed
