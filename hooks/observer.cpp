@@ -286,13 +286,15 @@ void OpContext::operator delete(void* p) noexcept {
   tl_free.head = p;
 }
 
-void push_list(ThreadBuffer* b, ArgRecord& a, const c10::List<int64_t>& list) {
+void push_list(ThreadEvents* b, ArgRecord& a, const c10::List<int64_t>& list) {
   a.count = static_cast<uint32_t>(list.size());
   a.offset = b->dims.size();
   for (int64_t v : list) b->dims.push_back(v);
 }
 
-void capture_args(ThreadBuffer* b, RawEvent& e, c10::ArrayRef<const c10::IValue> inputs) {
+}  // namespace
+
+void capture_args(ThreadEvents* b, RawEvent& e, c10::ArrayRef<const c10::IValue> inputs) {
   e.args_begin = static_cast<uint32_t>(b->args.size());
   size_t n = inputs.size();
   if (n > kMaxArgs) {
@@ -367,6 +369,8 @@ void capture_args(ThreadBuffer* b, RawEvent& e, c10::ArrayRef<const c10::IValue>
   }
   e.args_count = static_cast<uint16_t>(n);
 }
+
+namespace {
 
 int32_t owner_of(const OwnerIndex& owners, const at::Tensor& t) {
   if (!t.defined()) return -1;

@@ -14,6 +14,12 @@
 #include "events.h"
 #include "flopsprof/timer.h"
 
+namespace c10 {
+class IValue;
+template <typename T>
+class ArrayRef;
+}  // namespace c10
+
 namespace torch::nn {
 class Module;
 }
@@ -144,6 +150,10 @@ bool is_host_timer(const Timer* timer) noexcept;
 extern std::atomic<Session*> g_session;
 /// Id of the running session (0: none); checked by end callbacks and scope exits.
 extern std::atomic<uint64_t> g_session_id;
+
+/// Appends the plain-data form of `inputs` (shapes, dtypes, scalars, lists) to `thread` and points
+/// `event`'s argument range at it. May allocate; never called for ops nested in counted ones.
+void capture_args(ThreadEvents* thread, RawEvent& event, c10::ArrayRef<const c10::IValue> inputs);
 
 /// Installs the RecordFunction callbacks for `session`. `all_threads` picks global vs
 /// thread-local registration. Throws Error if a session is already running.
