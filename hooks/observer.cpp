@@ -165,10 +165,8 @@ bool invariant_tsc() noexcept {
 }
 
 void Session::start_clock() noexcept {
-  if (tsc) {
-    ns0 = steady_ns();
-    tick0 = now();
-  }
+  ns0 = steady_ns();
+  tick0 = now();  // time 0 of the trace, in this session's timestamp units
 }
 
 double Session::ns_per_tick() const noexcept {

@@ -2,6 +2,7 @@
 #include "flopsprof/profiler.h"
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -16,6 +17,7 @@
 #include "memory.h"
 #include "module_index.h"
 #include "observer.h"
+#include "trace.h"
 
 namespace flopsprof {
 
@@ -27,10 +29,19 @@ struct FlopsProfiler::Impl {
   std::unique_ptr<detail::ModelIndex> index;
   std::unique_ptr<detail::Session> session;
   std::vector<std::unique_ptr<detail::ThreadBuffer>> spares;  // buffers kept for the next profile
+  // The raw records of the last stopped profile, kept (for the Chrome trace) until the next start.
+  struct Collected {
+    std::vector<std::unique_ptr<detail::ThreadBuffer>> buffers;
+    int64_t stop = 0, origin = 0;
+    double ns_per_tick = 1.0;
+    std::string timer;
+    std::vector<detail::InternalSpan> internal;
+  } collected;
   std::optional<ProfileResult> result;     // after stop_profile()
   mutable std::optional<ProfileResult> snapshot;  // while running
   bool running = false;
   int iterations = 0;
+  double compute_ns = 0;  // how long stop_profile() took to compute the results
 
   static uint64_t next_session_id() {
     static std::atomic<uint64_t> next{1};
@@ -48,6 +59,8 @@ struct FlopsProfiler::Impl {
     s->module_index = index->by_ptr;
     s->scope_names = index->scope_names;
     if (options.track_memory) detail::install_memory_observer(*s);  // may throw: nothing to undo
+    for (auto& b : collected.buffers) spares.push_back(std::move(b));
+    collected = Collected{};
     s->spares = std::move(spares);
     spares.clear();
     timer->on_start();
@@ -79,16 +92,26 @@ struct FlopsProfiler::Impl {
     running = false;
   }
 
-  ProfileResult compute(int64_t stop_ns) const {
+  std::string timer_name() const {
+    return session && session->tsc ? std::string(timer->name()) + " (calibrated TSC)" : timer->name();
+  }
+
+  // The live session's records (while running) or the last stopped profile's.
+  const std::vector<std::unique_ptr<detail::ThreadBuffer>>& records() const {
+    return running ? session->buffers : collected.buffers;
+  }
+
+  ProfileResult compute(int64_t stop_ns, double ns_per_tick, const std::string& timer_label,
+                        detail::TraceData* trace = nullptr) const {
     detail::AggregateInput in;
     in.tree = &index->tree;
     in.names = &detail::NameTable::instance();
     in.stop_ns = stop_ns;
-    in.timer = session->tsc ? std::string(timer->name()) + " (calibrated TSC)" : timer->name();
-    in.ns_per_tick = session->ns_per_tick();
+    in.timer = timer_label;
+    in.ns_per_tick = ns_per_tick;
     in.track_memory = options.track_memory;
     uint64_t open = 0, errors = 0, dropped = 0;
-    for (const auto& b : session->buffers) {
+    for (const auto& b : records()) {
       in.threads.push_back(b.get());
       for (const detail::RawEvent& e : b->events) open += e.end_ns == 0;
       errors += b->capture_errors;
@@ -107,7 +130,7 @@ struct FlopsProfiler::Impl {
       in.problems.push_back(fmt::format("{} op(s) had more than 64 arguments; the rest were not "
                                         "captured", dropped));
     }
-    ProfileResult r = detail::aggregate(in);
+    ProfileResult r = detail::aggregate(in, trace);
     r.batch_size = options.batch_size;
     r.world_size = options.world_size;
     r.data_parallel_size = options.data_parallel_size;
@@ -124,7 +147,7 @@ struct FlopsProfiler::Impl {
 
   const ProfileResult& current() const {
     if (running) {
-      snapshot = compute(session->now());
+      snapshot = compute(session->now(), session->ns_per_tick(), timer_name());
       return *snapshot;
     }
     if (!result) {
@@ -171,16 +194,29 @@ void FlopsProfiler::stop_profile() {
     at::DisableRecordFunctionGuard no_record;
     torch::cuda::synchronize();  // the single synchronization of the profile
   }
-  const int64_t stop_ns = impl_->session->now();
+  detail::Session& s = *impl_->session;
+  const int64_t stop_ns = s.now();
   impl_->halt();
   impl_->timer->on_stop();
-  impl_->result = impl_->compute(stop_ns);
-  impl_->release_session();
+  auto& c = impl_->collected;
+  c.stop = stop_ns;
+  c.origin = s.tick0;
+  c.ns_per_tick = s.ns_per_tick();
+  c.timer = impl_->timer_name();
+  c.buffers = std::move(s.buffers);
+  for (auto& b : s.spares) impl_->spares.push_back(std::move(b));
+  impl_->session.reset();
+  auto t0 = std::chrono::steady_clock::now();
+  impl_->result = impl_->compute(c.stop, c.ns_per_tick, c.timer);
+  impl_->compute_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+  c.internal.push_back(detail::InternalSpan{"flopsprof: stop_profile (computing results)", stop_ns, stop_ns});
 }
 
 void FlopsProfiler::reset_profile() {
   impl_->snapshot.reset();
   impl_->result.reset();
+  for (auto& b : impl_->collected.buffers) impl_->spares.push_back(std::move(b));
+  impl_->collected = Impl::Collected{};
   if (impl_->running) {
     impl_->halt();
     impl_->release_session();
@@ -192,6 +228,7 @@ void FlopsProfiler::end_profile() {
   if (impl_->running) impl_->halt();
   impl_->session.reset();
   impl_->spares.clear();
+  impl_->collected = Impl::Collected{};
   impl_->index.reset();
   impl_->result.reset();
   impl_->snapshot.reset();
@@ -295,6 +332,52 @@ const ModuleStats& FlopsProfiler::get_module(const std::string& name) const {
 }
 
 const ProfileResult& FlopsProfiler::result() const { return impl_->current(); }
+
+std::string FlopsProfiler::chrome_trace(int level) const {
+  if (level != 1 && level != 2) {
+    throw Error(fmt::format("chrome_trace: level = {} is invalid; pass 1 (modules and ops) or 2 "
+                            "(adds memory and profiler-internal timing)", level));
+  }
+  impl_->current();  // throws when nothing was collected
+  detail::TraceData trace;
+  detail::TraceClock clock;
+  std::vector<detail::InternalSpan> internal;
+  auto t0 = std::chrono::steady_clock::now();
+  if (impl_->running) {
+    const detail::Session& s = *impl_->session;
+    clock = {s.tick0, s.ns_per_tick()};
+    impl_->compute(s.now(), clock.ns_per_tick, impl_->timer_name(), &trace);
+  } else {
+    const auto& c = impl_->collected;
+    clock = {c.origin, c.ns_per_tick};
+    impl_->compute(c.stop, c.ns_per_tick, c.timer, &trace);
+    internal = c.internal;
+  }
+  if (level >= 2 && !internal.empty()) {
+    // The time stop_profile() spent computing, shown after the stop mark (steady ns -> ticks).
+    const double took_ns = impl_->compute_ns;
+    internal.back().end = internal.back().start + static_cast<int64_t>(took_ns / clock.ns_per_tick);
+    internal.push_back(detail::InternalSpan{
+        "flopsprof: trace post-processing", internal.back().end,
+        internal.back().end + static_cast<int64_t>(
+            std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() /
+            clock.ns_per_tick)});
+  }
+  std::vector<uint64_t> ids;
+  for (const auto& b : impl_->records()) ids.push_back(b->thread_id);
+  return detail::to_chrome_trace(trace, ids, clock, level, internal);
+}
+
+void FlopsProfiler::export_chrome_trace(const std::string& path, int level) const {
+  std::string text = chrome_trace(level);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (out) out << text;
+  if (!out) {
+    throw Error(fmt::format("cannot write the Chrome trace to '{}' ({}); the profile is kept: write "
+                            "it to another path",
+                            path, std::strerror(errno)));
+  }
+}
 
 std::string FlopsProfiler::model_profile_string(int profile_step, int module_depth,
                                                 int top_modules, bool detailed) const {

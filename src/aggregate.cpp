@@ -102,7 +102,38 @@ struct PerThread {
 
 }  // namespace
 
-ProfileResult aggregate(const AggregateInput& in) {
+std::string format_args(const std::vector<ArgView>& args) {
+  std::string out;
+  for (const ArgView& a : args) {
+    if (!out.empty()) out += ", ";
+    switch (a.kind) {
+      case ArgKind::kTensor: {
+        static const char* kShort[] = {"?", "f64", "f32", "f16", "bf16", "f8", "c64", "c128", "i64",
+                                       "i32", "i16", "i8", "u8", "b", "q"};
+        out += "T<";
+        for (size_t d = 0; d < a.shape.size(); ++d) out += (d ? "x" : "") + std::to_string(a.shape[d]);
+        out += (a.shape.empty() ? "" : "x");
+        out += kShort[static_cast<size_t>(a.dtype) < 15 ? static_cast<size_t>(a.dtype) : 0];
+        out += ">";
+        break;
+      }
+      case ArgKind::kDouble: out += fmt::format("{}", a.d); break;
+      case ArgKind::kInt: out += std::to_string(a.i); break;
+      case ArgKind::kBool: out += a.b ? "True" : "False"; break;
+      case ArgKind::kIntList: out += fmt::format("[{}]", fmt::join(a.shape, ", ")); break;
+      case ArgKind::kDoubleList:
+        out += fmt::format("[{}]", fmt::join(a.dlist, a.dlist + a.shape.size(), ", "));
+        break;
+      case ArgKind::kTensorList: out += fmt::format("TensorList[{}]", a.i); break;
+      case ArgKind::kUndefinedTensor:
+      case ArgKind::kNone: out += "None"; break;
+      default: out += "..."; break;
+    }
+  }
+  return out;
+}
+
+ProfileResult aggregate(const AggregateInput& in, TraceData* trace) {
   const ModuleTree& tree = *in.tree;
   const int num_modules = static_cast<int>(tree.nodes.size());
   ProfileResult r;
@@ -198,7 +229,12 @@ ProfileResult aggregate(const AggregateInput& in) {
 
   // Pass 2: the autograd link. A backward node carries the sequence number of the forward op
   // that created it and that op's thread: key (forward thread, sequence number) -> module.
-  std::unordered_map<uint64_t, std::unordered_map<int64_t, int>> by_seq;
+  struct Origin {
+    int module;
+    int thread;
+    int event;
+  };
+  std::unordered_map<uint64_t, std::unordered_map<int64_t, Origin>> by_seq;
   for (size_t t = 0; t < in.threads.size(); ++t) {
     const ThreadEvents& th = *in.threads[t];
     auto& map = by_seq[th.thread_id];
@@ -209,15 +245,38 @@ ProfileResult aggregate(const AggregateInput& in) {
       // covers the sequence numbers its nested (unrecorded) ops took; the outermost op wins.
       if (e.seq_nr < 0 || (ph != Phase::kForward && ph != Phase::kRecompute)) continue;
       const int64_t last = std::max(e.seq_end, e.seq_nr + 1);
-      for (int64_t q = e.seq_nr; q < last; ++q) map.emplace(q, per[t].mod[i]);
+      for (int64_t q = e.seq_nr; q < last; ++q) {
+        map.emplace(q, Origin{per[t].mod[i], static_cast<int>(t), static_cast<int>(i)});
+      }
     }
   }
-  auto node_module = [&](const RawEvent& node) -> int {
-    if (node.seq_nr < 0) return -1;
+  auto node_origin = [&](const RawEvent& node) -> const Origin* {
+    if (node.seq_nr < 0) return nullptr;
     auto t = by_seq.find(node.fwd_thread);
-    if (t == by_seq.end()) return -1;
+    if (t == by_seq.end()) return nullptr;
     auto m = t->second.find(node.seq_nr);
-    return m == t->second.end() ? -1 : m->second;
+    return m == t->second.end() ? nullptr : &m->second;
+  };
+  auto node_module = [&](const RawEvent& node) -> int {
+    const Origin* o = node_origin(node);
+    return o ? o->module : -1;
+  };
+  auto module_name = [&](int m) { return m >= 0 ? tree.nodes[m].name : std::string("(autograd)"); };
+  auto span = [&](int thread, int64_t start, int64_t end, std::string name, const char* cat) -> TraceData::Span& {
+    TraceData::Span sp;
+    sp.thread = thread;
+    sp.start = start;
+    sp.end = end;
+    sp.name = std::move(name);
+    sp.cat = cat;
+    trace->spans.push_back(std::move(sp));
+    return trace->spans.back();
+  };
+  auto module_span = [&](int thread, int m, int64_t start, int64_t end) {
+    if (!trace) return;
+    TraceData::Span& sp = span(thread, start, end, tree.nodes[m].type + (tree.nodes[m].name.empty() ? "" : " " + tree.nodes[m].name), "module");
+    sp.module = tree.nodes[m].name;
+    sp.phase = "forward";
   };
 
   // Pass 3: statistics.
@@ -253,19 +312,53 @@ ProfileResult aggregate(const AggregateInput& in) {
 
     std::vector<int64_t> last_seen(num_modules, -2), run_start(num_modules, 0), run_end(num_modules, 0);
     int64_t k = 0;
-    int64_t bwd_start = -1, bwd_end = -1;
+    int64_t bwd_start = -1, bwd_end = -1, fwd_start = -1, fwd_end = -1;
+    const int tid = static_cast<int>(t);
+    auto close_fwd = [&] {
+      if (fwd_start >= 0 && trace) span(tid, fwd_start, fwd_end, "forward", "phase").phase = "forward";
+      fwd_start = -1;
+    };
+    auto close_bwd = [&] {
+      if (bwd_start < 0) return;
+      r.bwd_latency_s += static_cast<double>(bwd_end - bwd_start) * s_per_tick;
+      if (trace) span(tid, bwd_start, bwd_end, "backward", "phase").phase = "backward";
+      bwd_start = -1;
+    };
     for (size_t i = 0; i < n; ++i) {
       const RawEvent& e = ev[i];
       const int64_t end = end_of(e);
       const int64_t dur = end - e.start_ns;
-      // Backward passes: spans of consecutive top-level backward events.
+      // Backward passes: spans of consecutive top-level backward events (forward ones likewise).
       if (e.parent < 0) {
         if (e.flags & kBackward) {
+          close_fwd();
           if (bwd_start < 0) bwd_start = e.start_ns;
           bwd_end = std::max(bwd_end, end);
-        } else if (bwd_start >= 0) {
-          r.bwd_latency_s += static_cast<double>(bwd_end - bwd_start) * s_per_tick;
-          bwd_start = -1;
+        } else {
+          close_bwd();
+          if (!(e.flags & kStep)) {
+            if (fwd_start < 0) fwd_start = e.start_ns;
+            fwd_end = std::max(fwd_end, end);
+          } else {
+            close_fwd();
+          }
+        }
+      }
+      if (trace) {
+        const bool node = e.kind == EventKind::kBackwardNode;
+        TraceData::Span& sp = span(tid, e.start_ns, end, in.names->name(e.name_id), node ? "autograd" : "op");
+        if (node) {
+          const int nd = node_of[i];
+          sp.module = module_name(nd >= 0 ? node_module(ev[nd]) : -1);
+          sp.phase = "backward";
+          const Origin* o = (e.flags & kEngine) ? nullptr : node_origin(e);
+          if (o != nullptr) {
+            const RawEvent& f = in.threads[o->thread]->events[o->event];
+            trace->flows.push_back(TraceData::Flow{o->thread, tid, f.start_ns, e.start_ns});
+          }
+        } else if (pt.phase[i] != Phase::kNone) {
+          sp.module = module_name(pt.mod[i]);
+          sp.phase = phase_name(pt.phase[i]);
         }
       }
       if (e.kind == EventKind::kBackwardNode) {
@@ -303,6 +396,11 @@ ProfileResult aggregate(const AggregateInput& in) {
         }
         dt = op_dtype(args);
       }
+      if (trace) {
+        TraceData::Span& sp = trace->spans.back();
+        if (fc) sp.flops = static_cast<int64_t>(fc->flops);
+        if (e.flags & kCounted) sp.inputs = format_args(arg_views(th, e));
+      }
       if (fc) {
         add_saturating(op.flops, fc->flops, overflow);
         add_saturating(op.macs, fc->macs, overflow);
@@ -330,7 +428,10 @@ ProfileResult aggregate(const AggregateInput& in) {
             if (last_seen[a] == k - 1) {
               run_end[a] = std::max(run_end[a], end);
             } else {
-              if (last_seen[a] >= 0) acc[a].ns += run_end[a] - run_start[a];
+              if (last_seen[a] >= 0) {
+                acc[a].ns += run_end[a] - run_start[a];
+                module_span(tid, a, run_start[a], run_end[a]);
+              }
               ++acc[a].calls;
               run_start[a] = e.start_ns;
               run_end[a] = end;
@@ -366,14 +467,20 @@ ProfileResult aggregate(const AggregateInput& in) {
           break;
       }
     }
-    if (bwd_start >= 0) r.bwd_latency_s += static_cast<double>(bwd_end - bwd_start) * s_per_tick;
+    close_bwd();
+    close_fwd();
     for (int a = 0; a < num_modules; ++a) {
-      if (last_seen[a] >= 0) acc[a].ns += run_end[a] - run_start[a];
+      if (last_seen[a] >= 0) {
+        acc[a].ns += run_end[a] - run_start[a];
+        module_span(tid, a, run_start[a], run_end[a]);
+      }
     }
     for (const ScopeRecord& s : th.scopes) {
       if (s.module < 0 || s.backward || !scoped[s.module]) continue;
+      const int64_t exit = s.exit_ns != 0 ? s.exit_ns : in.stop_ns;
       ++acc[s.module].calls;
-      acc[s.module].ns += (s.exit_ns != 0 ? s.exit_ns : in.stop_ns) - s.enter_ns;
+      acc[s.module].ns += exit - s.enter_ns;
+      module_span(tid, s.module, s.enter_ns, exit);
     }
     // Memory: each allocation or free belongs to the op that was open on its thread.
     for (const MemRecord& m : th.memory) {
@@ -406,7 +513,9 @@ ProfileResult aggregate(const AggregateInput& in) {
     }
     for (const StepRecord& s : th.steps) {
       r.has_step = true;
-      r.step_latency_s += static_cast<double>((s.end_ns != 0 ? s.end_ns : in.stop_ns) - s.start_ns) * s_per_tick;
+      const int64_t end = s.end_ns != 0 ? s.end_ns : in.stop_ns;
+      r.step_latency_s += static_cast<double>(end - s.start_ns) * s_per_tick;
+      if (trace) span(tid, s.start_ns, end, "step", "phase").phase = "step";
     }
   }
 
@@ -457,6 +566,7 @@ ProfileResult aggregate(const AggregateInput& in) {
     ms.trace.reserve(mem.size());
     for (const MemSample& x : mem) {
       in_use += x.bytes;
+      if (trace) trace->memory.emplace_back(x.time, in_use);
       (x.bytes >= 0 ? ms.allocations : ms.frees) += 1;
       MemorySample sample;
       sample.time_s = static_cast<double>(x.time - t0) * s_per_tick;

@@ -28,10 +28,34 @@ struct AggregateInput {
   std::vector<std::string> problems;  ///< seen during collection
 };
 
+/// Timeline data for the Chrome trace, produced by `aggregate` on request.
+struct TraceData {
+  struct Span {
+    int thread = 0;           ///< index into AggregateInput::threads
+    int64_t start = 0, end = 0;  ///< timestamp units
+    std::string name;
+    const char* cat = "op";   ///< "op", "module", "phase", "autograd"
+    std::string module;       ///< dotted name ("" root, "(autograd)")
+    std::string phase;
+    int64_t flops = -1;       ///< -1: no count (no formula, or not an op)
+    std::string inputs;       ///< "T<768x768xf32>, 1, [1, 1]" for counted ops
+  };
+  struct Flow {  ///< a backward node back to the forward op that created it
+    int from_thread = 0, to_thread = 0;
+    int64_t from = 0, to = 0;  ///< inside the forward op's span / the node's span
+  };
+  std::vector<Span> spans;
+  std::vector<Flow> flows;
+  std::vector<std::pair<int64_t, int64_t>> memory;  ///< (time, bytes in use)
+};
+
 /// Applies the counting rule (outermost op with a formula), the attribution rules (scope,
 /// ownership, parent op, neighbours' lowest common ancestor) and computes all statistics.
 /// Pure: no torch, no globals but the formula registry.
-ProfileResult aggregate(const AggregateInput& input);
+ProfileResult aggregate(const AggregateInput& input, TraceData* trace = nullptr);
+
+/// "T<768x768xf32>, 1, [1, 1]": an op's captured arguments as shown in the trace.
+std::string format_args(const std::vector<ArgView>& args);
 
 /// The formula inputs of one event, as views into its thread's storage.
 std::vector<ArgView> arg_views(const ThreadEvents& thread, const RawEvent& event);

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <fstream>
+
 #include <torch/torch.h>
 
 #include "flopsprof/flopsprof.h"
@@ -230,6 +232,142 @@ TEST(Training, JsonBackwardFieldsAreConsistent) {
     if (op["phase"] == "backward") op_bwd += op["flops"].get<uint64_t>();
   }
   EXPECT_EQ(op_bwd, j["summary"]["bwd_flops"].get<uint64_t>());
+}
+
+// ---- Chrome trace ---------------------------------------------------------------------------
+
+struct Span {
+  std::string name, cat, module;
+  double ts, end;
+  int64_t tid;
+  nlohmann::json args;
+};
+
+std::vector<Span> spans_of(const nlohmann::json& trace) {
+  std::vector<Span> out;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    Span s{e["name"], e["cat"], e["args"].value("module", ""), e["ts"].get<double>(),
+           e["ts"].get<double>() + e["dur"].get<double>(), e["tid"].get<int64_t>(), e["args"]};
+    out.push_back(s);
+  }
+  return out;
+}
+
+bool inside(const Span& inner, const Span& outer) {
+  return inner.tid == outer.tid && inner.ts >= outer.ts - 1e-6 && inner.end <= outer.end + 1e-6;
+}
+
+TEST(ChromeTrace, ModulesOpsPhasesAndFlows) {
+  torch::manual_seed(0);
+  TwoLayer model;
+  torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(0.1));
+  torch::Tensor x = torch::randn({3, 8});
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  model->forward(x).sum().backward();
+  {
+    auto s = prof.step_scope();
+    sgd.step();
+  }
+  prof.stop_profile();
+  std::string path = ::testing::TempDir() + "flopsprof_trace.json";
+  prof.export_chrome_trace(path);
+  std::ifstream f(path);
+  nlohmann::json trace = nlohmann::json::parse(f);
+  std::vector<Span> spans = spans_of(trace);
+  ASSERT_FALSE(spans.empty());
+  bool named_thread = false;
+  for (const auto& e : trace["traceEvents"]) named_thread = named_thread || e["name"] == "thread_name";
+  EXPECT_TRUE(named_thread);
+
+  const Span* fwd = nullptr;
+  const Span* bwd = nullptr;
+  const Span* step = nullptr;
+  for (const Span& s : spans) {
+    if (s.cat == "phase" && s.name == "forward" && !fwd) fwd = &s;
+    if (s.cat == "phase" && s.name == "backward") bwd = &s;
+    if (s.cat == "phase" && s.name == "step") step = &s;
+  }
+  ASSERT_TRUE(fwd && bwd && step);
+  EXPECT_LE(fwd->end, bwd->ts + 1e-6);   // phases in order
+  EXPECT_LE(bwd->end, step->ts + 1e-6);
+  double last_ts = -1;
+  int64_t last_tid = -1;
+  int addmm = 0;
+  for (const Span& s : spans) {
+    EXPECT_GE(s.end, s.ts);
+    if (s.tid == last_tid) EXPECT_GE(s.ts, last_ts);  // sorted per thread
+    last_ts = s.ts;
+    last_tid = s.tid;
+    if (s.cat != "op" || s.name != "aten::addmm") continue;
+    if (s.args.value("phase", "") != "forward") continue;
+    ++addmm;
+    // nested in its module's span and in the forward phase
+    bool in_module = false;
+    for (const Span& m : spans) in_module = in_module || (m.cat == "module" && m.module == s.module && inside(s, m));
+    EXPECT_TRUE(in_module) << s.module;
+    EXPECT_TRUE(inside(s, *fwd));
+    if (s.module == "fc1") {
+      EXPECT_EQ(s.args["flops"], 2 * 3 * 16 * 8 + 3 * 16);
+      EXPECT_EQ(s.args["inputs"], "T<16xf32>, T<3x8xf32>, T<8x16xf32>, 1, 1");
+    }
+  }
+  EXPECT_EQ(addmm, 2);
+  // flows: each starts inside a forward op and ends inside an autograd node
+  int starts = 0, ends = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "s") {
+      ++starts;
+      bool ok = false;
+      for (const Span& s : spans) ok = ok || (s.cat == "op" && s.tid == e["tid"] && s.ts <= e["ts"].get<double>() + 1e-6 && e["ts"].get<double>() <= s.end + 1e-6);
+      EXPECT_TRUE(ok);
+    } else if (e["ph"] == "f") {
+      ++ends;
+      bool ok = false;
+      for (const Span& s : spans) ok = ok || (s.cat == "autograd" && s.tid == e["tid"] && s.ts <= e["ts"].get<double>() + 1e-6 && e["ts"].get<double>() <= s.end + 1e-6);
+      EXPECT_TRUE(ok);
+    }
+  }
+  EXPECT_GT(starts, 0);
+  EXPECT_EQ(starts, ends);
+  // level 1 has no memory counter and no internal timing
+  for (const auto& e : trace["traceEvents"]) {
+    EXPECT_NE(e["ph"], "C");
+    EXPECT_NE(e["cat"], "flopsprof");
+  }
+}
+
+TEST(ChromeTrace, LevelTwoAddsMemoryAndInternalTiming) {
+  TwoLayer model;
+  flopsprof::ProfilerOptions options;
+  options.track_memory = true;
+  FlopsProfiler prof(model, options);
+  EXPECT_THROW(prof.chrome_trace(), flopsprof::Error);  // nothing collected yet
+  prof.start_profile();
+  {
+    torch::NoGradGuard no_grad;
+    model->forward(torch::randn({3, 8}));
+  }
+  prof.stop_profile();
+  nlohmann::json trace = nlohmann::json::parse(prof.chrome_trace(2));
+  int counters = 0, internal = 0;
+  int64_t last = -1;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "C") {
+      ++counters;
+      EXPECT_EQ(e["name"], "memory");
+      EXPECT_TRUE(e["args"].contains("bytes"));
+      last = e["args"]["bytes"];
+    }
+    if (e.value("cat", "") == "flopsprof") ++internal;
+  }
+  EXPECT_EQ(counters, static_cast<int>(prof.result().memory.trace.size()));
+  EXPECT_EQ(last, prof.result().memory.final_bytes);
+  EXPECT_GE(internal, 1);
+  EXPECT_THROW(prof.chrome_trace(3), flopsprof::Error);
+  EXPECT_THROW(prof.export_chrome_trace("/nonexistent-dir/t.json"), flopsprof::Error);
+  prof.export_chrome_trace(::testing::TempDir() + "flopsprof_trace2.json", 2);  // the profile is kept
 }
 
 }  // namespace

@@ -175,6 +175,16 @@ class FlopsProfiler {
   /// Writes `to_json()` to `path`. Throws `Error` when the file cannot be written.
   void save_json(const std::string& path) const;
 
+  /// The profile as a Chrome trace-event JSON (chrome://tracing, Perfetto): per thread, phase
+  /// spans (forward, backward, step), module spans and op spans nested in them (args: module,
+  /// phase, flops, input shapes as `T<768x768xf32>`), and flow arrows from each backward node to
+  /// the forward op it came from. Level 2 adds the memory counter track (with track_memory) and
+  /// profiler-internal timing. Available after `stop_profile()` until the next `start_profile()`
+  /// (or while running). Throws `Error` for a level other than 1 or 2, or before any profile.
+  std::string chrome_trace(int level = 1) const;
+  /// Writes `chrome_trace(level)` to `path`. Throws `Error` when the file cannot be written.
+  void export_chrome_trace(const std::string& path, int level = 1) const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

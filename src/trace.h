@@ -1,0 +1,31 @@
+// The Chrome trace-event JSON writer (chrome://tracing, Perfetto).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "aggregate.h"
+
+namespace flopsprof::detail {
+
+struct TraceClock {
+  int64_t origin = 0;        ///< timestamp of time 0 in the trace (timestamp units)
+  double ns_per_tick = 1.0;  ///< nanoseconds per timestamp unit
+};
+
+/// A profiler-internal interval shown at level 2 ("flopsprof: stop_profile").
+struct InternalSpan {
+  std::string name;
+  int64_t start = 0, end = 0;  ///< timestamp units
+};
+
+/// Writes `trace` as Chrome trace-event JSON. Level 1: phases, module and op spans (op args:
+/// module, phase, flops, input shapes), flow arrows from backward nodes to their forward ops.
+/// Level 2 adds the memory counter track and profiler-internal timing. `thread_ids` names the
+/// threads (index = TraceData thread index).
+std::string to_chrome_trace(const TraceData& trace, const std::vector<uint64_t>& thread_ids,
+                            const TraceClock& clock, int level,
+                            const std::vector<InternalSpan>& internal);
+
+}  // namespace flopsprof::detail
