@@ -590,4 +590,30 @@ TEST(Memory, SlotTakenByLibTorchProfilerIsAClearError) {
   EXPECT_GT(prof.result().memory.allocations, 0u);
 }
 
+TEST(Memory, BatchSizeSweepTableCsvAndPlot) {
+  torch::nn::Linear fc(8, 16);
+  auto forward = [&](int64_t b) { return fc->forward(torch::randn({b, 8})); };
+  flopsprof::BatchSweep sweep = flopsprof::sweep_batch_sizes(fc.ptr(), {1, 2, 4}, forward);
+  ASSERT_EQ(sweep.rows.size(), 3u);
+  for (const auto& r : sweep.rows) {
+    // the [b,8] input (32b bytes) and the [b,16] output (64b bytes) are alive together
+    EXPECT_EQ(r.fwd_peak_bytes, 96 * r.batch_size);
+    EXPECT_EQ(r.fwd_flops, static_cast<uint64_t>(2 * r.batch_size * 16 * 8 + r.batch_size * 16));
+    EXPECT_GE(r.train_peak_bytes, r.fwd_peak_bytes);  // gradients and saved tensors on top
+  }
+  EXPECT_FALSE(fc->weight.grad().defined());  // gradients released after each training run
+  std::string csv = sweep.csv();
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), "batch_size,fwd_peak_bytes,train_peak_bytes,fwd_flops,fwd_latency_s");
+  EXPECT_NE(csv.find("\n4,384,"), std::string::npos);
+  EXPECT_NE(sweep.table().find("fwd peak MB"), std::string::npos);
+  std::string svg = sweep.svg();
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("<polyline"), std::string::npos);
+  EXPECT_NE(svg.find("training (forward + backward)"), std::string::npos);
+  sweep.save_svg(::testing::TempDir() + "flopsprof_sweep.svg");
+  EXPECT_THROW(sweep.save_csv("/nonexistent-dir/s.csv"), Error);
+  EXPECT_THROW(flopsprof::sweep_batch_sizes(fc.ptr(), {}, forward), Error);
+  EXPECT_THROW(flopsprof::sweep_batch_sizes(fc.ptr(), {0}, forward), Error);
+}
+
 }  // namespace

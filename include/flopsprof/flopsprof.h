@@ -8,4 +8,5 @@
 #include "flopsprof/profiler.h"
 #include "flopsprof/report.h"
 #include "flopsprof/scope.h"
+#include "flopsprof/sweep.h"
 #include "flopsprof/timer.h"
