@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <torch/cuda.h>
 
+#include "flopsprof/meta.h"
 #include "flopsprof/scope.h"
 #include "memory.h"
 #include "module_index.h"
@@ -416,6 +417,16 @@ std::string FlopsProfiler::to_json(int indent) const { return flopsprof::to_json
 void FlopsProfiler::save_json(const std::string& path) const { write_file(path, to_json(), "JSON profile"); }
 
 namespace detail {
+bool on_meta(const torch::nn::Module& model) {
+  for (const auto& p : model.parameters()) {
+    if (p.defined() && p.is_meta()) return true;
+  }
+  for (const auto& b : model.buffers()) {
+    if (b.defined() && b.is_meta()) return true;
+  }
+  return false;
+}
+
 torch::Tensor make_input(const std::vector<int64_t>& shape, const ModelProfileOptions& options) {
   if (shape.empty()) throw Error("get_model_profile: input_shape is empty; pass e.g. {1, 3, 224, 224}");
   for (int64_t d : shape) {
@@ -437,8 +448,17 @@ ModelProfile get_model_profile(std::shared_ptr<torch::nn::Module> model,
   check.top_modules = options.top_modules;
   format_text_report(ProfileResult{}, check);
 
+  ProfilerOptions profiler_options = options.profiler;
+  if (options.on_meta || detail::on_meta(*model)) {
+    to_meta(*model);  // a no-op for a model already there
+    profiler_options.track_memory = true;  // the footprint is the point of a meta estimate
+  }
   for (int i = 0; i < options.warm_up; ++i) run_forward();
-  FlopsProfiler prof(model, options.profiler);
+  if (options.backward) {
+    // Gradients left by the warm-up would hide their own allocation from a training estimate.
+    for (auto& p : model->parameters()) p.mutable_grad() = torch::Tensor();
+  }
+  FlopsProfiler prof(model, profiler_options);
   prof.start_profile(options.ignore_modules);
   run_forward();  // on an exception the profiler's destructor ends the profile
   prof.stop_profile();

@@ -4,6 +4,7 @@
 #include "flopsprof/config.h"
 #include "flopsprof/error.h"
 #include "flopsprof/formulas.h"
+#include "flopsprof/meta.h"
 #include "flopsprof/op_profiler.h"
 #include "flopsprof/profiler.h"
 #include "flopsprof/report.h"

@@ -202,6 +202,14 @@ struct ModelProfileOptions {
   std::vector<std::string> ignore_modules;
   torch::Dtype input_dtype = torch::kFloat;  ///< for the `input_shape` overload
   torch::Device input_device = torch::kCPU;  ///< for the `input_shape` overload
+  /// Estimate without computing: moves the model to the meta device in place (its values are
+  /// gone; see `to_meta`), runs on shapes only and tracks memory (meta allocations are reported
+  /// by size). Tensor inputs of the `input_shape` / tuple overloads are created or moved on meta.
+  /// A model already on meta is profiled this way whatever this flag says.
+  bool on_meta = false;
+  /// Also run backward from the sum of the forward's output (a training estimate). For the
+  /// `input_shape` and tuple overloads; a callable runs whatever it runs.
+  bool backward = false;
   ProfilerOptions profiler;
 };
 
@@ -221,6 +229,18 @@ ModelProfile get_model_profile(std::shared_ptr<torch::nn::Module> model,
                                const ModelProfileOptions& options = {});
 
 namespace detail {
+/// Whether any parameter or buffer of `model` is on the meta device.
+bool on_meta(const torch::nn::Module& model);
+/// Runs `forward`, then backward from the sum of its output when `backward` and it is a tensor.
+template <class F>
+void run_forward(F&& forward, bool backward) {
+  if constexpr (std::is_same_v<std::decay_t<decltype(forward())>, torch::Tensor>) {
+    torch::Tensor out = forward();
+    if (backward) out.sum().backward();
+  } else {
+    forward();
+  }
+}
 template <class M>
 std::shared_ptr<torch::nn::Module> as_module_ptr(const M& model) {
   if constexpr (std::is_convertible_v<M, std::shared_ptr<torch::nn::Module>>) {
@@ -237,11 +257,15 @@ torch::Tensor make_input(const std::vector<int64_t>& shape, const ModelProfileOp
 template <class M>
 ModelProfile get_model_profile(const M& model, const std::vector<int64_t>& input_shape,
                                const ModelProfileOptions& options = {}) {
-  torch::Tensor input = detail::make_input(input_shape, options);
-  M m = model;  // a holder's const operator-> would give a const module
   ModelProfileOptions o = options;
+  o.on_meta = o.on_meta || detail::on_meta(*detail::as_module_ptr(model));
+  if (o.on_meta) o.input_device = torch::kMeta;
+  torch::Tensor input = detail::make_input(input_shape, o);
+  M m = model;  // a holder's const operator-> would give a const module
   if (o.profiler.batch_size == 0) o.profiler.batch_size = input_shape[0];
-  return get_model_profile(detail::as_module_ptr(model), [&] { m->forward(input); }, o);
+  return get_model_profile(
+      detail::as_module_ptr(model),
+      [&] { detail::run_forward([&] { return m->forward(input); }, o.backward); }, o);
 }
 
 /// Profiles `model->forward(args...)` with the arguments in `args`.
@@ -250,6 +274,19 @@ ModelProfile get_model_profile(const M& model, const std::tuple<Args...>& args,
                                const ModelProfileOptions& options = {}) {
   M m = model;
   ModelProfileOptions o = options;
+  o.on_meta = o.on_meta || detail::on_meta(*detail::as_module_ptr(model));
+  auto moved = args;  // tensors on meta when estimating there
+  if (o.on_meta) {
+    std::apply(
+        [&](auto&... a) {
+          (..., [&](auto& x) {
+            if constexpr (std::is_same_v<std::decay_t<decltype(x)>, torch::Tensor>) {
+              if (x.defined() && !x.is_meta()) x = x.to(torch::kMeta);
+            }
+          }(a));
+        },
+        moved);
+  }
   if (o.profiler.batch_size == 0) {  // the first tensor argument's first dimension
     std::apply(
         [&](const auto&... a) {
@@ -263,7 +300,11 @@ ModelProfile get_model_profile(const M& model, const std::tuple<Args...>& args,
   }
   return get_model_profile(
       detail::as_module_ptr(model),
-      [&] { std::apply([&](const auto&... a) { m->forward(a...); }, args); }, o);
+      [&] {
+        detail::run_forward([&] { return std::apply([&](const auto&... a) { return m->forward(a...); }, moved); },
+                            o.backward);
+      },
+      o);
 }
 
 /// Profiles one call of `fn` (any callable with no arguments) that runs the model's forward.

@@ -1,0 +1,183 @@
+// Meta-device estimation: counts equal to real runs, memory estimates, BERT-large on shapes only;
+// and bad input (empty profiles, zero-size, parameterless, sparse and complex tensors).
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/torch.h>
+
+#include "flopsprof/flopsprof.h"
+#include "models/bert.h"
+#include "models/mlp.h"
+#include "models/resnet.h"
+
+namespace {
+
+using flopsprof::FlopsProfiler;
+
+// Profiles `model` on CPU (with memory), then estimates it on meta through get_model_profile.
+template <class M, class Make>
+void expect_meta_matches_cpu(M model, Make make_input, bool backward, const char* what) {
+  flopsprof::ProfilerOptions po;
+  po.track_memory = true;
+  FlopsProfiler cpu(model, po);
+  torch::Tensor x = make_input(torch::kCPU);
+  cpu.start_profile();
+  if (backward) {
+    model->forward(x).sum().backward();
+  } else {
+    torch::NoGradGuard no_grad;
+    model->forward(x);
+  }
+  cpu.stop_profile();
+  const flopsprof::ProfileResult real = cpu.result();
+  cpu.end_profile();
+  for (auto& p : model->parameters()) p.mutable_grad() = torch::Tensor();
+
+  flopsprof::ModelProfileOptions o;
+  o.print_profile = false;
+  o.on_meta = true;
+  o.backward = backward;
+  o.warm_up = 0;
+  flopsprof::ModelProfile est = [&] {
+    if (backward) return flopsprof::get_model_profile(model, std::make_tuple(x), o);
+    torch::NoGradGuard no_grad;
+    return flopsprof::get_model_profile(model, std::make_tuple(x), o);
+  }();
+  EXPECT_TRUE(flopsprof::detail::on_meta(*model)) << what;
+  EXPECT_EQ(est.flops, real.flops) << what;
+  EXPECT_EQ(est.macs, real.macs) << what;
+  EXPECT_EQ(est.result.bwd_flops, real.bwd_flops) << what;
+  EXPECT_EQ(est.params, real.params) << what;
+  ASSERT_TRUE(est.result.memory.tracked) << what;
+  double ratio = static_cast<double>(est.result.memory.peak_bytes) / static_cast<double>(real.memory.peak_bytes);
+  EXPECT_NEAR(ratio, 1.0, 0.10) << what << ": meta peak " << est.result.memory.peak_bytes << " vs CPU "
+                                << real.memory.peak_bytes;
+}
+
+TEST(MetaDevice, CountsEqualRealRunsAndPeaksWithinTenPercent) {
+  torch::manual_seed(0);
+  auto floats = [](std::vector<int64_t> shape) {
+    return [shape](torch::Device d) { return torch::randn(shape, torch::TensorOptions().device(d)); };
+  };
+  {
+    models::Mlp mlp(64, 256, 10, 2);
+    expect_meta_matches_cpu(mlp, floats({32, 64}), false, "MLP forward");
+  }
+  {
+    models::Mlp mlp(64, 256, 10, 2);
+    expect_meta_matches_cpu(mlp, floats({32, 64}), true, "MLP forward + backward");
+  }
+  {
+    models::ResNet18 resnet;
+    resnet->eval();
+    expect_meta_matches_cpu(resnet, floats({1, 3, 224, 224}), false, "ResNet-18 forward");
+  }
+  {
+    models::ResNet18 resnet;
+    expect_meta_matches_cpu(resnet, floats({2, 3, 64, 64}), true, "ResNet-18 forward + backward");
+  }
+  {
+    models::BertForMaskedLM bert;
+    bert->eval();
+    auto ids = [](torch::Device d) {
+      return torch::randint(0, 30522, {1, 128}, torch::TensorOptions().dtype(torch::kLong).device(d));
+    };
+    expect_meta_matches_cpu(bert, ids, false, "BERT-base MLM forward");
+  }
+}
+
+TEST(MetaDevice, BertLargeAtBatch80IsProfiledOnShapesOnly) {
+  models::BertConfig c;
+  c.hidden = 1024;
+  c.layers = 24;
+  c.heads = 16;
+  c.intermediate = 4096;
+  models::BertForMaskedLM bert(c);
+  flopsprof::to_meta(*bert);  // 1.3 GB of weights released
+  flopsprof::ModelProfileOptions o;
+  o.print_profile = false;
+  o.backward = true;
+  o.warm_up = 0;
+  o.input_dtype = torch::kLong;
+  auto t0 = std::chrono::steady_clock::now();
+  flopsprof::ModelProfile p = flopsprof::get_model_profile(bert, std::vector<int64_t>{80, 128}, o);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(seconds, 60.0);
+  std::cout << "BERT-large MLM 80x128 forward + backward on meta: " << seconds << " s, "
+            << flopsprof::flops_to_string(p.flops) << " fwd flops, peak "
+            << p.result.memory.peak_bytes / (1024.0 * 1024 * 1024) << " GiB\n";
+  // params: embeddings, 24 layers (12,596,224 each: DeepSpeed's "12.6 M"), MLM head (no pooler)
+  const uint64_t H = 1024, F = 4096, V = 30522;
+  uint64_t layer = 4 * (H * H + H) + 2 * 2 * H + (H * F + F) + (F * H + H);
+  EXPECT_EQ(layer, 12596224u);
+  uint64_t embeddings = V * H + 512 * H + 2 * H + 2 * H;
+  uint64_t head = (H * H + H) + 2 * H + V;
+  EXPECT_EQ(p.params, embeddings + 24 * layer + head);
+  // per layer MACs at B*S = 10240 tokens: 4*T*H*H + 2*T*H*F = 128.85 G (DeepSpeed: 128.87 G,
+  // without the attention matmuls), + the attention matmuls 2*B*A*S*S*D
+  const uint64_t T = 80 * 128, B = 80, A = 16, S = 128, D = 64;
+  uint64_t layer_macs = 4 * T * H * H + 2 * T * H * F + 2 * B * A * S * S * D;
+  const auto& layer3 = std::find_if(p.result.modules.begin(), p.result.modules.end(),
+                                    [](const flopsprof::ModuleStats& m) { return m.name == "bert.encoder.layer.3"; });
+  ASSERT_NE(layer3, p.result.modules.end());
+  EXPECT_EQ(layer3->macs, layer_macs);
+  EXPECT_GT(p.result.bwd_flops, p.flops);  // measured backward, on shapes
+  EXPECT_GT(p.result.memory.peak_bytes, int64_t{1} << 30);  // activations of 10240 tokens x 24 layers
+}
+
+TEST(MetaDevice, AlreadyOnMetaAndLibTorchKernelsKept) {
+  models::Mlp mlp(8, 16, 4, 2);
+  flopsprof::to_meta(*mlp);
+  flopsprof::to_meta(*mlp);  // idempotent
+  flopsprof::ModelProfileOptions o;
+  o.print_profile = false;
+  torch::NoGradGuard no_grad;
+  // a model already on meta is estimated there, inputs included (no device mismatch)
+  flopsprof::ModelProfile p = flopsprof::get_model_profile(mlp, std::vector<int64_t>{3, 8}, o);
+  EXPECT_EQ(p.flops, 816u + 48 + 1584 + 48 + 396 + 12);
+  EXPECT_TRUE(p.result.memory.tracked);
+  auto relu = c10::Dispatcher::singleton().findSchema({"aten::relu", ""});
+  ASSERT_TRUE(relu.has_value());
+  EXPECT_TRUE(relu->hasKernelForDispatchKey(c10::DispatchKey::Meta));
+}
+
+TEST(BadInput, EmptyZeroSizeParameterlessSparseComplex) {
+  // an empty profile: reports and traces are valid
+  torch::nn::Identity identity;
+  FlopsProfiler prof(identity);
+  prof.start_profile();
+  prof.stop_profile();
+  EXPECT_EQ(prof.get_total_flops(), 0u);
+  EXPECT_EQ(prof.get_total_params(), 0u);
+  EXPECT_NO_THROW(nlohmann::json::parse(prof.to_json()));
+  EXPECT_NO_THROW(nlohmann::json::parse(prof.chrome_trace(2)));
+  EXPECT_NE(prof.model_profile_string().find("Identity("), std::string::npos);
+
+  // zero-size tensors: counted as 0, not an error
+  torch::nn::Linear fc(8, 4);
+  torch::NoGradGuard no_grad;
+  FlopsProfiler p2(fc);
+  p2.start_profile();
+  fc->forward(torch::randn({0, 8}));
+  p2.stop_profile();
+  EXPECT_EQ(p2.get_total_flops(), 0u);
+
+  // complex: counted, tallied under c64
+  p2.start_profile();
+  torch::mm(torch::randn({4, 4}, torch::kComplexFloat), torch::randn({4, 4}, torch::kComplexFloat));
+  p2.stop_profile();
+  EXPECT_EQ(p2.result().flops_by_dtype[static_cast<size_t>(flopsprof::DType::kComplex64)], 2u * 64);
+
+  // sparse: counted from the dense shapes, no crash; to_meta refuses sparse parameters clearly
+  p2.start_profile();
+  torch::Tensor sparse = torch::eye(4).to_sparse();
+  torch::mm(sparse, torch::randn({4, 3}));
+  p2.stop_profile();
+  EXPECT_TRUE(p2.result().problems.empty());
+  EXPECT_GE(p2.get_total_flops(), 0u);
+}
+
+}  // namespace
