@@ -74,7 +74,8 @@ void measure(benchmark::State& state, flopsprof::FlopsProfiler& prof,
       case kBuiltin: {
         using namespace torch::profiler::impl;
         torch::autograd::profiler::enableProfiler(
-            ProfilerConfig(ProfilerState::KINETO, /*report_input_shapes=*/true, /*profile_memory=*/false,
+            ProfilerConfig(ProfilerState::KINETO, /*report_input_shapes=*/true,
+                           /*profile_memory=*/false,
                            /*with_stack=*/false, /*with_flops=*/true),
             {ActivityType::CPU});
         t = repeat();
@@ -132,7 +133,13 @@ void BM_TinyMlp(benchmark::State& state) {
   model->eval();
   torch::Tensor x = torch::randn({1, 64});
   flopsprof::FlopsProfiler prof(model), prof_mem(model, with_memory());
-  measure(state, prof, prof_mem, [&] { torch::NoGradGuard g; model->forward(x); }, 200);
+  measure(
+      state, prof, prof_mem,
+      [&] {
+        torch::NoGradGuard g;
+        model->forward(x);
+      },
+      200);
 }
 BENCHMARK(BM_TinyMlp)->UseManualTime()->Iterations(40)->Unit(benchmark::kMillisecond);
 
@@ -141,7 +148,13 @@ void BM_ResNet18(benchmark::State& state) {
   model->eval();
   torch::Tensor x = torch::randn({1, 3, 224, 224});
   flopsprof::FlopsProfiler prof(model), prof_mem(model, with_memory());
-  measure(state, prof, prof_mem, [&] { torch::NoGradGuard g; model->forward(x); }, 2);
+  measure(
+      state, prof, prof_mem,
+      [&] {
+        torch::NoGradGuard g;
+        model->forward(x);
+      },
+      2);
 }
 BENCHMARK(BM_ResNet18)->UseManualTime()->Iterations(24)->Unit(benchmark::kMillisecond);
 
@@ -150,7 +163,13 @@ void BM_BertLayer(benchmark::State& state) {
   model->eval();
   torch::Tensor x = torch::randn({1, 128, 768});
   flopsprof::FlopsProfiler prof(model), prof_mem(model, with_memory());
-  measure(state, prof, prof_mem, [&] { torch::NoGradGuard g; model->forward(x); }, 4);
+  measure(
+      state, prof, prof_mem,
+      [&] {
+        torch::NoGradGuard g;
+        model->forward(x);
+      },
+      4);
 }
 BENCHMARK(BM_BertLayer)->UseManualTime()->Iterations(24)->Unit(benchmark::kMillisecond);
 
@@ -158,7 +177,12 @@ BENCHMARK(BM_BertLayer)->UseManualTime()->Iterations(24)->Unit(benchmark::kMilli
 void BM_TrainStep(benchmark::State& state) {
   torch::manual_seed(0);
   models::BertConfig c;
-  c.vocab_size = 2000; c.hidden = 128; c.layers = 2; c.heads = 4; c.intermediate = 512; c.max_positions = 128;
+  c.vocab_size = 2000;
+  c.hidden = 128;
+  c.layers = 2;
+  c.heads = 4;
+  c.intermediate = 512;
+  c.max_positions = 128;
   models::BertForMaskedLM model(c);
   model->train();
   torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
@@ -166,7 +190,8 @@ void BM_TrainStep(benchmark::State& state) {
   torch::Tensor labels = torch::randint(0, c.vocab_size, {8 * 64});
   flopsprof::FlopsProfiler prof(model), prof_mem(model, with_memory());
   auto train_step = [&] {
-    torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(ids).view({-1, c.vocab_size}), labels);
+    torch::Tensor loss =
+        torch::nn::functional::cross_entropy(model->forward(ids).view({-1, c.vocab_size}), labels);
     loss.backward();
     auto s1 = prof.step_scope();  // only the running profiler's scope is active
     auto s2 = prof_mem.step_scope();

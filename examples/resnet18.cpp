@@ -18,7 +18,8 @@ int main() {
   options.module_depth = 2;
   options.top_modules = 3;
   options.as_string = true;
-  flopsprof::ModelProfile p = flopsprof::get_model_profile(model, std::vector<int64_t>{1, 3, 224, 224}, options);
+  flopsprof::ModelProfile p =
+      flopsprof::get_model_profile(model, std::vector<int64_t>{1, 3, 224, 224}, options);
   std::cout << "flops: " << p.flops_string << ", macs: " << p.macs_string
             << ", params: " << p.params_string << "\n";
   return 0;

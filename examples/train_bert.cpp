@@ -32,15 +32,16 @@ int main() {
     torch::Tensor ids = torch::randint(0, c.vocab_size, {batch, seq});
     torch::Tensor labels = torch::randint(0, c.vocab_size, {batch, seq});
     torch::Tensor logits = model->forward(ids);
-    torch::Tensor loss = torch::nn::functional::cross_entropy(logits.view({-1, c.vocab_size}), labels.view({-1}));
+    torch::Tensor loss =
+        torch::nn::functional::cross_entropy(logits.view({-1, c.vocab_size}), labels.view({-1}));
     loss.backward();
     {
       auto step_scope = prof.step_scope();  // the optimizer step is its own phase
       adam.step();
       adam.zero_grad();
     }
-    std::cout << "step " << step << " loss " << loss.item<double>() << (iteration.profiling() ? " (profiled)" : "")
-              << "\n";
+    std::cout << "step " << step << " loss " << loss.item<double>()
+              << (iteration.profiling() ? " (profiled)" : "") << "\n";
   }
   prof.print_model_profile(/*profile_step=*/3, /*module_depth=*/4, /*top_modules=*/2);
   return 0;

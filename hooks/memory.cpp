@@ -63,7 +63,8 @@ void install_memory_observer(const Session& session) {
 
 void uninstall_memory_observer() noexcept {
   try {
-    if (dynamic_cast<MemoryObserver*>(c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE))) {
+    if (dynamic_cast<MemoryObserver*>(
+            c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE))) {
       c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);
     }
   } catch (...) {

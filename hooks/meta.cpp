@@ -71,7 +71,9 @@ int64_t one_int(const c10::IValue& v) {
 at::Tensor empty_meta(at::IntArrayRef sizes, const at::Tensor& like) {
   return at::empty(sizes, like.options().device(c10::kMeta));
 }
-at::Tensor maybe(bool wanted, const at::Tensor& like) { return wanted ? at::empty_like(like) : at::Tensor(); }
+at::Tensor maybe(bool wanted, const at::Tensor& like) {
+  return wanted ? at::empty_like(like) : at::Tensor();
+}
 int64_t at_or(const std::vector<int64_t>& v, size_t i, int64_t fallback) {
   return v.empty() ? fallback : v.size() == 1 ? v[0] : (i < v.size() ? v[i] : fallback);
 }
@@ -173,7 +175,8 @@ void native_layer_norm_backward(const c10::OperatorHandle&, Stack* s) {
   auto mask = a[7].toBoolList();
   at::Tensor w = a[5].isTensor() ? a[5].toTensor() : at::Tensor();
   at::Tensor b = a[6].isTensor() ? a[6].toTensor() : at::Tensor();
-  torch::jit::push(*s, maybe(mask.get(0), x), mask.get(1) && w.defined() ? at::empty_like(w) : at::Tensor(),
+  torch::jit::push(*s, maybe(mask.get(0), x),
+                   mask.get(1) && w.defined() ? at::empty_like(w) : at::Tensor(),
                    mask.get(2) && b.defined() ? at::empty_like(b) : at::Tensor());
 }
 
@@ -222,7 +225,8 @@ void enable_meta_support() {
   static std::once_flag once;
   std::call_once(once, [] {
     // Kept for the life of the process: the registrations live as long as the Library object.
-    auto& lib = *new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::Meta, __FILE__, __LINE__);
+    auto& lib = *new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::Meta, __FILE__,
+                                    __LINE__);
     add<relu>(lib, "relu");
     add<index_select>(lib, "index_select");
     add<convolution>(lib, "convolution_overrideable");
@@ -246,7 +250,8 @@ void to_meta(torch::nn::Module& module) {
   torch::NoGradGuard no_grad;
   auto swap = [](const at::Tensor& t) {
     if (!t.defined() || t.is_meta()) return;
-    if (t.is_sparse()) throw Error("to_meta: sparse parameters or buffers are not supported on meta");
+    if (t.is_sparse())
+      throw Error("to_meta: sparse parameters or buffers are not supported on meta");
     t.unsafeGetTensorImpl()->shallow_copy_from(t.detach().to(c10::kMeta).getIntrusivePtr());
   };
   for (const auto& p : module.parameters()) swap(p);

@@ -39,7 +39,8 @@ void benchmark_module(benchmark::State& state, const std::shared_ptr<torch::nn::
     if (cuda) torch::cuda::synchronize();
   }
   state.counters["FLOPs"] = benchmark::Counter(flops);
-  state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOP/s"] =
+      benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["MACs"] = benchmark::Counter(macs);
   state.counters["params"] = benchmark::Counter(params);
   if (po.track_memory) {

@@ -14,26 +14,41 @@ namespace flopsprof::detail {
 
 DType to_dtype(c10::ScalarType type) noexcept {
   switch (type) {
-    case c10::ScalarType::Double: return DType::kFloat64;
-    case c10::ScalarType::Float: return DType::kFloat32;
-    case c10::ScalarType::Half: return DType::kFloat16;
-    case c10::ScalarType::BFloat16: return DType::kBFloat16;
-    case c10::ScalarType::ComplexFloat: return DType::kComplex64;
-    case c10::ScalarType::ComplexDouble: return DType::kComplex128;
-    case c10::ScalarType::Long: return DType::kInt64;
-    case c10::ScalarType::Int: return DType::kInt32;
-    case c10::ScalarType::Short: return DType::kInt16;
-    case c10::ScalarType::Char: return DType::kInt8;
-    case c10::ScalarType::Byte: return DType::kUInt8;
-    case c10::ScalarType::Bool: return DType::kBool;
+    case c10::ScalarType::Double:
+      return DType::kFloat64;
+    case c10::ScalarType::Float:
+      return DType::kFloat32;
+    case c10::ScalarType::Half:
+      return DType::kFloat16;
+    case c10::ScalarType::BFloat16:
+      return DType::kBFloat16;
+    case c10::ScalarType::ComplexFloat:
+      return DType::kComplex64;
+    case c10::ScalarType::ComplexDouble:
+      return DType::kComplex128;
+    case c10::ScalarType::Long:
+      return DType::kInt64;
+    case c10::ScalarType::Int:
+      return DType::kInt32;
+    case c10::ScalarType::Short:
+      return DType::kInt16;
+    case c10::ScalarType::Char:
+      return DType::kInt8;
+    case c10::ScalarType::Byte:
+      return DType::kUInt8;
+    case c10::ScalarType::Bool:
+      return DType::kBool;
     case c10::ScalarType::QInt8:
     case c10::ScalarType::QUInt8:
-    case c10::ScalarType::QInt32: return DType::kQuantized;
+    case c10::ScalarType::QInt32:
+      return DType::kQuantized;
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
     case c10::ScalarType::Float8_e5m2:
-    case c10::ScalarType::Float8_e4m3fn: return DType::kFloat8;
+    case c10::ScalarType::Float8_e4m3fn:
+      return DType::kFloat8;
 #endif
-    default: return DType::kUnknown;
+    default:
+      return DType::kUnknown;
   }
 }
 
@@ -47,7 +62,8 @@ std::string display_type_name(const std::string& cpp) {
     if (angle == 0 && cpp[i] == ':' && cpp[i + 1] == ':') start = i + 2;
   }
   std::string name = cpp.substr(start);
-  if (name.size() > 4 && name.compare(name.size() - 4, 4, "Impl") == 0) name.resize(name.size() - 4);
+  if (name.size() > 4 && name.compare(name.size() - 4, 4, "Impl") == 0)
+    name.resize(name.size() - 4);
   return name;
 }
 
@@ -112,13 +128,15 @@ ModelIndex build_model_index(const torch::nn::Module& root,
         tree.nodes[a].params += numel;
         if (t.requires_grad()) tree.nodes[a].trainable_params += numel;
         tree.nodes[a].param_bytes += bytes;
-        if (a == 0) tree.param_bytes_by_dtype[static_cast<size_t>(to_dtype(t.scalar_type()))] += bytes;
+        if (a == 0)
+          tree.param_bytes_by_dtype[static_cast<size_t>(to_dtype(t.scalar_type()))] += bytes;
       }
     }
     auto own = [&](const at::Tensor& t) {
       if (!t.defined() || !t.unsafeGetTensorImpl()->has_storage()) return;
       const void* key = t.storage().unsafeGetStorageImpl();
-      auto [it, inserted] = owner_set_of.try_emplace(key, static_cast<int32_t>(tree.owner_sets.size()));
+      auto [it, inserted] =
+          owner_set_of.try_emplace(key, static_cast<int32_t>(tree.owner_sets.size()));
       if (inserted) {
         tree.owner_sets.emplace_back();
         index.owner_entries.emplace_back(key, it->second);

@@ -351,7 +351,8 @@ void capture_args(ThreadEvents* b, RawEvent& e, c10::ArrayRef<const c10::IValue>
       c10::ArrayRef<c10::IValue> list = v.toListRef();
       a.count = static_cast<uint32_t>(list.size());
       a.offset = b->dims.size();
-      for (const c10::IValue& x : list) b->dims.push_back(x.toSymInt().guard_int(__FILE__, __LINE__));
+      for (const c10::IValue& x : list)
+        b->dims.push_back(x.toSymInt().guard_int(__FILE__, __LINE__));
 #endif
     } else if (v.isTensorList()) {
       a.kind = ArgKind::kTensorList;

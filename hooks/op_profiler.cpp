@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
-#include <sstream>
 #include <mutex>
+#include <sstream>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/record_function.h>
@@ -46,13 +46,15 @@ class PeakObserver final : public c10::MemoryReportingInfoBase {
 std::mutex g_cache_mu;
 std::map<std::string, OpProfile> g_cache;
 
-std::string key_of(const std::string& op, const std::vector<c10::IValue>& inputs, const c10::Device& device,
-                   int repeat) {
+std::string key_of(const std::string& op, const std::vector<c10::IValue>& inputs,
+                   const c10::Device& device, int repeat) {
   std::string key = fmt::format("{}|{}|{}", op, device.str(), repeat);
   for (const c10::IValue& v : inputs) {
     if (v.isTensor()) {
       const at::Tensor& t = v.toTensor();
-      key += t.defined() ? fmt::format("|T{}{}", c10::toString(t.scalar_type()), fmt::join(t.sizes(), "x")) : "|T?";
+      key += t.defined()
+                 ? fmt::format("|T{}{}", c10::toString(t.scalar_type()), fmt::join(t.sizes(), "x"))
+                 : "|T?";
     } else {
       std::ostringstream s;
       s << v;
@@ -74,25 +76,29 @@ void clear_op_profile_cache() {
   g_cache.clear();
 }
 
-OpProfile profile_op(const std::string& op, const std::vector<c10::IValue>& inputs, c10::Device device,
-                     int repeat, int warm_up) {
-  if (repeat < 1) throw Error(fmt::format("profile_op: repeat = {} is invalid; pass a count >= 1", repeat));
+OpProfile profile_op(const std::string& op, const std::vector<c10::IValue>& inputs,
+                     c10::Device device, int repeat, int warm_up) {
+  if (repeat < 1)
+    throw Error(fmt::format("profile_op: repeat = {} is invalid; pass a count >= 1", repeat));
   if (detail::g_session.load() != nullptr) {
-    throw Error("profile_op: a profile is running; stop it first (profile_op measures the op alone)");
+    throw Error(
+        "profile_op: a profile is running; stop it first (profile_op measures the op alone)");
   }
   size_t dot = op.find('.', op.find("::") == std::string::npos ? 0 : op.find("::") + 2);
   std::string name = op.substr(0, dot);
   std::string overload = dot == std::string::npos ? "" : op.substr(dot + 1);
   auto handle = c10::Dispatcher::singleton().findSchema(c10::OperatorName(name, overload));
   if (!handle) {
-    throw Error(fmt::format("profile_op: unknown op '{}'; pass 'namespace::name' or "
-                            "'namespace::name.overload' (e.g. 'aten::mm', 'aten::add.Tensor')",
-                            op));
+    throw Error(
+        fmt::format("profile_op: unknown op '{}'; pass 'namespace::name' or "
+                    "'namespace::name.overload' (e.g. 'aten::mm', 'aten::add.Tensor')",
+                    op));
   }
   std::vector<c10::IValue> args;
   args.reserve(inputs.size());
   for (const c10::IValue& v : inputs) {
-    args.push_back(v.isTensor() && v.toTensor().defined() ? c10::IValue(v.toTensor().to(device)) : v);
+    args.push_back(v.isTensor() && v.toTensor().defined() ? c10::IValue(v.toTensor().to(device))
+                                                          : v);
   }
   const std::string key = key_of(op, args, device, repeat);
   {
@@ -126,7 +132,8 @@ OpProfile profile_op(const std::string& op, const std::vector<c10::IValue>& inpu
       std::vector<c10::IValue> out = call();
       p.peak_bytes = observer->peak();
       for (const c10::IValue& v : out) {
-        if (v.isTensor() && v.toTensor().defined()) p.output_bytes += static_cast<int64_t>(v.toTensor().nbytes());
+        if (v.isTensor() && v.toTensor().defined())
+          p.output_bytes += static_cast<int64_t>(v.toTensor().nbytes());
       }
       p.workspace_bytes = std::max<int64_t>(0, p.peak_bytes - p.output_bytes);
     }
@@ -134,7 +141,8 @@ OpProfile profile_op(const std::string& op, const std::vector<c10::IValue>& inpu
   for (int i = 0; i < repeat; ++i) {
     auto t0 = std::chrono::steady_clock::now();
     call();
-    p.samples_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    p.samples_s.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   p.median_s = quantile(p.samples_s, 0.5);
   p.p10_s = quantile(p.samples_s, 0.1);

@@ -1,10 +1,7 @@
 // FlopsProfiler and get_model_profile: ties the observer, the module index and the reports.
 #include "flopsprof/profiler.h"
 
-#include <cerrno>
 #include <chrono>
-#include <cstring>
-#include <fstream>
 #include <iostream>
 #include <optional>
 #include <utility>
@@ -18,6 +15,7 @@
 #include "memory.h"
 #include "module_index.h"
 #include "observer.h"
+#include "text_file.h"
 #include "trace.h"
 
 namespace flopsprof {
@@ -38,7 +36,7 @@ struct FlopsProfiler::Impl {
     std::string timer;
     std::vector<detail::InternalSpan> internal;
   } collected;
-  std::optional<ProfileResult> result;     // after stop_profile()
+  std::optional<ProfileResult> result;            // after stop_profile()
   mutable std::optional<ProfileResult> snapshot;  // while running
   bool running = false;
   int iterations = 0;
@@ -94,7 +92,8 @@ struct FlopsProfiler::Impl {
   }
 
   std::string timer_name() const {
-    return session && session->tsc ? std::string(timer->name()) + " (calibrated TSC)" : timer->name();
+    return session && session->tsc ? std::string(timer->name()) + " (calibrated TSC)"
+                                   : timer->name();
   }
 
   // The live session's records (while running) or the last stopped profile's.
@@ -125,11 +124,14 @@ struct FlopsProfiler::Impl {
     }
     if (errors > 0) {
       in.problems.push_back(fmt::format(
-          "{} op(s) or scope(s) could not be recorded (their arguments could not be read)", errors));
+          "{} op(s) or scope(s) could not be recorded (their arguments could not be read)",
+          errors));
     }
     if (dropped > 0) {
-      in.problems.push_back(fmt::format("{} op(s) had more than 64 arguments; the rest were not "
-                                        "captured", dropped));
+      in.problems.push_back(
+          fmt::format("{} op(s) had more than 64 arguments; the rest were not "
+                      "captured",
+                      dropped));
     }
     ProfileResult r = detail::aggregate(in, trace);
     r.batch_size = options.batch_size;
@@ -209,8 +211,10 @@ void FlopsProfiler::stop_profile() {
   impl_->session.reset();
   auto t0 = std::chrono::steady_clock::now();
   impl_->result = impl_->compute(c.stop, c.ns_per_tick, c.timer);
-  impl_->compute_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
-  c.internal.push_back(detail::InternalSpan{"flopsprof: stop_profile (computing results)", stop_ns, stop_ns});
+  impl_->compute_ns =
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+  c.internal.push_back(
+      detail::InternalSpan{"flopsprof: stop_profile (computing results)", stop_ns, stop_ns});
 }
 
 void FlopsProfiler::reset_profile() {
@@ -310,9 +314,15 @@ uint64_t FlopsProfiler::get_total_flops() const { return impl_->current().flops;
 uint64_t FlopsProfiler::get_total_macs() const { return impl_->current().macs; }
 uint64_t FlopsProfiler::get_total_params() const { return impl_->current().params; }
 double FlopsProfiler::get_total_duration() const { return impl_->current().duration_s; }
-std::string FlopsProfiler::get_total_flops_string() const { return flops_to_string(get_total_flops()); }
-std::string FlopsProfiler::get_total_macs_string() const { return macs_to_string(get_total_macs()); }
-std::string FlopsProfiler::get_total_params_string() const { return params_to_string(get_total_params()); }
+std::string FlopsProfiler::get_total_flops_string() const {
+  return flops_to_string(get_total_flops());
+}
+std::string FlopsProfiler::get_total_macs_string() const {
+  return macs_to_string(get_total_macs());
+}
+std::string FlopsProfiler::get_total_params_string() const {
+  return params_to_string(get_total_params());
+}
 std::string FlopsProfiler::get_total_duration_string() const {
   return duration_to_string(get_total_duration());
 }
@@ -336,8 +346,10 @@ const ProfileResult& FlopsProfiler::result() const { return impl_->current(); }
 
 std::string FlopsProfiler::chrome_trace(int level) const {
   if (level != 1 && level != 2) {
-    throw Error(fmt::format("chrome_trace: level = {} is invalid; pass 1 (modules and ops) or 2 "
-                            "(adds memory and profiler-internal timing)", level));
+    throw Error(
+        fmt::format("chrome_trace: level = {} is invalid; pass 1 (modules and ops) or 2 "
+                    "(adds memory and profiler-internal timing)",
+                    level));
   }
   impl_->current();  // throws when nothing was collected
   detail::TraceData trace;
@@ -360,9 +372,10 @@ std::string FlopsProfiler::chrome_trace(int level) const {
     internal.back().end = internal.back().start + static_cast<int64_t>(took_ns / clock.ns_per_tick);
     internal.push_back(detail::InternalSpan{
         "flopsprof: trace post-processing", internal.back().end,
-        internal.back().end + static_cast<int64_t>(
-            std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() /
-            clock.ns_per_tick)});
+        internal.back().end + static_cast<int64_t>(std::chrono::duration<double, std::nano>(
+                                                       std::chrono::steady_clock::now() - t0)
+                                                       .count() /
+                                                   clock.ns_per_tick)});
   }
   std::vector<uint64_t> ids;
   for (const auto& b : impl_->records()) ids.push_back(b->thread_id);
@@ -370,18 +383,11 @@ std::string FlopsProfiler::chrome_trace(int level) const {
 }
 
 void FlopsProfiler::export_chrome_trace(const std::string& path, int level) const {
-  std::string text = chrome_trace(level);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (out) out << text;
-  if (!out) {
-    throw Error(fmt::format("cannot write the Chrome trace to '{}' ({}); the profile is kept: write "
-                            "it to another path",
-                            path, std::strerror(errno)));
-  }
+  detail::write_text_file(path, chrome_trace(level), "Chrome trace");
 }
 
-std::string FlopsProfiler::model_profile_string(int profile_step, int module_depth,
-                                                int top_modules, bool detailed) const {
+std::string FlopsProfiler::model_profile_string(int profile_step, int module_depth, int top_modules,
+                                                bool detailed) const {
   ReportOptions o;
   o.profile_step = profile_step;
   o.module_depth = module_depth;
@@ -390,31 +396,23 @@ std::string FlopsProfiler::model_profile_string(int profile_step, int module_dep
   return format_text_report(impl_->current(), o);
 }
 
-namespace {
-void write_file(const std::string& path, const std::string& text, const char* what) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (out) out << text;
-  if (!out) {
-    throw Error(fmt::format("cannot write the {} to '{}' ({}); the profile is kept: write it to "
-                            "another path",
-                            what, path, std::strerror(errno)));
-  }
-}
-}  // namespace
-
 void FlopsProfiler::print_model_profile(int profile_step, int module_depth, int top_modules,
                                         bool detailed, const std::string& output_file) const {
   std::string text = model_profile_string(profile_step, module_depth, top_modules, detailed);
   if (output_file.empty()) {
     std::cout << text << std::flush;
   } else {
-    write_file(output_file, text, "profile");
+    detail::write_text_file(output_file, text, "profile");
   }
 }
 
-std::string FlopsProfiler::to_json(int indent) const { return flopsprof::to_json(impl_->current(), indent); }
+std::string FlopsProfiler::to_json(int indent) const {
+  return flopsprof::to_json(impl_->current(), indent);
+}
 
-void FlopsProfiler::save_json(const std::string& path) const { write_file(path, to_json(), "JSON profile"); }
+void FlopsProfiler::save_json(const std::string& path) const {
+  detail::write_text_file(path, to_json(), "JSON profile");
+}
 
 namespace detail {
 bool on_meta(const torch::nn::Module& model) {
@@ -428,12 +426,15 @@ bool on_meta(const torch::nn::Module& model) {
 }
 
 torch::Tensor make_input(const std::vector<int64_t>& shape, const ModelProfileOptions& options) {
-  if (shape.empty()) throw Error("get_model_profile: input_shape is empty; pass e.g. {1, 3, 224, 224}");
+  if (shape.empty())
+    throw Error("get_model_profile: input_shape is empty; pass e.g. {1, 3, 224, 224}");
   for (int64_t d : shape) {
-    if (d < 0) throw Error(fmt::format("get_model_profile: input_shape has a negative size ({})", d));
+    if (d < 0)
+      throw Error(fmt::format("get_model_profile: input_shape has a negative size ({})", d));
   }
   at::DisableRecordFunctionGuard no_record;
-  return torch::ones(shape, torch::TensorOptions().dtype(options.input_dtype).device(options.input_device));
+  return torch::ones(
+      shape, torch::TensorOptions().dtype(options.input_dtype).device(options.input_device));
 }
 }  // namespace detail
 
@@ -450,7 +451,7 @@ ModelProfile get_model_profile(std::shared_ptr<torch::nn::Module> model,
 
   ProfilerOptions profiler_options = options.profiler;
   if (options.on_meta || detail::on_meta(*model)) {
-    to_meta(*model);  // a no-op for a model already there
+    to_meta(*model);                       // a no-op for a model already there
     profiler_options.track_memory = true;  // the footprint is the point of a meta estimate
   }
   for (int i = 0; i < options.warm_up; ++i) run_forward();

@@ -93,9 +93,8 @@ void ModuleScope::enter(const torch::nn::Module* module) {
       if (detail::ThreadBuffer* b = s->thread_buffer()) {
         try {
           record_ = static_cast<int32_t>(b->scopes.size());
-          b->scopes.push_back(detail::ScopeRecord{it->second, b->open_scope, s->now(), 0,
-                                                  static_cast<int32_t>(b->events.size()),
-                                                  b->backward_depth > 0});
+          b->scopes.push_back(
+              detail::ScopeRecord{it->second, b->open_scope, s->now(), 0, b->backward_depth > 0});
           b->open_scope = record_;
           buffer_ = b;
           session_ = s->id;

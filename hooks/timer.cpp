@@ -21,7 +21,9 @@ class StepTimer final : public Timer {
  public:
   StepTimer(int64_t step, int64_t start) : step_(step), next_(start) {}
   const char* name() const noexcept override { return "step clock (deterministic)"; }
-  int64_t now_ns() noexcept override { return next_.fetch_add(step_, std::memory_order_relaxed) + step_; }
+  int64_t now_ns() noexcept override {
+    return next_.fetch_add(step_, std::memory_order_relaxed) + step_;
+  }
 
  private:
   int64_t step_;

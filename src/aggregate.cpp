@@ -28,11 +28,16 @@ std::vector<ArgView> arg_views(const ThreadEvents& thread, const RawEvent& event
         v.shape = IntSpan(thread.dims.data() + a.offset, a.count);
         v.dlist = reinterpret_cast<const double*>(thread.dims.data() + a.offset);
         break;
-      case ArgKind::kDouble: v.d = a.d; break;
+      case ArgKind::kDouble:
+        v.d = a.d;
+        break;
       case ArgKind::kInt:
       case ArgKind::kString:
-      case ArgKind::kTensorList: v.i = a.i; break;
-      default: break;
+      case ArgKind::kTensorList:
+        v.i = a.i;
+        break;
+      default:
+        break;
     }
   }
   return views;
@@ -45,8 +50,13 @@ DType op_dtype(const std::vector<ArgView>& args) {
   for (const ArgView& a : args) {
     if (a.kind != ArgKind::kTensor) continue;
     switch (a.dtype) {
-      case DType::kFloat64: case DType::kFloat32: case DType::kFloat16: case DType::kBFloat16:
-      case DType::kFloat8: case DType::kComplex64: case DType::kComplex128:
+      case DType::kFloat64:
+      case DType::kFloat32:
+      case DType::kFloat16:
+      case DType::kBFloat16:
+      case DType::kFloat8:
+      case DType::kComplex64:
+      case DType::kComplex128:
         return a.dtype;
       default:
         if (first == DType::kUnknown) first = a.dtype;
@@ -59,10 +69,14 @@ enum class Phase : uint8_t { kNone, kForward, kBackward, kRecompute, kStep };
 
 const char* phase_name(Phase p) {
   switch (p) {
-    case Phase::kBackward: return "backward";
-    case Phase::kRecompute: return "recompute";
-    case Phase::kStep: return "step";
-    default: return "forward";
+    case Phase::kBackward:
+      return "backward";
+    case Phase::kRecompute:
+      return "recompute";
+    case Phase::kStep:
+      return "step";
+    default:
+      return "forward";
   }
 }
 
@@ -108,26 +122,41 @@ std::string format_args(const std::vector<ArgView>& args) {
     if (!out.empty()) out += ", ";
     switch (a.kind) {
       case ArgKind::kTensor: {
-        static const char* kShort[] = {"?", "f64", "f32", "f16", "bf16", "f8", "c64", "c128", "i64",
-                                       "i32", "i16", "i8", "u8", "b", "q"};
+        static const char* kShort[] = {"?",   "f64", "f32", "f16", "bf16", "f8", "c64", "c128",
+                                       "i64", "i32", "i16", "i8",  "u8",   "b",  "q"};
         out += "T<";
-        for (size_t d = 0; d < a.shape.size(); ++d) out += (d ? "x" : "") + std::to_string(a.shape[d]);
+        for (size_t d = 0; d < a.shape.size(); ++d)
+          out += (d ? "x" : "") + std::to_string(a.shape[d]);
         out += (a.shape.empty() ? "" : "x");
         out += kShort[static_cast<size_t>(a.dtype) < 15 ? static_cast<size_t>(a.dtype) : 0];
         out += ">";
         break;
       }
-      case ArgKind::kDouble: out += fmt::format("{}", a.d); break;
-      case ArgKind::kInt: out += std::to_string(a.i); break;
-      case ArgKind::kBool: out += a.b ? "True" : "False"; break;
-      case ArgKind::kIntList: out += fmt::format("[{}]", fmt::join(a.shape, ", ")); break;
+      case ArgKind::kDouble:
+        out += fmt::format("{}", a.d);
+        break;
+      case ArgKind::kInt:
+        out += std::to_string(a.i);
+        break;
+      case ArgKind::kBool:
+        out += a.b ? "True" : "False";
+        break;
+      case ArgKind::kIntList:
+        out += fmt::format("[{}]", fmt::join(a.shape, ", "));
+        break;
       case ArgKind::kDoubleList:
         out += fmt::format("[{}]", fmt::join(a.dlist, a.dlist + a.shape.size(), ", "));
         break;
-      case ArgKind::kTensorList: out += fmt::format("TensorList[{}]", a.i); break;
+      case ArgKind::kTensorList:
+        out += fmt::format("TensorList[{}]", a.i);
+        break;
       case ArgKind::kUndefinedTensor:
-      case ArgKind::kNone: out += "None"; break;
-      default: out += "..."; break;
+      case ArgKind::kNone:
+        out += "None";
+        break;
+      default:
+        out += "...";
+        break;
     }
   }
   return out;
@@ -156,7 +185,8 @@ ProfileResult aggregate(const AggregateInput& in, TraceData* trace) {
   std::vector<bool> scoped(num_modules, false);
   for (const ThreadEvents* th : in.threads) {
     for (const ScopeRecord& s : th->scopes) {
-      if (s.module >= 0 && !s.backward && tree.nodes[s.module].effective == s.module) scoped[s.module] = true;
+      if (s.module >= 0 && !s.backward && tree.nodes[s.module].effective == s.module)
+        scoped[s.module] = true;
     }
   }
 
@@ -185,7 +215,7 @@ ProfileResult aggregate(const AggregateInput& in, TraceData* trace) {
       } else if (e.flags & kBackward) {
         const bool parent_re = parent >= 0 && pt.phase[parent] == Phase::kRecompute;
         ph = (e.seq_nr >= 0 || parent_re || (scope && scope->backward)) ? Phase::kRecompute
-                                                                         : Phase::kBackward;
+                                                                        : Phase::kBackward;
       }
       pt.phase[i] = ph;
       if (ph != Phase::kForward && ph != Phase::kRecompute) continue;
@@ -223,7 +253,9 @@ ProfileResult aggregate(const AggregateInput& in, TraceData* trace) {
     }
     for (size_t j = 0; j < fwd.size(); ++j) {
       int& m = pt.mod[fwd[j]];
-      if (m < 0) m = (before[j] >= 0 && after[j] >= 0) ? tree.lowest_common_ancestor(before[j], after[j]) : 0;
+      if (m < 0)
+        m = (before[j] >= 0 && after[j] >= 0) ? tree.lowest_common_ancestor(before[j], after[j])
+                                              : 0;
     }
   }
 
@@ -262,7 +294,8 @@ ProfileResult aggregate(const AggregateInput& in, TraceData* trace) {
     return o ? o->module : -1;
   };
   auto module_name = [&](int m) { return m >= 0 ? tree.nodes[m].name : std::string("(autograd)"); };
-  auto span = [&](int thread, int64_t start, int64_t end, std::string name, const char* cat) -> TraceData::Span& {
+  auto span = [&](int thread, int64_t start, int64_t end, std::string name,
+                  const char* cat) -> TraceData::Span& {
     TraceData::Span sp;
     sp.thread = thread;
     sp.start = start;
@@ -274,7 +307,10 @@ ProfileResult aggregate(const AggregateInput& in, TraceData* trace) {
   };
   auto module_span = [&](int thread, int m, int64_t start, int64_t end) {
     if (!trace) return;
-    TraceData::Span& sp = span(thread, start, end, tree.nodes[m].type + (tree.nodes[m].name.empty() ? "" : " " + tree.nodes[m].name), "module");
+    TraceData::Span& sp =
+        span(thread, start, end,
+             tree.nodes[m].type + (tree.nodes[m].name.empty() ? "" : " " + tree.nodes[m].name),
+             "module");
     sp.module = tree.nodes[m].name;
     sp.phase = "forward";
   };
@@ -307,15 +343,18 @@ ProfileResult aggregate(const AggregateInput& in, TraceData* trace) {
       }
     }
     for (size_t i = 0; i < n; ++i) {
-      if (pt.phase[i] == Phase::kBackward) pt.mod[i] = node_of[i] >= 0 ? node_module(ev[node_of[i]]) : -1;
+      if (pt.phase[i] == Phase::kBackward)
+        pt.mod[i] = node_of[i] >= 0 ? node_module(ev[node_of[i]]) : -1;
     }
 
-    std::vector<int64_t> last_seen(num_modules, -2), run_start(num_modules, 0), run_end(num_modules, 0);
+    std::vector<int64_t> last_seen(num_modules, -2), run_start(num_modules, 0),
+        run_end(num_modules, 0);
     int64_t k = 0;
     int64_t bwd_start = -1, bwd_end = -1, fwd_start = -1, fwd_end = -1;
     const int tid = static_cast<int>(t);
     auto close_fwd = [&] {
-      if (fwd_start >= 0 && trace) span(tid, fwd_start, fwd_end, "forward", "phase").phase = "forward";
+      if (fwd_start >= 0 && trace)
+        span(tid, fwd_start, fwd_end, "forward", "phase").phase = "forward";
       fwd_start = -1;
     };
     auto close_bwd = [&] {
@@ -346,7 +385,8 @@ ProfileResult aggregate(const AggregateInput& in, TraceData* trace) {
       }
       if (trace) {
         const bool node = e.kind == EventKind::kBackwardNode;
-        TraceData::Span& sp = span(tid, e.start_ns, end, in.names->name(e.name_id), node ? "autograd" : "op");
+        TraceData::Span& sp =
+            span(tid, e.start_ns, end, in.names->name(e.name_id), node ? "autograd" : "op");
         if (node) {
           const int nd = node_of[i];
           sp.module = module_name(nd >= 0 ? node_module(ev[nd]) : -1);
@@ -364,7 +404,8 @@ ProfileResult aggregate(const AggregateInput& in, TraceData* trace) {
       if (e.kind == EventKind::kBackwardNode) {
         r.has_backward = true;
         // Node time: the evaluate_function wrapper (node + output validation) when there is one.
-        const bool wrapped = !(e.flags & kEngine) && e.parent >= 0 && (ev[e.parent].flags & kEngine);
+        const bool wrapped =
+            !(e.flags & kEngine) && e.parent >= 0 && (ev[e.parent].flags & kEngine);
         if (!wrapped) {
           int m = node_of[i] >= 0 ? node_module(ev[node_of[i]]) : -1;
           if (m < 0) {
@@ -560,7 +601,8 @@ ProfileResult aggregate(const AggregateInput& in, TraceData* trace) {
   if (in.track_memory) {
     MemoryStats& ms = r.memory;
     ms.tracked = true;
-    std::stable_sort(mem.begin(), mem.end(), [](const MemSample& a, const MemSample& b) { return a.time < b.time; });
+    std::stable_sort(mem.begin(), mem.end(),
+                     [](const MemSample& a, const MemSample& b) { return a.time < b.time; });
     int64_t in_use = 0;
     const int64_t t0 = mem.empty() ? 0 : mem.front().time;
     ms.trace.reserve(mem.size());

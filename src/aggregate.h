@@ -21,8 +21,8 @@ struct AggregateInput {
   const ModuleTree* tree = nullptr;
   std::vector<const ThreadEvents*> threads;
   const NameLookup* names = nullptr;
-  int64_t stop_ns = 0;  ///< end time for events and scopes still open (timestamp units)
-  double ns_per_tick = 1.0;  ///< nanoseconds per timestamp unit (TSC ticks or 1)
+  int64_t stop_ns = 0;        ///< end time for events and scopes still open (timestamp units)
+  double ns_per_tick = 1.0;   ///< nanoseconds per timestamp unit (TSC ticks or 1)
   bool track_memory = false;  ///< memory records were collected
   std::string timer;
   std::vector<std::string> problems;  ///< seen during collection
@@ -31,14 +31,14 @@ struct AggregateInput {
 /// Timeline data for the Chrome trace, produced by `aggregate` on request.
 struct TraceData {
   struct Span {
-    int thread = 0;           ///< index into AggregateInput::threads
+    int thread = 0;              ///< index into AggregateInput::threads
     int64_t start = 0, end = 0;  ///< timestamp units
     std::string name;
-    const char* cat = "op";   ///< "op", "module", "phase", "autograd"
-    std::string module;       ///< dotted name ("" root, "(autograd)")
+    const char* cat = "op";  ///< "op", "module", "phase", "autograd"
+    std::string module;      ///< dotted name ("" root, "(autograd)")
     std::string phase;
-    int64_t flops = -1;       ///< -1: no count (no formula, or not an op)
-    std::string inputs;       ///< "T<768x768xf32>, 1, [1, 1]" for counted ops
+    int64_t flops = -1;  ///< -1: no count (no formula, or not an op)
+    std::string inputs;  ///< "T<768x768xf32>, 1, [1, 1]" for counted ops
   };
   struct Flow {  ///< a backward node back to the forward op that created it
     int from_thread = 0, to_thread = 0;

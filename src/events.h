@@ -15,7 +15,6 @@ enum EventFlag : uint8_t {
                            ///< skips these; synthetic inputs and other producers may record them)
   kHasFormula = 1 << 2,    ///< a formula was registered for the name when observed
   kBackward = 1 << 3,      ///< ran inside the autograd engine
-  kOpenAtStop = 1 << 4,    ///< had not ended when the profile stopped
   kStep = 1 << 5,          ///< ran inside a step scope (the optimizer step)
   kEngine = 1 << 6,        ///< the autograd engine's evaluate_function wrapper of a node
 };
@@ -43,18 +42,18 @@ struct ArgRecord {
 struct RawEvent {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
-  int64_t seq_nr = -1;       ///< autograd sequence number (forward op or backward node)
-  int64_t seq_end = -1;      ///< forward op: the thread's next sequence number when it ended, so
-                             ///< [seq_nr, seq_end) covers the nodes its nested ops created
-  uint64_t fwd_thread = 0;   ///< forward thread id of a backward node
-  uint32_t name_id = 0;      ///< into the name table
-  int32_t parent = -1;       ///< enclosing event on the same thread
-  uint32_t args_begin = 0;   ///< into `ThreadEvents::args`
+  int64_t seq_nr = -1;      ///< autograd sequence number (forward op or backward node)
+  int64_t seq_end = -1;     ///< forward op: the thread's next sequence number when it ended, so
+                            ///< [seq_nr, seq_end) covers the nodes its nested ops created
+  uint64_t fwd_thread = 0;  ///< forward thread id of a backward node
+  uint32_t name_id = 0;     ///< into the name table
+  int32_t parent = -1;      ///< enclosing event on the same thread
+  uint32_t args_begin = 0;  ///< into `ThreadEvents::args`
   uint16_t args_count = 0;
   uint8_t flags = 0;
   EventKind kind = EventKind::kOp;
-  int32_t owner = -1;        ///< owner set (modules owning a parameter among its inputs)
-  int32_t scope = -1;        ///< innermost open ScopeRecord on this thread
+  int32_t owner = -1;  ///< owner set (modules owning a parameter among its inputs)
+  int32_t scope = -1;  ///< innermost open ScopeRecord on this thread
 };
 
 /// One FLOPSPROF_MODULE() call.
@@ -62,9 +61,8 @@ struct ScopeRecord {
   int32_t module = -1;  ///< module index in the tree
   int32_t parent = -1;  ///< enclosing scope record on this thread
   int64_t enter_ns = 0;
-  int64_t exit_ns = 0;  ///< 0 while open
-  int32_t first_event = 0;  ///< events.size() at entry
-  bool backward = false;    ///< entered inside the autograd engine: a recomputed forward
+  int64_t exit_ns = 0;    ///< 0 while open
+  bool backward = false;  ///< entered inside the autograd engine: a recomputed forward
 };
 
 /// One step scope (the optimizer step), on the thread that ran it.

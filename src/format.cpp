@@ -13,13 +13,16 @@ std::string number_to_string(double value, int precision) {
     const char* unit;
   } kUnits[] = {{1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "K"}};
   for (const auto& u : kUnits) {
-    if (std::fabs(value) >= u.scale) return fmt::format("{:.{}f} {}", value / u.scale, precision, u.unit);
+    if (std::fabs(value) >= u.scale)
+      return fmt::format("{:.{}f} {}", value / u.scale, precision, u.unit);
   }
   if (value == std::floor(value)) return fmt::format("{:.0f}", value);
   return fmt::format("{:.{}f}", value, precision);
 }
 
-std::string params_to_string(uint64_t params) { return number_to_string(static_cast<double>(params)); }
+std::string params_to_string(uint64_t params) {
+  return number_to_string(static_cast<double>(params));
+}
 
 std::string macs_to_string(uint64_t macs) {
   std::string s = number_to_string(static_cast<double>(macs));

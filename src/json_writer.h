@@ -28,11 +28,23 @@ class JsonWriter {
     after_key_ = true;
     return *this;
   }
-  void value(std::string_view s) { prefix(); string(s); }
+  void value(std::string_view s) {
+    prefix();
+    string(s);
+  }
   void value(const char* s) { value(std::string_view(s)); }
-  void value(bool b) { prefix(); out_ += b ? "true" : "false"; }
-  void value(uint64_t v) { prefix(); fmt::format_to(std::back_inserter(out_), "{}", v); }
-  void value(int64_t v) { prefix(); fmt::format_to(std::back_inserter(out_), "{}", v); }
+  void value(bool b) {
+    prefix();
+    out_ += b ? "true" : "false";
+  }
+  void value(uint64_t v) {
+    prefix();
+    fmt::format_to(std::back_inserter(out_), "{}", v);
+  }
+  void value(int64_t v) {
+    prefix();
+    fmt::format_to(std::back_inserter(out_), "{}", v);
+  }
   void value(int v) { value(static_cast<int64_t>(v)); }
   void value(double v) {
     prefix();
@@ -42,7 +54,10 @@ class JsonWriter {
       out_ += "null";
     }
   }
-  void null() { prefix(); out_ += "null"; }
+  void null() {
+    prefix();
+    out_ += "null";
+  }
   template <class T>
   void member(std::string_view k, const T& v) {
     key(k);
@@ -50,7 +65,10 @@ class JsonWriter {
   }
 
   /// Appends `raw` as a value (it must already be valid JSON).
-  void raw(std::string_view raw) { prefix(); out_ += raw; }
+  void raw(std::string_view raw) {
+    prefix();
+    out_ += raw;
+  }
   std::string take() { return std::move(out_); }
 
  private:
@@ -88,11 +106,21 @@ class JsonWriter {
     out_ += '"';
     for (char ch : s) {
       switch (ch) {
-        case '"': out_ += "\\\""; break;
-        case '\\': out_ += "\\\\"; break;
-        case '\n': out_ += "\\n"; break;
-        case '\r': out_ += "\\r"; break;
-        case '\t': out_ += "\\t"; break;
+        case '"':
+          out_ += "\\\"";
+          break;
+        case '\\':
+          out_ += "\\\\";
+          break;
+        case '\n':
+          out_ += "\\n";
+          break;
+        case '\r':
+          out_ += "\\r";
+          break;
+        case '\t':
+          out_ += "\\t";
+          break;
         default:
           if (static_cast<unsigned char>(ch) < 0x20) {
             fmt::format_to(std::back_inserter(out_), "\\u{:04x}", static_cast<unsigned>(ch));

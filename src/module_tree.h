@@ -11,8 +11,8 @@
 namespace flopsprof::detail {
 
 struct ModuleNode {
-  std::string name;   ///< dotted; "" for the root
-  std::string type;   ///< "Linear", "BertLayer"
+  std::string name;  ///< dotted; "" for the root
+  std::string type;  ///< "Linear", "BertLayer"
   int parent = -1;
   int depth = 0;
   int subtree_end = 0;  ///< one past the last descendant (pre-order)

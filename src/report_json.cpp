@@ -20,7 +20,8 @@ void by_dtype(JsonWriter& w, std::string_view key, const Array& values) {
   w.key(key);
   w.begin_object();
   for (size_t d = 0; d < values.size(); ++d) {
-    if (values[d] != 0) w.member(dtype_name(static_cast<DType>(d)), static_cast<uint64_t>(values[d]));
+    if (values[d] != 0)
+      w.member(dtype_name(static_cast<DType>(d)), static_cast<uint64_t>(values[d]));
   }
   w.end_object();
 }

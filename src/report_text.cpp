@@ -19,7 +19,8 @@ void line(std::string& out, const std::string& label, const std::string& value) 
 
 std::string bytes_to_string(int64_t bytes) {
   double b = static_cast<double>(bytes);
-  if (std::abs(b) >= 1024.0 * 1024.0 * 1024.0) return fmt::format("{:.2f} GB", b / (1024.0 * 1024.0 * 1024.0));
+  if (std::abs(b) >= 1024.0 * 1024.0 * 1024.0)
+    return fmt::format("{:.2f} GB", b / (1024.0 * 1024.0 * 1024.0));
   if (std::abs(b) >= 1024.0 * 1024.0) return fmt::format("{:.2f} MB", b / (1024.0 * 1024.0));
   if (std::abs(b) >= 1024.0) return fmt::format("{:.2f} KB", b / 1024.0);
   return fmt::format("{} B", bytes);
@@ -56,7 +57,8 @@ void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
   for (size_t d = 0; d < r.param_bytes_by_dtype.size(); ++d) {
     if (r.param_bytes_by_dtype[d] == 0) continue;
     line(out, fmt::format("params size ({})", dtype_name(static_cast<DType>(d))),
-         fmt::format("{:.2f} MB", static_cast<double>(r.param_bytes_by_dtype[d]) / (1024.0 * 1024.0)));
+         fmt::format("{:.2f} MB",
+                     static_cast<double>(r.param_bytes_by_dtype[d]) / (1024.0 * 1024.0)));
   }
   line(out, "fwd MACs per device", macs_to_string(r.macs));
   line(out, "fwd flops per device", flops_to_string(r.flops));
@@ -67,7 +69,8 @@ void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
   }
   line(out, "fwd flops of model = fwd flops per device * mp_size", number_to_string(r.flops * mp));
   line(out, "fwd latency", duration_to_string(r.duration_s));
-  line(out, "fwd FLOPS per device = fwd flops per device / fwd latency", rate(r.flops, r.duration_s));
+  line(out, "fwd FLOPS per device = fwd flops per device / fwd latency",
+       rate(r.flops, r.duration_s));
   if (r.has_backward) {
     line(out, "bwd latency", duration_to_string(r.bwd_latency_s));
     line(out, "bwd flops per device (measured)", flops_to_string(r.bwd_flops));
@@ -97,8 +100,9 @@ void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
     line(out, "FLOPS per device = (fwd + bwd flops) / iter latency",
          rate(r.flops + r.bwd_flops + r.recompute_flops, iter));
     line(out, "samples/second",
-         r.batch_size > 0 && iter > 0 ? fmt::format("{:.2f}", static_cast<double>(r.batch_size) / iter)
-                                      : "n/a");
+         r.batch_size > 0 && iter > 0
+             ? fmt::format("{:.2f}", static_cast<double>(r.batch_size) / iter)
+             : "n/a");
   }
   if (r.memory.tracked) {
     const MemoryStats& m = r.memory;
@@ -214,11 +218,13 @@ void tree_node(std::string& out, const ProfileResult& r, const ReportOptions& o,
   if (r.has_backward) {
     stats += fmt::format(", {} bwd flops, {} bwd latency", flops_to_string(m.bwd_flops),
                          duration_to_string(m.bwd_latency_s));
-    if (m.recompute_flops > 0) stats += fmt::format(", {} recompute flops", flops_to_string(m.recompute_flops));
+    if (m.recompute_flops > 0)
+      stats += fmt::format(", {} recompute flops", flops_to_string(m.recompute_flops));
   }
   if (m.calls != 1) stats += fmt::format(", {} calls", m.calls);
   std::string pad(static_cast<size_t>(indent), ' ');
-  std::string head = m.parent < 0 ? m.type : fmt::format("({}): {}", m.name.substr(m.name.rfind('.') + 1), m.type);
+  std::string head =
+      m.parent < 0 ? m.type : fmt::format("({}): {}", m.name.substr(m.name.rfind('.') + 1), m.type);
   std::vector<int> shown;
   for (int c : m.children) {
     if (o.module_depth < 0 || r.modules[c].depth <= o.module_depth) shown.push_back(c);

@@ -10,16 +10,19 @@ namespace flopsprof::detail {
 std::string to_chrome_trace(const TraceData& trace, const std::vector<uint64_t>& thread_ids,
                             const TraceClock& clock, int level,
                             const std::vector<InternalSpan>& internal) {
-  auto us = [&](int64_t t) { return static_cast<double>(t - clock.origin) * clock.ns_per_tick * 1e-3; };
+  auto us = [&](int64_t t) {
+    return static_cast<double>(t - clock.origin) * clock.ns_per_tick * 1e-3;
+  };
   // Parents before children on each thread: by start, then the longer first.
   std::vector<const TraceData::Span*> spans;
   spans.reserve(trace.spans.size());
   for (const auto& s : trace.spans) spans.push_back(&s);
-  std::stable_sort(spans.begin(), spans.end(), [](const TraceData::Span* a, const TraceData::Span* b) {
-    if (a->thread != b->thread) return a->thread < b->thread;
-    if (a->start != b->start) return a->start < b->start;
-    return a->end > b->end;
-  });
+  std::stable_sort(spans.begin(), spans.end(),
+                   [](const TraceData::Span* a, const TraceData::Span* b) {
+                     if (a->thread != b->thread) return a->thread < b->thread;
+                     if (a->start != b->start) return a->start < b->start;
+                     return a->end > b->end;
+                   });
 
   JsonWriter w(-1);
   w.begin_object();

@@ -13,7 +13,9 @@ std::tuple<torch::Tensor> make_batch(benchmark::State& state) {
   return std::make_tuple(torch::randn({state.range(0), 16}));
 }
 FLOPSPROF_BENCHMARK_MODULE(BM_TestLinear, make_linear, make_batch)->Arg(4)->Arg(8)->Iterations(3);
-FLOPSPROF_BENCHMARK_MODULE_TRAIN(BM_TestLinearTrain, make_linear, make_batch)->Arg(4)->Iterations(2);
+FLOPSPROF_BENCHMARK_MODULE_TRAIN(BM_TestLinearTrain, make_linear, make_batch)
+    ->Arg(4)
+    ->Iterations(2);
 
 class CaptureReporter : public benchmark::BenchmarkReporter {
  public:
@@ -59,29 +61,38 @@ TEST(OpProfiler, TimesCountsAndCaches) {
   EXPECT_EQ(p.workspace_bytes, p.peak_bytes - p.output_bytes);
   EXPECT_FALSE(p.cached);
   EXPECT_EQ(p.device, "cpu");
-  flopsprof::OpProfile again = flopsprof::profile_op("aten::mm", {torch::zeros({8, 16}), torch::zeros({16, 4})}, torch::kCPU, 5);
+  flopsprof::OpProfile again = flopsprof::profile_op(
+      "aten::mm", {torch::zeros({8, 16}), torch::zeros({16, 4})}, torch::kCPU, 5);
   EXPECT_TRUE(again.cached);  // same op, shapes, dtypes, device
   EXPECT_EQ(again.samples_s, p.samples_s);
-  EXPECT_FALSE(flopsprof::profile_op("aten::mm", {torch::zeros({8, 16}), torch::zeros({16, 2})}, torch::kCPU, 5).cached);
+  EXPECT_FALSE(flopsprof::profile_op("aten::mm", {torch::zeros({8, 16}), torch::zeros({16, 2})},
+                                     torch::kCPU, 5)
+                   .cached);
   flopsprof::clear_op_profile_cache();
   EXPECT_FALSE(flopsprof::profile_op("aten::mm", inputs, torch::kCPU, 5).cached);
 }
 
 TEST(OpProfiler, OverloadsScalarsAndErrors) {
   // add.Tensor(self, other, alpha): numel of the broadcast output
-  flopsprof::OpProfile add = flopsprof::profile_op("aten::add.Tensor", {torch::randn({4, 5}), torch::randn({5}), c10::Scalar(2)});
+  flopsprof::OpProfile add = flopsprof::profile_op(
+      "aten::add.Tensor", {torch::randn({4, 5}), torch::randn({5}), c10::Scalar(2)});
   ASSERT_TRUE(add.flops.has_value());
   EXPECT_EQ(add.flops->flops, 20u);
-  flopsprof::OpProfile conv = flopsprof::profile_op(
-      "aten::conv2d", {torch::randn({1, 3, 8, 8}), torch::randn({4, 3, 3, 3}), torch::Tensor(),
-                       std::vector<int64_t>{1, 1}, std::vector<int64_t>{1, 1}, std::vector<int64_t>{1, 1}, int64_t{1}},
-      torch::kCPU, 3);
+  flopsprof::OpProfile conv =
+      flopsprof::profile_op("aten::conv2d",
+                            {torch::randn({1, 3, 8, 8}), torch::randn({4, 3, 3, 3}),
+                             torch::Tensor(), std::vector<int64_t>{1, 1},
+                             std::vector<int64_t>{1, 1}, std::vector<int64_t>{1, 1}, int64_t{1}},
+                            torch::kCPU, 3);
   ASSERT_TRUE(conv.flops.has_value());
   EXPECT_EQ(conv.flops->macs, 4u * 64 * 27);  // Cout * out positions * Cin * k*k
-  flopsprof::OpProfile cum = flopsprof::profile_op("aten::cumsum", {torch::randn({4, 5}), int64_t{1}, c10::IValue()}, torch::kCPU, 2);
+  flopsprof::OpProfile cum = flopsprof::profile_op(
+      "aten::cumsum", {torch::randn({4, 5}), int64_t{1}, c10::IValue()}, torch::kCPU, 2);
   EXPECT_FALSE(cum.flops.has_value());  // no formula: n/a, not 0
   EXPECT_THROW(flopsprof::profile_op("aten::no_such_op", {}), flopsprof::Error);
-  EXPECT_THROW(flopsprof::profile_op("aten::mm", {torch::randn({2, 2}), torch::randn({2, 2})}, torch::kCPU, 0), flopsprof::Error);
+  EXPECT_THROW(flopsprof::profile_op("aten::mm", {torch::randn({2, 2}), torch::randn({2, 2})},
+                                     torch::kCPU, 0),
+               flopsprof::Error);
 }
 
 }  // namespace

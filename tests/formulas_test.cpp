@@ -27,7 +27,8 @@ TEST(MatmulFormula, AddmmIsTwoMNKPlusBias) {
 }
 
 TEST(MatmulFormula, AddmmWithBetaZeroHasNoBiasTerm) {
-  FlopCount c = count("aten::addmm", Args().tensor({4}).tensor({8, 16}).tensor({16, 4}).d(0.0).i(1));
+  FlopCount c =
+      count("aten::addmm", Args().tensor({4}).tensor({8, 16}).tensor({16, 4}).d(0.0).i(1));
   EXPECT_EQ(c.flops, 1024u);
 }
 
@@ -40,7 +41,8 @@ TEST(MatmulFormula, BmmIsTwoBMNK) {
 
 TEST(MatmulFormula, BaddbmmAddsOnePerOutput) {
   // MACs = 1536; FLOPs = 3072 + 3*8*4 = 3168
-  FlopCount c = count("aten::baddbmm", Args().tensor({3, 8, 4}).tensor({3, 8, 16}).tensor({3, 16, 4}));
+  FlopCount c =
+      count("aten::baddbmm", Args().tensor({3, 8, 4}).tensor({3, 8, 16}).tensor({3, 16, 4}));
   EXPECT_EQ(c.macs, 1536u);
   EXPECT_EQ(c.flops, 3168u);
 }
@@ -72,7 +74,8 @@ TEST(MatmulFormula, LinearCountsBiasPerOutputElement) {
 
 TEST(MatmulFormula, MvAddmvDot) {
   EXPECT_EQ(count("aten::mv", Args().tensor({8, 16}).tensor({16})).flops, 2u * 8 * 16);
-  EXPECT_EQ(count("aten::addmv", Args().tensor({8}).tensor({8, 16}).tensor({16})).flops, 2u * 8 * 16 + 8);
+  EXPECT_EQ(count("aten::addmv", Args().tensor({8}).tensor({8, 16}).tensor({16})).flops,
+            2u * 8 * 16 + 8);
   EXPECT_EQ(count("aten::dot", Args().tensor({16}).tensor({16})).flops, 32u);
 }
 
@@ -82,8 +85,14 @@ TEST(ConvFormula, Conv2dStridedPaddedWithBias) {
   // x[2,3,32,32], w[8,3,3,3], stride 2, pad 1: out = (32 + 2 - 2 - 1)/2 + 1 = 16
   // MACs = N*Cout*Hout*Wout*(Cin/g)*kh*kw = 2*8*16*16*3*3*3 = 110592
   // FLOPs = 2*MACs + bias (2*8*16*16 = 4096) = 225280
-  FlopCount c = count("aten::conv2d",
-                      Args().tensor({2, 3, 32, 32}).tensor({8, 3, 3, 3}).tensor({8}).list({2, 2}).list({1, 1}).list({1, 1}).i(1));
+  FlopCount c = count("aten::conv2d", Args()
+                                          .tensor({2, 3, 32, 32})
+                                          .tensor({8, 3, 3, 3})
+                                          .tensor({8})
+                                          .list({2, 2})
+                                          .list({1, 1})
+                                          .list({1, 1})
+                                          .i(1));
   EXPECT_EQ(c.macs, 110592u);
   EXPECT_EQ(c.flops, 225280u);
 }
@@ -91,24 +100,44 @@ TEST(ConvFormula, Conv2dStridedPaddedWithBias) {
 TEST(ConvFormula, GroupedDilatedConv2d) {
   // x[1,8,20,20], w[8,2,3,3] (groups 4), dilation 2, pad 0, stride 1:
   // out = (20 - 2*2 - 1)/1 + 1 = 16; MACs = 1*8*16*16*(8/4)*3*3 = 36864; no bias
-  FlopCount c = count("aten::conv2d",
-                      Args().tensor({1, 8, 20, 20}).tensor({8, 2, 3, 3}).none().list({1}).list({0}).list({2}).i(4));
+  FlopCount c = count(
+      "aten::conv2d",
+      Args().tensor({1, 8, 20, 20}).tensor({8, 2, 3, 3}).none().list({1}).list({0}).list({2}).i(4));
   EXPECT_EQ(c.macs, 36864u);
   EXPECT_EQ(c.flops, 73728u);
 }
 
 TEST(ConvFormula, Conv1dAndConv3d) {
   // conv1d: x[4,6,50], w[10,6,5], stride 1, pad 0: out = 46; MACs = 4*10*46*6*5 = 55200
-  EXPECT_EQ(count("aten::conv1d", Args().tensor({4, 6, 50}).tensor({10, 6, 5}).none().list({1}).list({0}).list({1}).i(1)).macs,
-            55200u);
+  EXPECT_EQ(
+      count("aten::conv1d",
+            Args().tensor({4, 6, 50}).tensor({10, 6, 5}).none().list({1}).list({0}).list({1}).i(1))
+          .macs,
+      55200u);
   // conv3d: x[1,2,8,8,8], w[4,2,3,3,3], pad 1: out 8^3; MACs = 4*512*2*27 = 110592
-  EXPECT_EQ(count("aten::conv3d", Args().tensor({1, 2, 8, 8, 8}).tensor({4, 2, 3, 3, 3}).none().list({1}).list({1}).list({1}).i(1)).macs,
+  EXPECT_EQ(count("aten::conv3d", Args()
+                                      .tensor({1, 2, 8, 8, 8})
+                                      .tensor({4, 2, 3, 3, 3})
+                                      .none()
+                                      .list({1})
+                                      .list({1})
+                                      .list({1})
+                                      .i(1))
+                .macs,
             110592u);
 }
 
 TEST(ConvFormula, SamePaddingString) {
   // padding="same": out = in = 10x10; MACs = 1*4*100*3*9 = 10800
-  EXPECT_EQ(count("aten::conv2d", Args().tensor({1, 3, 10, 10}).tensor({4, 3, 3, 3}).none().list({1}).str('s').list({1}).i(1)).macs,
+  EXPECT_EQ(count("aten::conv2d", Args()
+                                      .tensor({1, 3, 10, 10})
+                                      .tensor({4, 3, 3, 3})
+                                      .none()
+                                      .list({1})
+                                      .str('s')
+                                      .list({1})
+                                      .i(1))
+                .macs,
             10800u);
 }
 
@@ -116,20 +145,43 @@ TEST(ConvFormula, TransposedCountsInputPositions) {
   // conv_transpose2d: x[1,4,5,5], w[4,2,3,3] (Cin=4, Cout/g=2), stride 2, pad 1, output_padding 1
   // MACs = N * prod(input spatial) * Cin * (Cout/g) * k*k = 1*25*4*2*9 = 1800
   // out = (5-1)*2 - 2 + 1*(3-1) + 1 + 1 = 10; bias = 1*2*10*10 = 200; FLOPs = 3600 + 200
-  FlopCount c = count("aten::conv_transpose2d",
-                      Args().tensor({1, 4, 5, 5}).tensor({4, 2, 3, 3}).tensor({2}).list({2}).list({1}).list({1}).i(1).list({1}));
+  FlopCount c = count("aten::conv_transpose2d", Args()
+                                                    .tensor({1, 4, 5, 5})
+                                                    .tensor({4, 2, 3, 3})
+                                                    .tensor({2})
+                                                    .list({2})
+                                                    .list({1})
+                                                    .list({1})
+                                                    .i(1)
+                                                    .list({1}));
   EXPECT_EQ(c.macs, 1800u);
   EXPECT_EQ(c.flops, 3800u);
   // the same through aten::convolution(..., transposed=true, output_padding, groups)
-  FlopCount g = count("aten::convolution",
-                      Args().tensor({1, 4, 5, 5}).tensor({4, 2, 3, 3}).tensor({2}).list({2}).list({1}).list({1}).b(true).list({1}).i(1));
+  FlopCount g = count("aten::convolution", Args()
+                                               .tensor({1, 4, 5, 5})
+                                               .tensor({4, 2, 3, 3})
+                                               .tensor({2})
+                                               .list({2})
+                                               .list({1})
+                                               .list({1})
+                                               .b(true)
+                                               .list({1})
+                                               .i(1));
   EXPECT_EQ(g.flops, 3800u);
 }
 
 TEST(ConvFormula, BackendVariantsUseTheirArgumentOrder) {
   // mkldnn_convolution(input, weight, bias, padding, stride, dilation, groups)
   // x[1,3,8,8], w[4,3,3,3], pad 1, stride 1: out 8x8; MACs = 4*64*27 = 6912
-  EXPECT_EQ(count("aten::mkldnn_convolution", Args().tensor({1, 3, 8, 8}).tensor({4, 3, 3, 3}).none().list({1, 1}).list({1, 1}).list({1, 1}).i(1)).macs,
+  EXPECT_EQ(count("aten::mkldnn_convolution", Args()
+                                                  .tensor({1, 3, 8, 8})
+                                                  .tensor({4, 3, 3, 3})
+                                                  .none()
+                                                  .list({1, 1})
+                                                  .list({1, 1})
+                                                  .list({1, 1})
+                                                  .i(1))
+                .macs,
             6912u);
 }
 
@@ -137,9 +189,27 @@ TEST(ConvFormula, BackendVariantsUseTheirArgumentOrder) {
 
 TEST(NormFormula, BatchNormTrainingAndEval) {
   // numel = 2*4*5*5 = 200
-  Args train = Args().tensor({2, 4, 5, 5}).tensor({4}).tensor({4}).tensor({4}).tensor({4}).b(true).d(0.1).d(1e-5).b(false);
+  Args train = Args()
+                   .tensor({2, 4, 5, 5})
+                   .tensor({4})
+                   .tensor({4})
+                   .tensor({4})
+                   .tensor({4})
+                   .b(true)
+                   .d(0.1)
+                   .d(1e-5)
+                   .b(false);
   EXPECT_EQ(count("aten::batch_norm", train).flops, 5u * 200);  // training, affine
-  Args eval = Args().tensor({2, 4, 5, 5}).tensor({4}).tensor({4}).tensor({4}).tensor({4}).b(false).d(0.1).d(1e-5).b(false);
+  Args eval = Args()
+                  .tensor({2, 4, 5, 5})
+                  .tensor({4})
+                  .tensor({4})
+                  .tensor({4})
+                  .tensor({4})
+                  .b(false)
+                  .d(0.1)
+                  .d(1e-5)
+                  .b(false);
   EXPECT_EQ(count("aten::batch_norm", eval).flops, 2u * 200);  // eval, affine
   Args eval_plain = Args().tensor({2, 4, 5, 5}).none().none().tensor({4}).tensor({4}).b(false);
   EXPECT_EQ(count("aten::batch_norm", eval_plain).flops, 1u * 200);
@@ -150,12 +220,19 @@ TEST(NormFormula, BatchNormTrainingAndEval) {
 
 TEST(NormFormula, LayerGroupInstanceNorm) {
   // layer_norm(x[2,8,16], [16], w, b): 5 * 256 = 1280; without affine 4 * 256
-  EXPECT_EQ(count("aten::layer_norm", Args().tensor({2, 8, 16}).list({16}).tensor({16}).tensor({16})).flops, 1280u);
-  EXPECT_EQ(count("aten::layer_norm", Args().tensor({2, 8, 16}).list({16}).none().none()).flops, 1024u);
+  EXPECT_EQ(
+      count("aten::layer_norm", Args().tensor({2, 8, 16}).list({16}).tensor({16}).tensor({16}))
+          .flops,
+      1280u);
+  EXPECT_EQ(count("aten::layer_norm", Args().tensor({2, 8, 16}).list({16}).none().none()).flops,
+            1024u);
   // group_norm(x[2,8,4,4], 2 groups, w, b): 5 * 256
-  EXPECT_EQ(count("aten::group_norm", Args().tensor({2, 8, 4, 4}).i(2).tensor({8}).tensor({8})).flops, 1280u);
+  EXPECT_EQ(
+      count("aten::group_norm", Args().tensor({2, 8, 4, 4}).i(2).tensor({8}).tensor({8})).flops,
+      1280u);
   // instance_norm(x, w, b, ...): affine 5 * 256
-  EXPECT_EQ(count("aten::instance_norm", Args().tensor({2, 8, 4, 4}).tensor({8}).tensor({8})).flops, 1280u);
+  EXPECT_EQ(count("aten::instance_norm", Args().tensor({2, 8, 4, 4}).tensor({8}).tensor({8})).flops,
+            1280u);
 }
 
 // ---- Pointwise, activations, softmax, reductions ----------------------------------------------
@@ -172,16 +249,20 @@ TEST(PointwiseFormula, BinaryOpsBroadcastRightAligned) {
 }
 
 TEST(PointwiseFormula, AddcmulIsTwoPerElement) {
-  EXPECT_EQ(count("aten::addcmul_", Args().tensor({10, 10}).tensor({10, 10}).tensor({10, 10}).d(1.0)).flops, 200u);
-  EXPECT_EQ(count("aten::addcdiv", Args().tensor({10, 10}).tensor({10}).tensor({1}).d(1.0)).flops, 200u);
+  EXPECT_EQ(
+      count("aten::addcmul_", Args().tensor({10, 10}).tensor({10, 10}).tensor({10, 10}).d(1.0))
+          .flops,
+      200u);
+  EXPECT_EQ(count("aten::addcdiv", Args().tensor({10, 10}).tensor({10}).tensor({1}).d(1.0)).flops,
+            200u);
 }
 
 TEST(PointwiseFormula, ActivationsSoftmaxReductionsAreNumelOfInput) {
   Args x = Args().tensor({3, 5, 7});  // 105 elements
-  for (const char* op : {"aten::relu", "aten::gelu", "aten::silu", "aten::sigmoid", "aten::tanh",
-                         "aten::elu", "aten::leaky_relu", "aten::hardswish", "aten::softmax",
-                         "aten::log_softmax", "aten::sum", "aten::mean", "aten::exp", "aten::sqrt",
-                         "aten::rsqrt", "aten::pow"}) {
+  for (const char* op :
+       {"aten::relu", "aten::gelu", "aten::silu", "aten::sigmoid", "aten::tanh", "aten::elu",
+        "aten::leaky_relu", "aten::hardswish", "aten::softmax", "aten::log_softmax", "aten::sum",
+        "aten::mean", "aten::exp", "aten::sqrt", "aten::rsqrt", "aten::pow"}) {
     EXPECT_EQ(count(op, x).flops, 105u) << op;
     EXPECT_EQ(count(op, x).macs, 0u) << op;
   }
@@ -190,15 +271,21 @@ TEST(PointwiseFormula, ActivationsSoftmaxReductionsAreNumelOfInput) {
 // ---- Pooling, upsampling, attention, zero-FLOP ----------------------------------------------
 
 TEST(PoolFormula, PoolingIsNumelOfInput) {
-  EXPECT_EQ(count("aten::max_pool2d", Args().tensor({1, 64, 112, 112}).list({3, 3})).flops, 64u * 112 * 112);
-  EXPECT_EQ(count("aten::adaptive_avg_pool2d", Args().tensor({2, 512, 7, 7}).list({1, 1})).flops, 2u * 512 * 49);
+  EXPECT_EQ(count("aten::max_pool2d", Args().tensor({1, 64, 112, 112}).list({3, 3})).flops,
+            64u * 112 * 112);
+  EXPECT_EQ(count("aten::adaptive_avg_pool2d", Args().tensor({2, 512, 7, 7}).list({1, 1})).flops,
+            2u * 512 * 49);
 }
 
 TEST(PoolFormula, UpsampleIsNumelOfOutput) {
   // [2,3,8,8] -> output_size [16,16]: 2*3*16*16 = 1536
-  EXPECT_EQ(count("aten::upsample_nearest2d", Args().tensor({2, 3, 8, 8}).list({16, 16})).flops, 1536u);
+  EXPECT_EQ(count("aten::upsample_nearest2d", Args().tensor({2, 3, 8, 8}).list({16, 16})).flops,
+            1536u);
   // .vec overload: output_size None, scale_factors [2.0, 3.0]: 2*3*16*24 = 2304
-  EXPECT_EQ(count("aten::upsample_bilinear2d", Args().tensor({2, 3, 8, 8}).none().b(false).dlist({2.0, 3.0})).flops, 2304u);
+  EXPECT_EQ(count("aten::upsample_bilinear2d",
+                  Args().tensor({2, 3, 8, 8}).none().b(false).dlist({2.0, 3.0}))
+                .flops,
+            2304u);
 }
 
 TEST(AttentionFormula, SdpaIsTwoGemmsPlusSoftmax) {
@@ -211,15 +298,15 @@ TEST(AttentionFormula, SdpaIsTwoGemmsPlusSoftmax) {
 }
 
 TEST(ZeroFormula, ViewsCopiesIndexingAreAKnownZero) {
-  for (const char* op : {"aten::view", "aten::t", "aten::transpose", "aten::contiguous",
-                         "aten::embedding", "aten::index_select", "aten::cat", "aten::dropout",
-                         "aten::empty", "aten::copy_"}) {
+  for (const char* op :
+       {"aten::view", "aten::t", "aten::transpose", "aten::contiguous", "aten::embedding",
+        "aten::index_select", "aten::cat", "aten::dropout", "aten::empty", "aten::copy_"}) {
     std::optional<FlopCount> c = compute_flops(op, Args().tensor({4, 4}).inputs());
     ASSERT_TRUE(c.has_value()) << op;  // a known 0, not "no formula"
     EXPECT_EQ(c->flops, 0u) << op;
   }
-  EXPECT_FALSE(has_formula("aten::cumsum"));     // no formula: n/a, never 0
-  EXPECT_FALSE(has_formula("aten::einsum"));     // counted through its parts
+  EXPECT_FALSE(has_formula("aten::cumsum"));  // no formula: n/a, never 0
+  EXPECT_FALSE(has_formula("aten::einsum"));  // counted through its parts
 }
 
 // ---- Registry and arithmetic ----------------------------------------------------------------
@@ -257,8 +344,10 @@ TEST(CheckedArithmetic, OverflowThrows) {
   EXPECT_THROW(checked_mul(1ull << 32, 1ull << 32), Error);
   EXPECT_THROW(checked_add(UINT64_MAX, 1), Error);
   // a GEMM whose count does not fit in 64 bits throws instead of wrapping
-  EXPECT_THROW(compute_flops("aten::mm", Args().tensor({1ll << 22, 1ll << 22}).tensor({1ll << 22, 1ll << 22}).inputs()),
-               Error);
+  EXPECT_THROW(
+      compute_flops("aten::mm",
+                    Args().tensor({1ll << 22, 1ll << 22}).tensor({1ll << 22, 1ll << 22}).inputs()),
+      Error);
 }
 
 TEST(OpInputs, AccessorsAreTotal) {

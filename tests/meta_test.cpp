@@ -52,15 +52,17 @@ void expect_meta_matches_cpu(M model, Make make_input, bool backward, const char
   EXPECT_EQ(est.result.bwd_flops, real.bwd_flops) << what;
   EXPECT_EQ(est.params, real.params) << what;
   ASSERT_TRUE(est.result.memory.tracked) << what;
-  double ratio = static_cast<double>(est.result.memory.peak_bytes) / static_cast<double>(real.memory.peak_bytes);
-  EXPECT_NEAR(ratio, 1.0, 0.10) << what << ": meta peak " << est.result.memory.peak_bytes << " vs CPU "
-                                << real.memory.peak_bytes;
+  double ratio = static_cast<double>(est.result.memory.peak_bytes) /
+                 static_cast<double>(real.memory.peak_bytes);
+  EXPECT_NEAR(ratio, 1.0, 0.10) << what << ": meta peak " << est.result.memory.peak_bytes
+                                << " vs CPU " << real.memory.peak_bytes;
 }
 
 TEST(MetaDevice, CountsEqualRealRunsAndPeaksWithinTenPercent) {
   torch::manual_seed(0);
   auto floats = [](std::vector<int64_t> shape) {
-    return [shape](torch::Device d) { return torch::randn(shape, torch::TensorOptions().device(d)); };
+    return
+        [shape](torch::Device d) { return torch::randn(shape, torch::TensorOptions().device(d)); };
   };
   {
     models::Mlp mlp(64, 256, 10, 2);
@@ -83,7 +85,8 @@ TEST(MetaDevice, CountsEqualRealRunsAndPeaksWithinTenPercent) {
     models::BertForMaskedLM bert;
     bert->eval();
     auto ids = [](torch::Device d) {
-      return torch::randint(0, 30522, {1, 128}, torch::TensorOptions().dtype(torch::kLong).device(d));
+      return torch::randint(0, 30522, {1, 128},
+                            torch::TensorOptions().dtype(torch::kLong).device(d));
     };
     expect_meta_matches_cpu(bert, ids, false, "BERT-base MLM forward");
   }
@@ -120,12 +123,14 @@ TEST(MetaDevice, BertLargeAtBatch80IsProfiledOnShapesOnly) {
   // without the attention matmuls), + the attention matmuls 2*B*A*S*S*D
   const uint64_t T = 80 * 128, B = 80, A = 16, S = 128, D = 64;
   uint64_t layer_macs = 4 * T * H * H + 2 * T * H * F + 2 * B * A * S * S * D;
-  const auto& layer3 = std::find_if(p.result.modules.begin(), p.result.modules.end(),
-                                    [](const flopsprof::ModuleStats& m) { return m.name == "bert.encoder.layer.3"; });
+  const auto& layer3 = std::find_if(
+      p.result.modules.begin(), p.result.modules.end(),
+      [](const flopsprof::ModuleStats& m) { return m.name == "bert.encoder.layer.3"; });
   ASSERT_NE(layer3, p.result.modules.end());
   EXPECT_EQ(layer3->macs, layer_macs);
   EXPECT_GT(p.result.bwd_flops, p.flops);  // measured backward, on shapes
-  EXPECT_GT(p.result.memory.peak_bytes, int64_t{1} << 30);  // activations of 10240 tokens x 24 layers
+  EXPECT_GT(p.result.memory.peak_bytes,
+            int64_t{1} << 30);  // activations of 10240 tokens x 24 layers
 }
 
 TEST(MetaDevice, AlreadyOnMetaAndLibTorchKernelsKept) {

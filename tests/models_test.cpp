@@ -21,7 +21,8 @@ TEST(Models, ResNet18MatchesDeepSpeedFigures) {
   // DeepSpeed's conv + linear MACs for torchvision's resnet18 at 1x3x224x224
   uint64_t conv_linear_macs = 0;
   for (const auto& op : prof.result().ops) {
-    if (op.name.find("conv") != std::string::npos || op.name == "aten::addmm" || op.name == "aten::linear") {
+    if (op.name.find("conv") != std::string::npos || op.name == "aten::addmm" ||
+        op.name == "aten::linear") {
       conv_linear_macs += op.macs;
     }
   }
@@ -48,17 +49,19 @@ TEST(Models, BertBaseMlmMatchesAnalyticCount) {
   // Analytic forward FLOPs at batch 1, sequence S = 128 (1 MAC = 2 FLOPs; bias +1 per output):
   const double S = 128, H = 768, F = 3072, V = 30522, A = 12, D = 64, L = 12;
   double embeddings = 2 * S * H /* two adds */ + 5 * S * H /* LayerNorm */;
-  double attention = 3 * (2 * S * H * H + S * H)      // q, k, v projections
-                     + 2 * A * S * S * D              // Q K^T
-                     + A * S * S                      // scale (div)
-                     + A * S * S                      // softmax
-                     + 2 * A * S * S * D;             // P V
+  double attention = 3 * (2 * S * H * H + S * H)  // q, k, v projections
+                     + 2 * A * S * S * D          // Q K^T
+                     + A * S * S                  // scale (div)
+                     + A * S * S                  // softmax
+                     + 2 * A * S * S * D;         // P V
   double attention_out = 2 * S * H * H + S * H + S * H /* residual */ + 5 * S * H;
-  double ffn = (2 * S * H * F + S * F) + S * F /* gelu */ + (2 * S * F * H + S * H) + S * H + 5 * S * H;
+  double ffn =
+      (2 * S * H * F + S * F) + S * F /* gelu */ + (2 * S * F * H + S * H) + S * H + 5 * S * H;
   double head = (2 * S * H * H + S * H) + S * H /* gelu */ + 5 * S * H + (2 * S * H * V + S * V);
   double expected = embeddings + L * (attention + attention_out + ffn) + head;
   double measured = static_cast<double>(prof.get_total_flops());
-  EXPECT_NEAR(measured / expected, 1.0, 0.01) << "measured " << measured << " expected " << expected;
+  EXPECT_NEAR(measured / expected, 1.0, 0.01)
+      << "measured " << measured << " expected " << expected;
 
   // per layer GEMM MACs: 4*S*H*H + 2*S*H*F + 2*A*S*S*D
   double layer_macs = 4 * S * H * H + 2 * S * H * F + 2 * A * S * S * D;

@@ -21,9 +21,9 @@ using flopsprof::FlopsProfiler;
 
 // models::Mlp(8, 16, 4, 2) on a [3, 8] batch, counted by hand:
 //   layers.0 Linear(8->16): MACs 3*16*8 = 384, FLOPs 2*384 + 3*16 (bias) = 816
-//   layers.1 ReLU: 3*16 = 48 FLOPs          layers.2 Linear(16->16): 3*16*16 = 768 MACs, 1536 + 48 = 1584
-//   layers.3 ReLU: 48 FLOPs                 head Linear(16->4): 3*4*16 = 192 MACs, 384 + 12 = 396
-//   log_softmax: 3*4 = 12 FLOPs
+//   layers.1 ReLU: 3*16 = 48 FLOPs          layers.2 Linear(16->16): 3*16*16 = 768 MACs, 1536 + 48
+//   = 1584 layers.3 ReLU: 48 FLOPs                 head Linear(16->4): 3*4*16 = 192 MACs, 384 + 12
+//   = 396 log_softmax: 3*4 = 12 FLOPs
 constexpr uint64_t kMlpFlops = 816 + 48 + 1584 + 48 + 396 + 12;
 constexpr uint64_t kMlpMacs = 384 + 768 + 192;
 constexpr uint64_t kMlpParams = (8 * 16 + 16) + (16 * 16 + 16) + (16 * 4 + 4);
@@ -60,7 +60,8 @@ TEST(Profiler, MlpIsAttributedByParameterOwnership) {
   EXPECT_GT(prof.get_total_duration(), 0.0);
   EXPECT_GE(prof.get_total_duration(), prof.get_module_duration("head"));
   EXPECT_EQ(prof.get_total_flops_string(), "2.90 K");
-  EXPECT_EQ(prof.result().flops_by_dtype[static_cast<size_t>(flopsprof::DType::kFloat32)], kMlpFlops);
+  EXPECT_EQ(prof.result().flops_by_dtype[static_cast<size_t>(flopsprof::DType::kFloat32)],
+            kMlpFlops);
 }
 
 TEST(Profiler, Float64IsTalliedPerDtype) {
@@ -71,7 +72,8 @@ TEST(Profiler, Float64IsTalliedPerDtype) {
   prof.start_profile();
   model->forward(torch::randn({3, 8}, torch::kDouble));
   prof.stop_profile();
-  EXPECT_EQ(prof.result().flops_by_dtype[static_cast<size_t>(flopsprof::DType::kFloat64)], kMlpFlops);
+  EXPECT_EQ(prof.result().flops_by_dtype[static_cast<size_t>(flopsprof::DType::kFloat64)],
+            kMlpFlops);
   EXPECT_EQ(prof.result().param_bytes, kMlpParams * 8);
 }
 
@@ -82,8 +84,8 @@ struct BlockImpl : torch::nn::Module {
     FLOPSPROF_MODULE();
     x = fc(x);
     x = torch::relu(x);
-    x = fc(x);                          // the same Linear again: a second call
-    return torch::matmul(x, x.t());     // no owner: the scope (Block)
+    x = fc(x);                       // the same Linear again: a second call
+    return torch::matmul(x, x.t());  // no owner: the scope (Block)
   }
   torch::nn::Linear fc;
 };
@@ -119,7 +121,12 @@ TEST(Profiler, ScopesCountCallsAndOwnUnownedOps) {
 
 TEST(Profiler, TiedDecoderBelongsToTheHeadThatRunsIt) {
   models::BertConfig c;
-  c.vocab_size = 50; c.hidden = 8; c.layers = 1; c.heads = 2; c.intermediate = 16; c.max_positions = 16;
+  c.vocab_size = 50;
+  c.hidden = 8;
+  c.layers = 1;
+  c.heads = 2;
+  c.intermediate = 16;
+  c.max_positions = 16;
   models::BertForMaskedLM model(c);
   model->eval();
   torch::NoGradGuard no_grad;
@@ -219,7 +226,8 @@ TEST(Profiler, TextReportOfARealModelMatchesLineByLine) {
     ++i;
   }
   EXPECT_EQ(i, expected.size());
-  EXPECT_NE(text.find("fwd flops per device:                                         2.90 K\n"), std::string::npos);
+  EXPECT_NE(text.find("fwd flops per device:                                         2.90 K\n"),
+            std::string::npos);
   // module_depth = 1 prints the tree down to depth 1 only
   std::string shallow = prof.model_profile_string(1, 1, 1, true);
   EXPECT_EQ(shallow.find("(0): Linear"), std::string::npos);
@@ -246,7 +254,8 @@ TEST(Profiler, JsonIsParseableAndConsistent) {
   EXPECT_EQ(j["modules"][0]["name"], "");
   EXPECT_EQ(j["modules"][0]["flops"], kMlpFlops);
   for (const auto& m : j["modules"]) {
-    for (const char* key : {"name", "type", "depth", "calls", "params", "macs", "flops", "latency_s", "flops_by_dtype"}) {
+    for (const char* key : {"name", "type", "depth", "calls", "params", "macs", "flops",
+                            "latency_s", "flops_by_dtype"}) {
       EXPECT_TRUE(m.contains(key)) << key;
     }
   }
@@ -284,9 +293,10 @@ TEST(Profiler, OpsWithoutFormulaAreListedWithTheirTime) {
   EXPECT_NE(text.find("1 op(s), 1 call(s)"), std::string::npos) << text;
 
   // A user formula makes the same op counted (registered before start_profile).
-  flopsprof::register_formula("aten::cumsum", [](const flopsprof::OpInputs& in) -> std::optional<flopsprof::FlopCount> {
-    return flopsprof::FlopCount{in.numel(0), 0};  // one add per element
-  });
+  flopsprof::register_formula(
+      "aten::cumsum", [](const flopsprof::OpInputs& in) -> std::optional<flopsprof::FlopCount> {
+        return flopsprof::FlopCount{in.numel(0), 0};  // one add per element
+      });
   prof.start_profile();
   model->forward(x);
   prof.stop_profile();
@@ -305,10 +315,13 @@ TEST(Misuse, ClearErrors) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(message([&] { prof.stop_profile(); }).find("call start_profile() first"), std::string::npos);
-  EXPECT_NE(message([&] { prof.get_total_flops(); }).find("no profile has been collected"), std::string::npos);
+  EXPECT_NE(message([&] { prof.stop_profile(); }).find("call start_profile() first"),
+            std::string::npos);
+  EXPECT_NE(message([&] { prof.get_total_flops(); }).find("no profile has been collected"),
+            std::string::npos);
   prof.start_profile();
-  EXPECT_NE(message([&] { prof.start_profile(); }).find("call stop_profile() first"), std::string::npos);
+  EXPECT_NE(message([&] { prof.start_profile(); }).find("call stop_profile() first"),
+            std::string::npos);
   FlopsProfiler other(model);
   EXPECT_NE(message([&] { other.start_profile(); }).find("already running"), std::string::npos);
   {
@@ -316,11 +329,15 @@ TEST(Misuse, ClearErrors) {
     model->forward(torch::randn({3, 8}));
   }
   prof.stop_profile();
-  EXPECT_NE(message([&] { prof.get_module("nope"); }).find("unknown module 'nope'"), std::string::npos);
-  EXPECT_NE(message([&] { prof.print_model_profile(1, -5); }).find("module_depth"), std::string::npos);
-  EXPECT_NE(message([&] { prof.print_model_profile(1, -1, 0); }).find("top_modules"), std::string::npos);
+  EXPECT_NE(message([&] { prof.get_module("nope"); }).find("unknown module 'nope'"),
+            std::string::npos);
+  EXPECT_NE(message([&] { prof.print_model_profile(1, -5); }).find("module_depth"),
+            std::string::npos);
+  EXPECT_NE(message([&] { prof.print_model_profile(1, -1, 0); }).find("top_modules"),
+            std::string::npos);
   std::string bad = "/nonexistent-dir/x/profile.txt";
-  EXPECT_NE(message([&] { prof.print_model_profile(1, -1, 1, true, bad); }).find("cannot write"), std::string::npos);
+  EXPECT_NE(message([&] { prof.print_model_profile(1, -1, 1, true, bad); }).find("cannot write"),
+            std::string::npos);
   // the profile is kept and can be written elsewhere
   std::string good = ::testing::TempDir() + "flopsprof_profile.txt";
   prof.print_model_profile(1, -1, 1, true, good);
@@ -456,9 +473,8 @@ TEST(Hooks, PreAndPostHooksFireAroundScopedForwards) {
   block->forward(torch::randn({4, 4}));
   EXPECT_EQ(pre, 1);
   EXPECT_EQ(post, 2);
-  auto h3 = flopsprof::register_forward_pre_hook(block.ptr(), [](torch::nn::Module&) {
-    throw std::runtime_error("refused");
-  });
+  auto h3 = flopsprof::register_forward_pre_hook(
+      block.ptr(), [](torch::nn::Module&) { throw std::runtime_error("refused"); });
   EXPECT_THROW(block->forward(torch::randn({4, 4})), std::runtime_error);
   EXPECT_EQ(post, 2);  // the forward did not run
   h3.remove();
@@ -481,7 +497,8 @@ TEST(ModelProfile, OverloadsAndOptions) {
   torch::Tensor x = torch::randn({6, 8});
   flopsprof::ModelProfile b = flopsprof::get_model_profile(model, std::make_tuple(x), o);
   EXPECT_EQ(b.flops, 2 * kMlpFlops);
-  flopsprof::ModelProfile c = flopsprof::get_model_profile(model, [&] { model->forward(x); }, o);
+  flopsprof::ModelProfile c = flopsprof::get_model_profile(
+      model, [&] { model->forward(x); }, o);
   EXPECT_EQ(c.flops, 2 * kMlpFlops);
   o.print_profile = true;
   o.output_file = ::testing::TempDir() + "flopsprof_model_profile.txt";
@@ -500,8 +517,8 @@ struct MemNetImpl : torch::nn::Module {
   MemNetImpl() : fc(register_module("fc", torch::nn::Linear(8, 16))) {}
   torch::Tensor forward(const torch::Tensor& x) {
     FLOPSPROF_MODULE();
-    torch::Tensor h = fc(x);   // addmm output: 3 x 16 fp32 = 192 bytes, on fc
-    return torch::relu(h);     // relu output: 192 bytes, on MemNet; h is freed on return
+    torch::Tensor h = fc(x);  // addmm output: 3 x 16 fp32 = 192 bytes, on fc
+    return torch::relu(h);    // relu output: 192 bytes, on MemNet; h is freed on return
   }
   torch::nn::Linear fc;
 };
@@ -520,9 +537,9 @@ TEST(Memory, AllocationsAreAttributedToOpsAndModules) {
   const flopsprof::MemoryStats& m = prof.result().memory;
   ASSERT_TRUE(m.tracked);
   EXPECT_EQ(prof.get_module("fc").fwd_alloc_bytes, 192);
-  EXPECT_EQ(prof.get_module("fc").fwd_held_bytes, 192);   // its output outlives its op
+  EXPECT_EQ(prof.get_module("fc").fwd_held_bytes, 192);  // its output outlives its op
   EXPECT_EQ(prof.get_module("").fwd_alloc_bytes, 384);
-  EXPECT_EQ(prof.get_module("").fwd_held_bytes, 192);     // h freed, y kept
+  EXPECT_EQ(prof.get_module("").fwd_held_bytes, 192);  // h freed, y kept
   EXPECT_EQ(m.peak_bytes, 384);
   EXPECT_EQ(m.peak_op, "aten::relu");
   EXPECT_EQ(m.peak_module, "");
@@ -539,7 +556,8 @@ TEST(Memory, AllocationsAreAttributedToOpsAndModules) {
   nlohmann::json j = nlohmann::json::parse(prof.to_json());
   EXPECT_EQ(j["memory"]["peak_bytes"], 384);
   EXPECT_EQ(j["memory"]["trace"].size(), 3u);
-  EXPECT_NE(prof.model_profile_string().find("384 B at aten::relu in (root) (forward)"), std::string::npos);
+  EXPECT_NE(prof.model_profile_string().find("384 B at aten::relu in (root) (forward)"),
+            std::string::npos);
   EXPECT_TRUE(torch::equal(y, torch::relu(model->fc(x))));
 }
 
@@ -566,8 +584,8 @@ TEST(Memory, TrainingPeakExceedsForwardPeak) {
 TEST(Memory, SlotTakenByLibTorchProfilerIsAClearError) {
   models::Mlp model = small_mlp();
   using namespace torch::profiler::impl;
-  torch::autograd::profiler::enableProfiler(ProfilerConfig(ProfilerState::KINETO, true, false, false, true),
-                                            {ActivityType::CPU});
+  torch::autograd::profiler::enableProfiler(
+      ProfilerConfig(ProfilerState::KINETO, true, false, false, true), {ActivityType::CPU});
   flopsprof::ProfilerOptions options;
   options.track_memory = true;
   FlopsProfiler prof(model, options);
@@ -603,7 +621,8 @@ TEST(Memory, BatchSizeSweepTableCsvAndPlot) {
   }
   EXPECT_FALSE(fc->weight.grad().defined());  // gradients released after each training run
   std::string csv = sweep.csv();
-  EXPECT_EQ(csv.substr(0, csv.find('\n')), "batch_size,fwd_peak_bytes,train_peak_bytes,fwd_flops,fwd_latency_s");
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "batch_size,fwd_peak_bytes,train_peak_bytes,fwd_flops,fwd_latency_s");
   EXPECT_NE(csv.find("\n4,384,"), std::string::npos);
   EXPECT_NE(sweep.table().find("fwd peak MB"), std::string::npos);
   std::string svg = sweep.svg();

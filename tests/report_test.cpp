@@ -58,7 +58,8 @@ struct Builder {
   int64_t clock = 0;
 
   // An mm of [m,k] x [k,n] (2*m*n*k FLOPs) taking `dur` ns.
-  int mm(int64_t m, int64_t k, int64_t n, int owner = -1, int scope = -1, int parent = -1, int64_t dur = 10) {
+  int mm(int64_t m, int64_t k, int64_t n, int owner = -1, int scope = -1, int parent = -1,
+         int64_t dur = 10) {
     RawEvent e;
     e.name_id = names.id("aten::mm");
     e.flags = kCounted | kHasFormula;
@@ -80,7 +81,8 @@ struct Builder {
     return push(e, dur);
   }
   // An op with no formula (or `flags` as given).
-  int op(const std::string& name, int owner = -1, int scope = -1, int parent = -1, int64_t dur = 10, uint8_t flags = 0) {
+  int op(const std::string& name, int owner = -1, int scope = -1, int parent = -1, int64_t dur = 10,
+         uint8_t flags = 0) {
     RawEvent e;
     e.name_id = names.id(name);
     e.flags = flags;
@@ -97,7 +99,7 @@ struct Builder {
     return static_cast<int>(th.events.size() - 1);
   }
   int scope(int module, int64_t enter, int64_t exit, int parent = -1) {
-    th.scopes.push_back(ScopeRecord{module, parent, enter, exit, 0});
+    th.scopes.push_back(ScopeRecord{module, parent, enter, exit, false});
     return static_cast<int>(th.scopes.size() - 1);
   }
 };
@@ -140,10 +142,10 @@ TEST(Attribution, ExplicitScopeWinsOverAnOwnerOutsideIt) {
   ModuleTree tree = make_tree();
   Builder b{names};
   int head_scope = b.scope(/*module=*/4, 0, 100);
-  b.mm(1, 5, 5, /*owner=*/0 /* fc1's weight */, head_scope);  // fc1 is not inside head: head
+  b.mm(1, 5, 5, /*owner=*/0 /* fc1's weight */, head_scope);   // fc1 is not inside head: head
   b.mm(1, 5, 5, /*owner=*/3 /* tied fc1+head */, head_scope);  // head owns it too, inside: head
   int enc_scope = b.scope(/*module=*/1, 100, 200);
-  b.mm(1, 5, 5, /*owner=*/0, enc_scope);  // fc1 is inside enc: fc1
+  b.mm(1, 5, 5, /*owner=*/0, enc_scope);   // fc1 is inside enc: fc1
   b.mm(1, 5, 5, /*owner=*/-1, enc_scope);  // no owner: the scope
   ProfileResult r = run(tree, {&b.th}, names);
   EXPECT_EQ(mod(r, "head").flops, 100u);
@@ -165,12 +167,12 @@ TEST(Attribution, UnownedOpsGoToTheCommonAncestorOfTheirNeighbours) {
   Names names;
   ModuleTree tree = make_tree();
   Builder b{names};
-  b.mm(1, 1, 1, /*owner=*/0);          // fc1
-  b.op("aten::cumsum");                // between fc1 and fc2 -> enc
-  b.mm(1, 1, 1, /*owner=*/1);          // fc2
-  b.op("aten::cumsum");                // between fc2 and head -> root
-  b.mm(1, 1, 1, /*owner=*/2);          // head
-  b.op("aten::cumsum");                // nothing after -> root
+  b.mm(1, 1, 1, /*owner=*/0);  // fc1
+  b.op("aten::cumsum");        // between fc1 and fc2 -> enc
+  b.mm(1, 1, 1, /*owner=*/1);  // fc2
+  b.op("aten::cumsum");        // between fc2 and head -> root
+  b.mm(1, 1, 1, /*owner=*/2);  // head
+  b.op("aten::cumsum");        // nothing after -> root
   ProfileResult r = run(tree, {&b.th}, names);
   EXPECT_EQ(mod(r, "enc").na_ops, 1u);
   EXPECT_EQ(mod(r, "enc.fc1").na_ops, 0u);
@@ -219,10 +221,10 @@ TEST(Calls, RunsOfConsecutiveOpsCountAsCallsAndSpansAsLatency) {
   Names names;
   ModuleTree tree = make_tree();
   Builder b{names};
-  b.op("aten::t", 0, -1, -1, 5);   // fc1 call 1: 0..5
-  b.mm(1, 1, 1, 0, -1, -1, 10);    // fc1: 5..15
-  b.mm(1, 1, 1, 1, -1, -1, 10);    // fc2: 15..25
-  b.mm(1, 1, 1, 0, -1, -1, 20);    // fc1 call 2: 25..45
+  b.op("aten::t", 0, -1, -1, 5);  // fc1 call 1: 0..5
+  b.mm(1, 1, 1, 0, -1, -1, 10);   // fc1: 5..15
+  b.mm(1, 1, 1, 1, -1, -1, 10);   // fc2: 15..25
+  b.mm(1, 1, 1, 0, -1, -1, 20);   // fc1 call 2: 25..45
   ProfileResult r = run(tree, {&b.th}, names);
   EXPECT_EQ(mod(r, "enc.fc1").calls, 2u);
   EXPECT_DOUBLE_EQ(mod(r, "enc.fc1").latency_s, 35e-9);  // 15 + 20
@@ -340,7 +342,8 @@ TEST(TextReport, MatchesLineByLine) {
       "fwd flops of model = fwd flops per device * mp_size:          3.02 M",
       "fwd latency:                                                  4.00 ms",
       "fwd FLOPS per device = fwd flops per device / fwd latency:    755.00 MFLOPS",
-      "ops without a formula (n/a, not counted):                     1 op(s), 1 call(s), 500.00 us = 12.50% of fwd latency",
+      "ops without a formula (n/a, not counted):                     1 op(s), 1 call(s), 500.00 us "
+      "= 12.50% of fwd latency",
       "timer:                                                        test",
       "",
       "Ops without a formula (listed with their time; their FLOPs are n/a):",
@@ -364,7 +367,8 @@ TEST(TextReport, MatchesLineByLine) {
       "",
       "------------------------------ Detailed Profile ------------------------------",
       "Each module profile is listed after its name in the following order:",
-      "params, percentage of total params, MACs, percentage of total MACs, fwd latency, percentage of total fwd latency, fwd FLOPS (with backward: bwd flops, bwd latency;",
+      "params, percentage of total params, MACs, percentage of total MACs, fwd latency, percentage "
+      "of total fwd latency, fwd FLOPS (with backward: bwd flops, bwd latency;",
       "and the call count when not 1)",
       "",
       "Note: 1. Ops outside any submodule (functional calls in a parent's forward) make up the",
@@ -376,10 +380,13 @@ TEST(TextReport, MatchesLineByLine) {
       "  35 = 100.00% Params, 1.51 MMACs = 100.00% MACs, 4.00 ms = 100.00% latency, 755.00 MFLOPS",
       "  (enc): Encoder(",
       "    30 = 85.71% Params, 1.50 MMACs = 99.34% MACs, 3.00 ms = 75.00% latency, 1.00 GFLOPS",
-      "    (fc1): Linear(10 = 28.57% Params, 1.00 MMACs = 66.23% MACs, 1.00 ms = 25.00% latency, 2.00 GFLOPS)",
-      "    (fc2): Linear(20 = 57.14% Params, 500.00 KMACs = 33.11% MACs, 2.00 ms = 50.00% latency, 500.00 MFLOPS)",
+      "    (fc1): Linear(10 = 28.57% Params, 1.00 MMACs = 66.23% MACs, 1.00 ms = 25.00% latency, "
+      "2.00 GFLOPS)",
+      "    (fc2): Linear(20 = 57.14% Params, 500.00 KMACs = 33.11% MACs, 2.00 ms = 50.00% latency, "
+      "500.00 MFLOPS)",
       "  )",
-      "  (head): Linear(5 = 14.29% Params, 10.00 KMACs = 0.66% MACs, 500.00 us = 12.50% latency, 40.00 MFLOPS)",
+      "  (head): Linear(5 = 14.29% Params, 10.00 KMACs = 0.66% MACs, 500.00 us = 12.50% latency, "
+      "40.00 MFLOPS)",
       ")",
       "------------------------------------------------------------------------------",
   };

@@ -55,8 +55,10 @@ TEST(Training, LinearBackwardIsMeasuredPerModule) {
 
 struct ConvNetImpl : torch::nn::Module {
   ConvNetImpl()
-      : conv1(register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 4, 3).padding(1)))),
-        conv2(register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(4, 4, 3).padding(1)))) {}
+      : conv1(register_module("conv1",
+                              torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 4, 3).padding(1)))),
+        conv2(register_module("conv2",
+                              torch::nn::Conv2d(torch::nn::Conv2dOptions(4, 4, 3).padding(1)))) {}
   torch::Tensor forward(const torch::Tensor& x) { return conv2(torch::relu(conv1(x))); }
   torch::nn::Conv2d conv1, conv2;
 };
@@ -127,7 +129,8 @@ TEST(Training, PhasesAndTheOptimizerStep) {
   std::string text = prof.model_profile_string();
   EXPECT_NE(text.find("step latency:"), std::string::npos);
   EXPECT_NE(text.find("bwd flops per device (measured):"), std::string::npos);
-  EXPECT_NE(text.find("bwd flops, DeepSpeed's estimate (2 * fwd flops + recompute):"), std::string::npos);
+  EXPECT_NE(text.find("bwd flops, DeepSpeed's estimate (2 * fwd flops + recompute):"),
+            std::string::npos);
 }
 
 // Activation checkpointing by hand: the forward runs without saving activations; backward runs
@@ -150,7 +153,9 @@ struct CheckpointedLinear : torch::autograd::Function<CheckpointedLinear> {
 
 struct CkptImpl : torch::nn::Module {
   CkptImpl() : fc(register_module("fc", torch::nn::Linear(8, 4))) {}
-  torch::Tensor forward(const torch::Tensor& x) { return CheckpointedLinear::apply(x, fc->weight, fc->bias); }
+  torch::Tensor forward(const torch::Tensor& x) {
+    return CheckpointedLinear::apply(x, fc->weight, fc->bias);
+  }
   torch::nn::Linear fc;
 };
 TORCH_MODULE(Ckpt);
@@ -171,7 +176,8 @@ TEST(Training, RecomputeInsideBackwardIsCountedAndLabelled) {
   // DeepSpeed's estimate: 2 x forward (204 + 12 for the loss sum) + the recomputation
   EXPECT_EQ(prof.result().estimated_bwd_flops(), 2u * (204 + 12) + 204);
   bool labelled = false;
-  for (const auto& op : prof.result().ops) labelled = labelled || (op.phase == "recompute" && op.name == "aten::linear");
+  for (const auto& op : prof.result().ops)
+    labelled = labelled || (op.phase == "recompute" && op.name == "aten::linear");
   EXPECT_TRUE(labelled);
   EXPECT_NE(prof.model_profile_string().find("204 recompute flops"), std::string::npos);
 }
@@ -215,18 +221,22 @@ TEST(Training, JsonBackwardFieldsAreConsistent) {
   model->forward(x).sum().backward();
   prof.stop_profile();
   nlohmann::json j = nlohmann::json::parse(prof.to_json());
-  for (const char* key : {"bwd_flops", "bwd_macs", "bwd_latency_s", "recompute_flops", "step_latency_s",
-                          "iter_latency_s", "bwd_flops_estimate", "autograd_flops"}) {
+  for (const char* key :
+       {"bwd_flops", "bwd_macs", "bwd_latency_s", "recompute_flops", "step_latency_s",
+        "iter_latency_s", "bwd_flops_estimate", "autograd_flops"}) {
     EXPECT_TRUE(j["summary"].contains(key)) << key;
   }
-  uint64_t module_sum = j["modules"][0]["bwd_flops"].get<uint64_t>() + j["summary"]["autograd_flops"].get<uint64_t>();
+  uint64_t module_sum =
+      j["modules"][0]["bwd_flops"].get<uint64_t>() + j["summary"]["autograd_flops"].get<uint64_t>();
   EXPECT_EQ(module_sum, j["summary"]["bwd_flops"].get<uint64_t>());
   uint64_t children = 0;
   for (const auto& m : j["modules"]) {
-    EXPECT_TRUE(m.contains("bwd_flops") && m.contains("bwd_latency_s") && m.contains("recompute_flops"));
+    EXPECT_TRUE(m.contains("bwd_flops") && m.contains("bwd_latency_s") &&
+                m.contains("recompute_flops"));
     if (m["depth"] == 1) children += m["bwd_flops"].get<uint64_t>();
   }
-  EXPECT_EQ(children + 48 /* relu backward, on the root */, j["modules"][0]["bwd_flops"].get<uint64_t>());
+  EXPECT_EQ(children + 48 /* relu backward, on the root */,
+            j["modules"][0]["bwd_flops"].get<uint64_t>());
   uint64_t op_bwd = 0;
   for (const auto& op : j["ops"]) {
     if (op["phase"] == "backward") op_bwd += op["flops"].get<uint64_t>();
@@ -247,8 +257,13 @@ std::vector<Span> spans_of(const nlohmann::json& trace) {
   std::vector<Span> out;
   for (const auto& e : trace["traceEvents"]) {
     if (e["ph"] != "X") continue;
-    Span s{e["name"], e["cat"], e["args"].value("module", ""), e["ts"].get<double>(),
-           e["ts"].get<double>() + e["dur"].get<double>(), e["tid"].get<int64_t>(), e["args"]};
+    Span s{e["name"],
+           e["cat"],
+           e["args"].value("module", ""),
+           e["ts"].get<double>(),
+           e["ts"].get<double>() + e["dur"].get<double>(),
+           e["tid"].get<int64_t>(),
+           e["args"]};
     out.push_back(s);
   }
   return out;
@@ -278,7 +293,8 @@ TEST(ChromeTrace, ModulesOpsPhasesAndFlows) {
   std::vector<Span> spans = spans_of(trace);
   ASSERT_FALSE(spans.empty());
   bool named_thread = false;
-  for (const auto& e : trace["traceEvents"]) named_thread = named_thread || e["name"] == "thread_name";
+  for (const auto& e : trace["traceEvents"])
+    named_thread = named_thread || e["name"] == "thread_name";
   EXPECT_TRUE(named_thread);
 
   const Span* fwd = nullptr;
@@ -290,7 +306,7 @@ TEST(ChromeTrace, ModulesOpsPhasesAndFlows) {
     if (s.cat == "phase" && s.name == "step") step = &s;
   }
   ASSERT_TRUE(fwd && bwd && step);
-  EXPECT_LE(fwd->end, bwd->ts + 1e-6);   // phases in order
+  EXPECT_LE(fwd->end, bwd->ts + 1e-6);  // phases in order
   EXPECT_LE(bwd->end, step->ts + 1e-6);
   double last_ts = -1;
   int64_t last_tid = -1;
@@ -305,7 +321,8 @@ TEST(ChromeTrace, ModulesOpsPhasesAndFlows) {
     ++addmm;
     // nested in its module's span and in the forward phase
     bool in_module = false;
-    for (const Span& m : spans) in_module = in_module || (m.cat == "module" && m.module == s.module && inside(s, m));
+    for (const Span& m : spans)
+      in_module = in_module || (m.cat == "module" && m.module == s.module && inside(s, m));
     EXPECT_TRUE(in_module) << s.module;
     EXPECT_TRUE(inside(s, *fwd));
     if (s.module == "fc1") {
@@ -320,12 +337,16 @@ TEST(ChromeTrace, ModulesOpsPhasesAndFlows) {
     if (e["ph"] == "s") {
       ++starts;
       bool ok = false;
-      for (const Span& s : spans) ok = ok || (s.cat == "op" && s.tid == e["tid"] && s.ts <= e["ts"].get<double>() + 1e-6 && e["ts"].get<double>() <= s.end + 1e-6);
+      for (const Span& s : spans)
+        ok = ok || (s.cat == "op" && s.tid == e["tid"] && s.ts <= e["ts"].get<double>() + 1e-6 &&
+                    e["ts"].get<double>() <= s.end + 1e-6);
       EXPECT_TRUE(ok);
     } else if (e["ph"] == "f") {
       ++ends;
       bool ok = false;
-      for (const Span& s : spans) ok = ok || (s.cat == "autograd" && s.tid == e["tid"] && s.ts <= e["ts"].get<double>() + 1e-6 && e["ts"].get<double>() <= s.end + 1e-6);
+      for (const Span& s : spans)
+        ok = ok || (s.cat == "autograd" && s.tid == e["tid"] &&
+                    s.ts <= e["ts"].get<double>() + 1e-6 && e["ts"].get<double>() <= s.end + 1e-6);
       EXPECT_TRUE(ok);
     }
   }
@@ -367,7 +388,8 @@ TEST(ChromeTrace, LevelTwoAddsMemoryAndInternalTiming) {
   EXPECT_GE(internal, 1);
   EXPECT_THROW(prof.chrome_trace(3), flopsprof::Error);
   EXPECT_THROW(prof.export_chrome_trace("/nonexistent-dir/t.json"), flopsprof::Error);
-  prof.export_chrome_trace(::testing::TempDir() + "flopsprof_trace2.json", 2);  // the profile is kept
+  prof.export_chrome_trace(::testing::TempDir() + "flopsprof_trace2.json",
+                           2);  // the profile is kept
 }
 
 }  // namespace

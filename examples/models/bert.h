@@ -28,9 +28,12 @@ inline torch::nn::LayerNorm make_layer_norm(const BertConfig& c) {
 
 struct BertEmbeddingsImpl : torch::nn::Module {
   explicit BertEmbeddingsImpl(const BertConfig& c)
-      : word_embeddings(register_module("word_embeddings", torch::nn::Embedding(c.vocab_size, c.hidden))),
-        position_embeddings(register_module("position_embeddings", torch::nn::Embedding(c.max_positions, c.hidden))),
-        token_type_embeddings(register_module("token_type_embeddings", torch::nn::Embedding(c.type_vocab, c.hidden))),
+      : word_embeddings(
+            register_module("word_embeddings", torch::nn::Embedding(c.vocab_size, c.hidden))),
+        position_embeddings(register_module("position_embeddings",
+                                            torch::nn::Embedding(c.max_positions, c.hidden))),
+        token_type_embeddings(
+            register_module("token_type_embeddings", torch::nn::Embedding(c.type_vocab, c.hidden))),
         LayerNorm(register_module("LayerNorm", make_layer_norm(c))),
         dropout(register_module("dropout", torch::nn::Dropout(c.dropout))) {}
 
@@ -39,7 +42,8 @@ struct BertEmbeddingsImpl : torch::nn::Module {
     const int64_t seq = input_ids.size(1);
     auto positions = torch::arange(seq, input_ids.options()).unsqueeze(0);
     auto types = torch::zeros_like(input_ids);
-    auto x = word_embeddings(input_ids) + position_embeddings(positions) + token_type_embeddings(types);
+    auto x =
+        word_embeddings(input_ids) + position_embeddings(positions) + token_type_embeddings(types);
     return dropout(LayerNorm(x));
   }
 
@@ -153,7 +157,8 @@ struct BertLayerImpl : torch::nn::Module {
 TORCH_MODULE(BertLayer);
 
 struct BertEncoderImpl : torch::nn::Module {
-  explicit BertEncoderImpl(const BertConfig& c) : layer(register_module("layer", torch::nn::ModuleList())) {
+  explicit BertEncoderImpl(const BertConfig& c)
+      : layer(register_module("layer", torch::nn::ModuleList())) {
     for (int64_t i = 0; i < c.layers; ++i) layer->push_back(BertLayer(c));
   }
 
@@ -241,7 +246,8 @@ TORCH_MODULE(BertOnlyMLMHead);
 struct BertForMaskedLMImpl : torch::nn::Module {
   explicit BertForMaskedLMImpl(const BertConfig& c = {})
       : bert(register_module("bert", BertModel(c))),
-        cls(register_module("cls", BertOnlyMLMHead(c, bert->embeddings->word_embeddings->weight))) {}
+        cls(register_module("cls", BertOnlyMLMHead(c, bert->embeddings->word_embeddings->weight))) {
+  }
 
   /// input_ids: [batch, seq] int64 -> logits [batch, seq, vocab]
   torch::Tensor forward(const torch::Tensor& input_ids) {

@@ -8,7 +8,8 @@
 namespace models {
 
 inline torch::nn::Conv2d conv3x3(int64_t in, int64_t out, int64_t stride) {
-  return torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, 3).stride(stride).padding(1).bias(false));
+  return torch::nn::Conv2d(
+      torch::nn::Conv2dOptions(in, out, 3).stride(stride).padding(1).bias(false));
 }
 
 inline torch::nn::Conv2d conv1x1(int64_t in, int64_t out, int64_t stride) {
@@ -24,7 +25,8 @@ struct BasicBlockImpl : torch::nn::Module {
         bn2(register_module("bn2", torch::nn::BatchNorm2d(out))) {
     if (stride != 1 || in != out) {
       downsample = register_module(
-          "downsample", torch::nn::Sequential(conv1x1(in, out, stride), torch::nn::BatchNorm2d(out)));
+          "downsample",
+          torch::nn::Sequential(conv1x1(in, out, stride), torch::nn::BatchNorm2d(out)));
     }
   }
 
@@ -45,15 +47,19 @@ TORCH_MODULE(BasicBlock);
 
 struct ResNet18Impl : torch::nn::Module {
   explicit ResNet18Impl(int64_t num_classes = 1000)
-      : conv1(register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 64, 7).stride(2).padding(3).bias(false)))),
+      : conv1(register_module(
+            "conv1", torch::nn::Conv2d(
+                         torch::nn::Conv2dOptions(3, 64, 7).stride(2).padding(3).bias(false)))),
         bn1(register_module("bn1", torch::nn::BatchNorm2d(64))),
         relu(register_module("relu", torch::nn::ReLU(torch::nn::ReLUOptions(true)))),
-        maxpool(register_module("maxpool", torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(3).stride(2).padding(1)))),
+        maxpool(register_module(
+            "maxpool", torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(3).stride(2).padding(1)))),
         layer1(register_module("layer1", make_layer(64, 64, 1))),
         layer2(register_module("layer2", make_layer(64, 128, 2))),
         layer3(register_module("layer3", make_layer(128, 256, 2))),
         layer4(register_module("layer4", make_layer(256, 512, 2))),
-        avgpool(register_module("avgpool", torch::nn::AdaptiveAvgPool2d(torch::nn::AdaptiveAvgPool2dOptions({1, 1})))),
+        avgpool(register_module(
+            "avgpool", torch::nn::AdaptiveAvgPool2d(torch::nn::AdaptiveAvgPool2dOptions({1, 1})))),
         fc(register_module("fc", torch::nn::Linear(512, num_classes))) {}
 
   static torch::nn::Sequential make_layer(int64_t in, int64_t out, int64_t stride) {

@@ -10,11 +10,13 @@
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>
 
+#include "flopsprof/profiler.h"
+
 namespace flopsprof {
 
 struct ModuleBenchmarkOptions {
-  int warm_up = 2;            ///< unmeasured runs before the profiled one and the timed loop
-  bool track_memory = true;   ///< measure bytes allocated per iteration and the peak
+  int warm_up = 2;           ///< unmeasured runs before the profiled one and the timed loop
+  bool track_memory = true;  ///< measure bytes allocated per iteration and the peak
 };
 
 /// Google Benchmark body: `run` is one iteration (a forward, or a forward + backward) of
@@ -26,15 +28,6 @@ void benchmark_module(benchmark::State& state, const std::shared_ptr<torch::nn::
                       const std::function<void()>& run, const ModuleBenchmarkOptions& options = {});
 
 namespace detail {
-template <class M>
-std::shared_ptr<torch::nn::Module> benchmark_module_ptr(const M& m) {
-  if constexpr (std::is_convertible_v<M, std::shared_ptr<torch::nn::Module>>) {
-    return m;
-  } else {
-    return std::static_pointer_cast<torch::nn::Module>(m.ptr());
-  }
-}
-
 // `model` from the factory, `inputs` a tuple of forward arguments; with `backward`, each
 // iteration also runs backward from the sum of the output.
 template <class M, class Tuple>
@@ -48,7 +41,7 @@ void benchmark_module_with_inputs(benchmark::State& state, M model, Tuple inputs
       std::apply([&](auto&... a) { return model->forward(a...); }, inputs);
     }
   };
-  benchmark_module(state, benchmark_module_ptr(model), run);
+  benchmark_module(state, as_module_ptr(model), run);
 }
 }  // namespace detail
 
@@ -57,18 +50,19 @@ void benchmark_module_with_inputs(benchmark::State& state, M model, Tuple inputs
 /// Defines and registers a Google Benchmark `name` that benchmarks a module's forward.
 /// `factory(state)` returns the module (holder or shared_ptr); `make_inputs(state)` returns a
 /// std::tuple of forward arguments. Both may read `state.range(i)`, so a sweep is one line:
-///   FLOPSPROF_BENCHMARK_MODULE(BM_Linear, make_linear, make_input)->RangeMultiplier(2)->Range(1, 64);
-#define FLOPSPROF_BENCHMARK_MODULE(name, factory, make_inputs)                                  \
-  static void name(::benchmark::State& state) {                                                 \
+///   FLOPSPROF_BENCHMARK_MODULE(BM_Linear, make_linear, make_input)->RangeMultiplier(2)->Range(1,
+///   64);
+#define FLOPSPROF_BENCHMARK_MODULE(name, factory, make_inputs)                                   \
+  static void name(::benchmark::State& state) {                                                  \
     ::flopsprof::detail::benchmark_module_with_inputs(state, factory(state), make_inputs(state), \
-                                                      false);                                   \
-  }                                                                                             \
+                                                      false);                                    \
+  }                                                                                              \
   BENCHMARK(name)
 
 /// The same, timing forward + backward (from the sum of the output) per iteration.
-#define FLOPSPROF_BENCHMARK_MODULE_TRAIN(name, factory, make_inputs)                            \
-  static void name(::benchmark::State& state) {                                                 \
+#define FLOPSPROF_BENCHMARK_MODULE_TRAIN(name, factory, make_inputs)                             \
+  static void name(::benchmark::State& state) {                                                  \
     ::flopsprof::detail::benchmark_module_with_inputs(state, factory(state), make_inputs(state), \
-                                                      true);                                    \
-  }                                                                                             \
+                                                      true);                                     \
+  }                                                                                              \
   BENCHMARK(name)

@@ -37,17 +37,17 @@ const char* dtype_name(DType dtype) noexcept;
 
 /// What one op argument was, as captured by the profiler.
 enum class ArgKind : uint8_t {
-  kNone = 0,        ///< `None`, or an argument the profiler did not capture
-  kTensor,          ///< a defined tensor: `shape` and `dtype` are set
-  kUndefinedTensor, ///< an undefined (absent) optional tensor
-  kDouble,          ///< a floating scalar: `d`
-  kInt,             ///< an integer scalar: `i`
-  kBool,            ///< a boolean: `b`
-  kIntList,         ///< a list of integers: `list`
-  kDoubleList,      ///< a list of doubles: `dlist`
-  kTensorList,      ///< a list of tensors: `i` holds the count (shapes are not captured)
-  kString,          ///< a string: `i` holds its first character ('s' for "same", 'v' for "valid")
-  kOther,           ///< anything else (a generator, a device, ...)
+  kNone = 0,         ///< `None`, or an argument the profiler did not capture
+  kTensor,           ///< a defined tensor: `shape` and `dtype` are set
+  kUndefinedTensor,  ///< an undefined (absent) optional tensor
+  kDouble,           ///< a floating scalar: `d`
+  kInt,              ///< an integer scalar: `i`
+  kBool,             ///< a boolean: `b`
+  kIntList,          ///< a list of integers: `list`
+  kDoubleList,       ///< a list of doubles: `dlist`
+  kTensorList,       ///< a list of tensors: `i` holds the count (shapes are not captured)
+  kString,           ///< a string: `i` holds its first character ('s' for "same", 'v' for "valid")
+  kOther,            ///< anything else (a generator, a device, ...)
 };
 
 /// A read-only list of int64 values (a tensor's sizes or an int-list argument). Valid only for the
@@ -151,6 +151,6 @@ struct FormulaRegistrar {
 /// Registers `fn` (anything convertible to `flopsprof::FormulaFn`) for op `op_name` when the
 /// program starts. Put it in a source file of the executable (a static library's linker may drop
 /// an unreferenced registration); `flopsprof::register_formula` is the explicit alternative.
-#define FLOPSPROF_REGISTER_FORMULA(op_name, fn)                                      \
-  static const ::flopsprof::detail::FormulaRegistrar FLOPSPROF_PRIVATE_NAME(         \
+#define FLOPSPROF_REGISTER_FORMULA(op_name, fn)                              \
+  static const ::flopsprof::detail::FormulaRegistrar FLOPSPROF_PRIVATE_NAME( \
       flopsprof_private_formula_)(op_name, fn)

@@ -23,10 +23,10 @@ struct OpProfile {
   double p10_s = 0;
   double p90_s = 0;
   std::optional<FlopCount> flops;  ///< from the op's formula; nullopt: no formula (n/a)
-  int64_t peak_bytes = 0;         ///< highest allocator growth during one call (outputs included)
-  int64_t output_bytes = 0;       ///< bytes of the op's tensor outputs
-  int64_t workspace_bytes = 0;    ///< peak_bytes - output_bytes: what the kernel needed besides
-  bool cached = false;            ///< true when served from the cache
+  int64_t peak_bytes = 0;          ///< highest allocator growth during one call (outputs included)
+  int64_t output_bytes = 0;        ///< bytes of the op's tensor outputs
+  int64_t workspace_bytes = 0;     ///< peak_bytes - output_bytes: what the kernel needed besides
+  bool cached = false;             ///< true when served from the cache
 };
 
 /// Runs `op` (a schema name, optionally with overload: "aten::mm", "aten::add.Tensor") on

@@ -104,9 +104,8 @@ class FlopsProfiler {
   /// Profiles `model` (the root of the module tree). Throws `Error` when `model` is null.
   explicit FlopsProfiler(std::shared_ptr<torch::nn::Module> model, ProfilerOptions options = {});
   /// Accepts a `torch::nn::ModuleHolder` (e.g. `torch::nn::Linear`) or a user holder.
-  template <class Holder,
-            class = std::enable_if_t<
-                std::is_base_of_v<torch::nn::Module, typename Holder::ContainedType>>>
+  template <class Holder, class = std::enable_if_t<
+                              std::is_base_of_v<torch::nn::Module, typename Holder::ContainedType>>>
   explicit FlopsProfiler(const Holder& holder, ProfilerOptions options = {})
       : FlopsProfiler(std::static_pointer_cast<torch::nn::Module>(holder.ptr()),
                       std::move(options)) {}
@@ -129,7 +128,8 @@ class FlopsProfiler {
   /// Whether a profile is running.
   bool is_running() const;
 
-  /// Marks the optimizer step of a training iteration: `{ auto s = prof.step_scope(); opt.step(); }`.
+  /// Marks the optimizer step of a training iteration: `{ auto s = prof.step_scope(); opt.step();
+  /// }`.
   [[nodiscard]] StepScope step_scope();
   /// Marks one training iteration: `auto it = prof.iteration();` at the top of the loop body.
   /// With `ProfilerOptions::profile_step = N`, iteration N is profiled (started and stopped by
@@ -168,8 +168,8 @@ class FlopsProfiler {
   void print_model_profile(int profile_step = 1, int module_depth = -1, int top_modules = 1,
                            bool detailed = true, const std::string& output_file = "") const;
   /// The text `print_model_profile` prints.
-  std::string model_profile_string(int profile_step = 1, int module_depth = -1,
-                                   int top_modules = 1, bool detailed = true) const;
+  std::string model_profile_string(int profile_step = 1, int module_depth = -1, int top_modules = 1,
+                                   bool detailed = true) const;
   /// The profile as JSON (schema in README.md).
   std::string to_json(int indent = 2) const;
   /// Writes `to_json()` to `path`. Throws `Error` when the file cannot be written.
@@ -196,9 +196,9 @@ struct ModelProfileOptions {
   bool detailed = true;
   int module_depth = -1;
   int top_modules = 1;
-  int warm_up = 1;            ///< unprofiled forwards before the profiled one
-  bool as_string = false;     ///< also fill the `*_string` fields of the result
-  std::string output_file;    ///< print there instead of stdout
+  int warm_up = 1;          ///< unprofiled forwards before the profiled one
+  bool as_string = false;   ///< also fill the `*_string` fields of the result
+  std::string output_file;  ///< print there instead of stdout
   std::vector<std::string> ignore_modules;
   torch::Dtype input_dtype = torch::kFloat;  ///< for the `input_shape` overload
   torch::Device input_device = torch::kCPU;  ///< for the `input_shape` overload
@@ -292,7 +292,8 @@ ModelProfile get_model_profile(const M& model, const std::tuple<Args...>& args,
         [&](const auto&... a) {
           (..., [&](const auto& x) {
             if constexpr (std::is_convertible_v<decltype(x), const torch::Tensor&>) {
-              if (o.profiler.batch_size == 0 && x.defined() && x.dim() > 0) o.profiler.batch_size = x.size(0);
+              if (o.profiler.batch_size == 0 && x.defined() && x.dim() > 0)
+                o.profiler.batch_size = x.size(0);
             }
           }(a));
         },
@@ -301,18 +302,18 @@ ModelProfile get_model_profile(const M& model, const std::tuple<Args...>& args,
   return get_model_profile(
       detail::as_module_ptr(model),
       [&] {
-        detail::run_forward([&] { return std::apply([&](const auto&... a) { return m->forward(a...); }, moved); },
-                            o.backward);
+        detail::run_forward(
+            [&] { return std::apply([&](const auto&... a) { return m->forward(a...); }, moved); },
+            o.backward);
       },
       o);
 }
 
 /// Profiles one call of `fn` (any callable with no arguments) that runs the model's forward.
 template <class M, class F,
-          class = std::enable_if_t<std::is_invocable_v<F&> &&
-                                   !std::is_convertible_v<F, std::vector<int64_t>> &&
-                                   !std::is_same_v<std::decay_t<M>,
-                                                   std::shared_ptr<torch::nn::Module>>>>
+          class = std::enable_if_t<
+              std::is_invocable_v<F&> && !std::is_convertible_v<F, std::vector<int64_t>> &&
+              !std::is_same_v<std::decay_t<M>, std::shared_ptr<torch::nn::Module>>>>
 ModelProfile get_model_profile(const M& model, F&& fn, const ModelProfileOptions& options = {}) {
   return get_model_profile(detail::as_module_ptr(model), std::function<void()>(fn), options);
 }

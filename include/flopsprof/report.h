@@ -15,50 +15,50 @@ using FlopsByDtype = std::array<uint64_t, static_cast<size_t>(DType::kCount)>;
 
 /// One module of the profiled model, inclusive of its submodules.
 struct ModuleStats {
-  std::string name;          ///< dotted name ("encoder.layer.3"); "" for the root model
-  std::string type;          ///< type as DeepSpeed shows it ("Linear", "BertLayer")
-  int depth = 0;             ///< 0 for the root
-  int parent = -1;           ///< index into `ProfileResult::modules`; -1 for the root
-  std::vector<int> children; ///< indices into `ProfileResult::modules`
-  uint64_t calls = 0;        ///< forward calls seen (see README: how calls are counted)
-  bool scoped = false;       ///< boundaries came from FLOPSPROF_MODULE() (exact)
-  uint64_t params = 0;       ///< parameters in this subtree, shared ones once
+  std::string name;           ///< dotted name ("encoder.layer.3"); "" for the root model
+  std::string type;           ///< type as DeepSpeed shows it ("Linear", "BertLayer")
+  int depth = 0;              ///< 0 for the root
+  int parent = -1;            ///< index into `ProfileResult::modules`; -1 for the root
+  std::vector<int> children;  ///< indices into `ProfileResult::modules`
+  uint64_t calls = 0;         ///< forward calls seen (see README: how calls are counted)
+  bool scoped = false;        ///< boundaries came from FLOPSPROF_MODULE() (exact)
+  uint64_t params = 0;        ///< parameters in this subtree, shared ones once
   uint64_t trainable_params = 0;
   uint64_t param_bytes = 0;
-  uint64_t flops = 0;        ///< forward FLOPs of ops attributed to this subtree
+  uint64_t flops = 0;  ///< forward FLOPs of ops attributed to this subtree
   uint64_t macs = 0;
-  double latency_s = 0;      ///< forward latency: sum of the spans of its calls, seconds
-  uint64_t na_ops = 0;       ///< forward op calls in this subtree with no formula
+  double latency_s = 0;  ///< forward latency: sum of the spans of its calls, seconds
+  uint64_t na_ops = 0;   ///< forward op calls in this subtree with no formula
   FlopsByDtype flops_by_dtype{};
-  uint64_t bwd_flops = 0;      ///< measured: backward ops linked to this subtree's forward ops
+  uint64_t bwd_flops = 0;  ///< measured: backward ops linked to this subtree's forward ops
   uint64_t bwd_macs = 0;
-  double bwd_latency_s = 0;    ///< sum of the durations of its autograd nodes, seconds
+  double bwd_latency_s = 0;      ///< sum of the durations of its autograd nodes, seconds
   uint64_t recompute_flops = 0;  ///< forward ops re-run inside backward (activation checkpointing)
   uint64_t recompute_macs = 0;
-  int64_t fwd_alloc_bytes = 0;   ///< memory tracking: bytes allocated by its forward ops
-  int64_t fwd_held_bytes = 0;    ///< allocated minus freed by its forward ops: what it leaves
-                                 ///< allocated (activations kept for backward, outputs)
+  int64_t fwd_alloc_bytes = 0;  ///< memory tracking: bytes allocated by its forward ops
+  int64_t fwd_held_bytes = 0;   ///< allocated minus freed by its forward ops: what it leaves
+                                ///< allocated (activations kept for backward, outputs)
 };
 
 /// One point of the memory footprint: after an allocation or free.
 struct MemorySample {
-  double time_s = 0;      ///< since the first sample
-  int64_t bytes = 0;      ///< in use (net bytes allocated since the profile started)
-  int64_t reserved = 0;   ///< caching allocator's reserved bytes (CUDA); 0 on CPU
-  std::string op;         ///< the op that allocated or freed ("" between ops)
-  std::string module;     ///< its module (dotted name)
-  std::string phase;      ///< "forward", "backward", "recompute", "step"
+  double time_s = 0;     ///< since the first sample
+  int64_t bytes = 0;     ///< in use (net bytes allocated since the profile started)
+  int64_t reserved = 0;  ///< caching allocator's reserved bytes (CUDA); 0 on CPU
+  std::string op;        ///< the op that allocated or freed ("" between ops)
+  std::string module;    ///< its module (dotted name)
+  std::string phase;     ///< "forward", "backward", "recompute", "step"
 };
 
 /// Memory footprint measured through c10's memory-reporting interface.
 struct MemoryStats {
   bool tracked = false;
-  int64_t peak_bytes = 0;        ///< highest net bytes in use, whole profile
-  std::string peak_op;           ///< where it was reached
+  int64_t peak_bytes = 0;  ///< highest net bytes in use, whole profile
+  std::string peak_op;     ///< where it was reached
   std::string peak_module;
   std::string peak_phase;
-  int64_t fwd_peak_bytes = 0;    ///< highest during forward ops
-  int64_t final_bytes = 0;       ///< in use when the profile stopped
+  int64_t fwd_peak_bytes = 0;       ///< highest during forward ops
+  int64_t final_bytes = 0;          ///< in use when the profile stopped
   int64_t peak_reserved_bytes = 0;  ///< highest reserved (CUDA caching allocator); 0 on CPU
   uint64_t allocations = 0;
   uint64_t frees = 0;
@@ -67,14 +67,14 @@ struct MemoryStats {
 
 /// One op name, over the whole forward.
 struct OpStats {
-  std::string name;          ///< "aten::addmm"
+  std::string name;               ///< "aten::addmm"
   std::string phase = "forward";  ///< "forward", "backward", "recompute" or "step"
-  bool has_formula = false;  ///< false: counted as n/a, listed with its time
-  uint64_t calls = 0;        ///< calls that were counted or listed (not those nested in a counted op)
+  bool has_formula = false;       ///< false: counted as n/a, listed with its time
+  uint64_t calls = 0;  ///< calls that were counted or listed (not those nested in a counted op)
   uint64_t flops = 0;
   uint64_t macs = 0;
-  double latency_s = 0;      ///< host time of those calls, inclusive
-  double uncovered_s = 0;    ///< no-formula ops: self time not inside any counted op
+  double latency_s = 0;    ///< host time of those calls, inclusive
+  double uncovered_s = 0;  ///< no-formula ops: self time not inside any counted op
 };
 
 /// Everything a profile measured. Produced at `stop_profile()`; plain data, safe to copy.
@@ -85,33 +85,33 @@ struct ProfileResult {
   uint64_t trainable_params = 0;
   uint64_t param_bytes = 0;
   std::array<uint64_t, static_cast<size_t>(DType::kCount)> param_bytes_by_dtype{};
-  uint64_t flops = 0;                ///< forward FLOPs, each op counted once
+  uint64_t flops = 0;  ///< forward FLOPs, each op counted once
   uint64_t macs = 0;
   FlopsByDtype flops_by_dtype{};
-  double duration_s = 0;             ///< forward latency of the root module, seconds
-  double no_formula_s = 0;           ///< forward time spent in ops without a formula, seconds
-  uint64_t threads = 0;              ///< threads on which ops were observed
-  uint64_t op_events = 0;            ///< op calls observed (all, nested ones included)
-  std::string timer;                 ///< name of the timing backend
-  std::vector<std::string> problems; ///< issues seen while profiling, each reported once
+  double duration_s = 0;              ///< forward latency of the root module, seconds
+  double no_formula_s = 0;            ///< forward time spent in ops without a formula, seconds
+  uint64_t threads = 0;               ///< threads on which ops were observed
+  uint64_t op_events = 0;             ///< op calls observed (all, nested ones included)
+  std::string timer;                  ///< name of the timing backend
+  std::vector<std::string> problems;  ///< issues seen while profiling, each reported once
 
   // Training (present when backward or a step scope was observed).
   bool has_backward = false;
   bool has_step = false;
-  uint64_t bwd_flops = 0;            ///< measured backward FLOPs (recompute excluded)
+  uint64_t bwd_flops = 0;  ///< measured backward FLOPs (recompute excluded)
   uint64_t bwd_macs = 0;
-  double bwd_latency_s = 0;          ///< spans of the backward passes, seconds
-  uint64_t recompute_flops = 0;      ///< forward ops re-run inside backward
+  double bwd_latency_s = 0;      ///< spans of the backward passes, seconds
+  uint64_t recompute_flops = 0;  ///< forward ops re-run inside backward
   uint64_t recompute_macs = 0;
-  uint64_t autograd_flops = 0;       ///< backward ops linked to no forward op ("(autograd)")
-  double autograd_latency_s = 0;     ///< time of autograd nodes linked to no forward op
-  uint64_t step_flops = 0;           ///< ops inside step scopes (the optimizer step)
-  double step_latency_s = 0;         ///< sum of step scopes, seconds
+  uint64_t autograd_flops = 0;    ///< backward ops linked to no forward op ("(autograd)")
+  double autograd_latency_s = 0;  ///< time of autograd nodes linked to no forward op
+  uint64_t step_flops = 0;        ///< ops inside step scopes (the optimizer step)
+  double step_latency_s = 0;      ///< sum of step scopes, seconds
 
   MemoryStats memory;  ///< filled when ProfilerOptions::track_memory
 
   // Given by the user (ProfilerOptions); shown in the summary as DeepSpeed does.
-  int64_t batch_size = 0;            ///< per device; 0: unknown
+  int64_t batch_size = 0;  ///< per device; 0: unknown
   int world_size = 1;
   int data_parallel_size = 1;
   int model_parallel_size = 1;

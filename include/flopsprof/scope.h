@@ -46,13 +46,13 @@ class ModuleScope {
   void exit() noexcept;
 
   bool active_ = false;
-  bool recorded_ = false;        // an enter record went to the profile
-  int uncaught_ = 0;             // std::uncaught_exceptions() at entry: skip post-hooks on unwind
+  bool recorded_ = false;  // an enter record went to the profile
+  int uncaught_ = 0;       // std::uncaught_exceptions() at entry: skip post-hooks on unwind
   const torch::nn::Module* module_ = nullptr;
-  void* buffer_ = nullptr;       // the thread's event buffer (detail)
-  uint64_t session_ = 0;         // profile session id the record belongs to
-  int32_t record_ = -1;          // index of the scope record in the buffer
-  int32_t module_index_ = -1;    // module index in the profiled tree
+  void* buffer_ = nullptr;           // the thread's event buffer (detail)
+  uint64_t session_ = 0;             // profile session id the record belongs to
+  int32_t record_ = -1;              // index of the scope record in the buffer
+  int32_t module_index_ = -1;        // module index in the profiled tree
   void* record_function_ = nullptr;  // at::RecordFunction* when another observer listens
 };
 
@@ -86,7 +86,7 @@ HookHandle register_forward_hook(const std::shared_ptr<torch::nn::Module>& modul
 }  // namespace flopsprof
 
 /// First statement of a module's `forward`: marks one call of this module. See `ModuleScope`.
-#define FLOPSPROF_MODULE()                                                  \
+#define FLOPSPROF_MODULE()                                                 \
   ::flopsprof::ModuleScope FLOPSPROF_PRIVATE_SCOPE_NAME(flopsprof_scope_)( \
       static_cast<const ::torch::nn::Module*>(this))
 #define FLOPSPROF_PRIVATE_SCOPE_CONCAT2(a, b) a##b

@@ -21,12 +21,12 @@ std::optional<FlopCount> sdpa(const OpInputs& in) {
 }  // namespace
 
 void register_attention_formulas() {
-  for (const char* op : {"aten::scaled_dot_product_attention",
-                         "aten::_scaled_dot_product_attention_math",
-                         "aten::_scaled_dot_product_flash_attention",
-                         "aten::_scaled_dot_product_flash_attention_for_cpu",
-                         "aten::_scaled_dot_product_efficient_attention",
-                         "aten::_scaled_dot_product_cudnn_attention"}) {
+  for (const char* op :
+       {"aten::scaled_dot_product_attention", "aten::_scaled_dot_product_attention_math",
+        "aten::_scaled_dot_product_flash_attention",
+        "aten::_scaled_dot_product_flash_attention_for_cpu",
+        "aten::_scaled_dot_product_efficient_attention",
+        "aten::_scaled_dot_product_cudnn_attention"}) {
     add_builtin_formula(op, sdpa);
   }
 }

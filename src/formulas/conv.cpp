@@ -12,7 +12,7 @@ namespace {
 struct ConvArgs {
   size_t input = 0, weight = 1, bias = 2;
   int stride = -1, padding = -1, dilation = -1, output_padding = -1, groups = -1;
-  int transposed = -1;     // index of the bool argument, or -1
+  int transposed = -1;  // index of the bool argument, or -1
   bool always_transposed = false;
 };
 
@@ -28,7 +28,8 @@ std::optional<FlopCount> conv_count(const OpInputs& in, const ConvArgs& c) {
   bool batched = x.size() == w.size();
   if (!batched && x.size() != w.size() - 1) return std::nullopt;
   uint64_t n = batched ? u(x[0]) : 1;
-  bool transposed = c.always_transposed || (c.transposed >= 0 && in.boolean(c.transposed).value_or(false));
+  bool transposed =
+      c.always_transposed || (c.transposed >= 0 && in.boolean(c.transposed).value_or(false));
   int64_t groups = c.groups >= 0 ? in.integer(c.groups).value_or(1) : 1;
   if (groups < 1) return std::nullopt;
   IntSpan stride = c.stride >= 0 ? in.int_list(c.stride) : IntSpan{};
@@ -69,11 +70,19 @@ FormulaFn conv(ConvArgs args) {
 
 // convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation,
 //                      transposed, output_padding, groups, output_mask[3]):
-// MACs = forward MACs x (grad_input + grad_weight); FLOPs = 2 x MACs + numel(grad_output) if grad_bias
+// MACs = forward MACs x (grad_input + grad_weight); FLOPs = 2 x MACs + numel(grad_output) if
+// grad_bias
 std::optional<FlopCount> convolution_backward(const OpInputs& in) {
   ConvArgs fwd;
-  fwd.input = 1; fwd.weight = 2; fwd.bias = 99; fwd.stride = 4; fwd.padding = 5; fwd.dilation = 6;
-  fwd.transposed = 7; fwd.output_padding = 8; fwd.groups = 9;
+  fwd.input = 1;
+  fwd.weight = 2;
+  fwd.bias = 99;
+  fwd.stride = 4;
+  fwd.padding = 5;
+  fwd.dilation = 6;
+  fwd.transposed = 7;
+  fwd.output_padding = 8;
+  fwd.groups = 9;
   std::optional<FlopCount> f = conv_count(in, fwd);
   IntSpan mask = in.int_list(10);
   if (!f || mask.size() != 3) return std::nullopt;
@@ -87,36 +96,56 @@ std::optional<FlopCount> convolution_backward(const OpInputs& in) {
 void register_conv_formulas() {
   // conv{1,2,3}d(input, weight, bias, stride, padding, dilation, groups); padding may be a string
   ConvArgs convnd;
-  convnd.stride = 3; convnd.padding = 4; convnd.dilation = 5; convnd.groups = 6;
+  convnd.stride = 3;
+  convnd.padding = 4;
+  convnd.dilation = 5;
+  convnd.groups = 6;
   add_builtin_formula("aten::conv1d", conv(convnd));
   add_builtin_formula("aten::conv2d", conv(convnd));
   add_builtin_formula("aten::conv3d", conv(convnd));
   // convolution / _convolution(input, weight, bias, stride, padding, dilation, transposed,
   //                            output_padding, groups, ...)
   ConvArgs general;
-  general.stride = 3; general.padding = 4; general.dilation = 5; general.transposed = 6;
-  general.output_padding = 7; general.groups = 8;
+  general.stride = 3;
+  general.padding = 4;
+  general.dilation = 5;
+  general.transposed = 6;
+  general.output_padding = 7;
+  general.groups = 8;
   add_builtin_formula("aten::convolution", conv(general));
   add_builtin_formula("aten::_convolution", conv(general));
   // conv_transpose{1,2,3}d(input, weight, bias, stride, padding, output_padding, groups, dilation)
   ConvArgs transposed;
-  transposed.stride = 3; transposed.padding = 4; transposed.output_padding = 5;
-  transposed.groups = 6; transposed.dilation = 7; transposed.always_transposed = true;
+  transposed.stride = 3;
+  transposed.padding = 4;
+  transposed.output_padding = 5;
+  transposed.groups = 6;
+  transposed.dilation = 7;
+  transposed.always_transposed = true;
   add_builtin_formula("aten::conv_transpose1d", conv(transposed));
   add_builtin_formula("aten::conv_transpose2d", conv(transposed));
   add_builtin_formula("aten::conv_transpose3d", conv(transposed));
   // mkldnn_convolution(input, weight, bias, padding, stride, dilation, groups)
   ConvArgs mkldnn;
-  mkldnn.padding = 3; mkldnn.stride = 4; mkldnn.dilation = 5; mkldnn.groups = 6;
+  mkldnn.padding = 3;
+  mkldnn.stride = 4;
+  mkldnn.dilation = 5;
+  mkldnn.groups = 6;
   add_builtin_formula("aten::mkldnn_convolution", conv(mkldnn));
   // thnn_conv2d / _slow_conv2d_forward(input, weight, kernel_size, bias, stride, padding)
   ConvArgs thnn;
-  thnn.bias = 3; thnn.stride = 4; thnn.padding = 5;
+  thnn.bias = 3;
+  thnn.stride = 4;
+  thnn.padding = 5;
   add_builtin_formula("aten::thnn_conv2d", conv(thnn));
   add_builtin_formula("aten::_slow_conv2d_forward", conv(thnn));
   // cudnn_convolution(input, weight, padding, stride, dilation, groups, ...): no bias argument
   ConvArgs cudnn;
-  cudnn.bias = 99; cudnn.padding = 2; cudnn.stride = 3; cudnn.dilation = 4; cudnn.groups = 5;
+  cudnn.bias = 99;
+  cudnn.padding = 2;
+  cudnn.stride = 3;
+  cudnn.dilation = 4;
+  cudnn.groups = 5;
   add_builtin_formula("aten::cudnn_convolution", conv(cudnn));
   add_builtin_formula("aten::convolution_backward", convolution_backward);
 }

@@ -6,7 +6,9 @@
 namespace flopsprof::detail {
 namespace {
 
-uint64_t mul3(int64_t a, int64_t b, int64_t c) { return checked_mul(checked_mul(u(a), u(b)), u(c)); }
+uint64_t mul3(int64_t a, int64_t b, int64_t c) {
+  return checked_mul(checked_mul(u(a), u(b)), u(c));
+}
 
 bool beta_is_zero(const OpInputs& in, size_t i) {
   auto beta = in.scalar(i);
@@ -48,8 +50,7 @@ std::optional<FlopCount> addbmm(const OpInputs& in) {
   IntSpan a = in.shape(1), b = in.shape(2);
   if (a.size() != 3 || b.size() != 3) return std::nullopt;
   uint64_t out = checked_mul(u(a[1]), u(b[2]));
-  return gemm_count(checked_mul(checked_mul(out, u(a[0])), u(a[2])),
-                    beta_is_zero(in, 3) ? 0 : out);
+  return gemm_count(checked_mul(checked_mul(out, u(a[0])), u(a[2])), beta_is_zero(in, 3) ? 0 : out);
 }
 
 // matmul(a, b) with numpy semantics: MACs = broadcast(batch dims) * M * N * K

@@ -34,42 +34,42 @@ std::optional<FlopCount> unary(const OpInputs& in) {
 
 void register_pointwise_formulas() {
   for (const char* op : {"aten::add", "aten::add_", "aten::sub", "aten::sub_", "aten::mul",
-                         "aten::mul_", "aten::div", "aten::div_", "aten::rsub",
-                         "aten::true_divide", "aten::true_divide_", "aten::pow", "aten::pow_",
-                         "aten::maximum", "aten::minimum", "aten::fmod", "aten::remainder"}) {
+                         "aten::mul_", "aten::div", "aten::div_", "aten::rsub", "aten::true_divide",
+                         "aten::true_divide_", "aten::pow", "aten::pow_", "aten::maximum",
+                         "aten::minimum", "aten::fmod", "aten::remainder"}) {
     add_builtin_formula(op, binary);
   }
   for (const char* op : {"aten::addcmul", "aten::addcmul_", "aten::addcdiv", "aten::addcdiv_"}) {
     add_builtin_formula(op, ternary2);
   }
-  for (const char* op : {
-           // unary math
-           "aten::exp", "aten::exp_", "aten::log", "aten::log_", "aten::sqrt", "aten::sqrt_",
-           "aten::rsqrt", "aten::rsqrt_", "aten::reciprocal", "aten::reciprocal_", "aten::neg",
-           "aten::neg_", "aten::abs", "aten::abs_", "aten::sin", "aten::cos", "aten::erf",
-           "aten::log1p", "aten::expm1", "aten::square", "aten::clamp", "aten::clamp_",
-           "aten::clamp_min", "aten::clamp_min_", "aten::clamp_max", "aten::clamp_max_",
-           // activations
-           "aten::relu", "aten::relu_", "aten::gelu", "aten::gelu_", "aten::silu", "aten::silu_",
-           "aten::sigmoid", "aten::sigmoid_", "aten::tanh", "aten::tanh_", "aten::elu",
-           "aten::elu_", "aten::leaky_relu", "aten::leaky_relu_", "aten::hardswish",
-           "aten::hardswish_", "aten::hardsigmoid", "aten::hardsigmoid_", "aten::hardtanh",
-           "aten::hardtanh_", "aten::relu6", "aten::relu6_", "aten::softplus", "aten::mish",
-           "aten::mish_", "aten::selu", "aten::selu_", "aten::celu", "aten::celu_",
-           "aten::prelu", "aten::threshold", "aten::threshold_", "aten::log_sigmoid",
-           // softmax family
-           "aten::softmax", "aten::_softmax", "aten::log_softmax", "aten::_log_softmax",
-           // reductions
-           "aten::sum", "aten::mean",
-           // backward of activations and softmax: numel(grad_output)
-           "aten::threshold_backward", "aten::gelu_backward", "aten::silu_backward",
-           "aten::sigmoid_backward", "aten::tanh_backward", "aten::elu_backward",
-           "aten::leaky_relu_backward", "aten::hardswish_backward", "aten::hardsigmoid_backward",
-           "aten::hardtanh_backward", "aten::softplus_backward", "aten::mish_backward",
-           "aten::log_sigmoid_backward", "aten::_softmax_backward_data",
-           "aten::_log_softmax_backward_data",
-           // embedding backward: numel(grad_output)
-           "aten::embedding_backward", "aten::embedding_dense_backward"}) {
+  for (const char* op :
+       {// unary math
+        "aten::exp", "aten::exp_", "aten::log", "aten::log_", "aten::sqrt", "aten::sqrt_",
+        "aten::rsqrt", "aten::rsqrt_", "aten::reciprocal", "aten::reciprocal_", "aten::neg",
+        "aten::neg_", "aten::abs", "aten::abs_", "aten::sin", "aten::cos", "aten::erf",
+        "aten::log1p", "aten::expm1", "aten::square", "aten::clamp", "aten::clamp_",
+        "aten::clamp_min", "aten::clamp_min_", "aten::clamp_max", "aten::clamp_max_",
+        // activations
+        "aten::relu", "aten::relu_", "aten::gelu", "aten::gelu_", "aten::silu", "aten::silu_",
+        "aten::sigmoid", "aten::sigmoid_", "aten::tanh", "aten::tanh_", "aten::elu", "aten::elu_",
+        "aten::leaky_relu", "aten::leaky_relu_", "aten::hardswish", "aten::hardswish_",
+        "aten::hardsigmoid", "aten::hardsigmoid_", "aten::hardtanh", "aten::hardtanh_",
+        "aten::relu6", "aten::relu6_", "aten::softplus", "aten::mish", "aten::mish_", "aten::selu",
+        "aten::selu_", "aten::celu", "aten::celu_", "aten::prelu", "aten::threshold",
+        "aten::threshold_", "aten::log_sigmoid",
+        // softmax family
+        "aten::softmax", "aten::_softmax", "aten::log_softmax", "aten::_log_softmax",
+        // reductions
+        "aten::sum", "aten::mean",
+        // backward of activations and softmax: numel(grad_output)
+        "aten::threshold_backward", "aten::gelu_backward", "aten::silu_backward",
+        "aten::sigmoid_backward", "aten::tanh_backward", "aten::elu_backward",
+        "aten::leaky_relu_backward", "aten::hardswish_backward", "aten::hardsigmoid_backward",
+        "aten::hardtanh_backward", "aten::softplus_backward", "aten::mish_backward",
+        "aten::log_sigmoid_backward", "aten::_softmax_backward_data",
+        "aten::_log_softmax_backward_data",
+        // embedding backward: numel(grad_output)
+        "aten::embedding_backward", "aten::embedding_dense_backward"}) {
     add_builtin_formula(op, unary);
   }
 }

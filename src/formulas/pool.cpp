@@ -52,10 +52,9 @@ void register_pool_formulas() {
     add_builtin_formula(op, pool_backward);
   }
   for (const char* op :
-       {"aten::max_pool1d", "aten::max_pool2d", "aten::max_pool3d",
-        "aten::max_pool1d_with_indices", "aten::max_pool2d_with_indices",
-        "aten::max_pool3d_with_indices", "aten::mkldnn_max_pool2d", "aten::avg_pool1d",
-        "aten::avg_pool2d", "aten::avg_pool3d", "aten::adaptive_avg_pool1d",
+       {"aten::max_pool1d", "aten::max_pool2d", "aten::max_pool3d", "aten::max_pool1d_with_indices",
+        "aten::max_pool2d_with_indices", "aten::max_pool3d_with_indices", "aten::mkldnn_max_pool2d",
+        "aten::avg_pool1d", "aten::avg_pool2d", "aten::avg_pool3d", "aten::adaptive_avg_pool1d",
         "aten::adaptive_avg_pool2d", "aten::adaptive_avg_pool3d", "aten::_adaptive_avg_pool2d",
         "aten::_adaptive_avg_pool3d", "aten::adaptive_max_pool1d", "aten::adaptive_max_pool2d",
         "aten::adaptive_max_pool3d"}) {
@@ -64,8 +63,8 @@ void register_pool_formulas() {
   for (const char* op :
        {"aten::upsample_nearest1d", "aten::upsample_nearest2d", "aten::upsample_nearest3d",
         "aten::_upsample_nearest_exact1d", "aten::_upsample_nearest_exact2d",
-        "aten::_upsample_nearest_exact3d", "aten::upsample_linear1d",
-        "aten::upsample_bilinear2d", "aten::upsample_bicubic2d", "aten::upsample_trilinear3d"}) {
+        "aten::_upsample_nearest_exact3d", "aten::upsample_linear1d", "aten::upsample_bilinear2d",
+        "aten::upsample_bicubic2d", "aten::upsample_trilinear3d"}) {
     add_builtin_formula(op, upsample);
   }
 }

@@ -12,21 +12,36 @@ namespace flopsprof {
 
 const char* dtype_name(DType dtype) noexcept {
   switch (dtype) {
-    case DType::kFloat64: return "fp64";
-    case DType::kFloat32: return "fp32";
-    case DType::kFloat16: return "fp16";
-    case DType::kBFloat16: return "bf16";
-    case DType::kFloat8: return "fp8";
-    case DType::kComplex64: return "c64";
-    case DType::kComplex128: return "c128";
-    case DType::kInt64: return "int64";
-    case DType::kInt32: return "int32";
-    case DType::kInt16: return "int16";
-    case DType::kInt8: return "int8";
-    case DType::kUInt8: return "uint8";
-    case DType::kBool: return "bool";
-    case DType::kQuantized: return "quantized";
-    default: return "unknown";
+    case DType::kFloat64:
+      return "fp64";
+    case DType::kFloat32:
+      return "fp32";
+    case DType::kFloat16:
+      return "fp16";
+    case DType::kBFloat16:
+      return "bf16";
+    case DType::kFloat8:
+      return "fp8";
+    case DType::kComplex64:
+      return "c64";
+    case DType::kComplex128:
+      return "c128";
+    case DType::kInt64:
+      return "int64";
+    case DType::kInt32:
+      return "int32";
+    case DType::kInt16:
+      return "int16";
+    case DType::kInt8:
+      return "int8";
+    case DType::kUInt8:
+      return "uint8";
+    case DType::kBool:
+      return "bool";
+    case DType::kQuantized:
+      return "quantized";
+    default:
+      return "unknown";
   }
 }
 
@@ -58,17 +73,19 @@ IntSpan OpInputs::shape(size_t i) const {
   return a.kind == ArgKind::kTensor ? a.shape : IntSpan{};
 }
 
-uint64_t OpInputs::numel(size_t i) const {
-  return is_tensor(i) ? detail::numel_of(shape(i)) : 0;
-}
+uint64_t OpInputs::numel(size_t i) const { return is_tensor(i) ? detail::numel_of(shape(i)) : 0; }
 
 std::optional<double> OpInputs::scalar(size_t i) const {
   const ArgView& a = (*this)[i];
   switch (a.kind) {
-    case ArgKind::kDouble: return a.d;
-    case ArgKind::kInt: return static_cast<double>(a.i);
-    case ArgKind::kBool: return a.b ? 1.0 : 0.0;
-    default: return std::nullopt;
+    case ArgKind::kDouble:
+      return a.d;
+    case ArgKind::kInt:
+      return static_cast<double>(a.i);
+    case ArgKind::kBool:
+      return a.b ? 1.0 : 0.0;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -196,7 +213,9 @@ bool unregister_formula(std::string_view op_name) {
   return true;
 }
 
-bool has_formula(std::string_view op_name) { return static_cast<bool>(detail::find_formula(op_name)); }
+bool has_formula(std::string_view op_name) {
+  return static_cast<bool>(detail::find_formula(op_name));
+}
 
 std::optional<FlopCount> compute_flops(std::string_view op_name, const OpInputs& inputs) {
   FormulaFn fn = detail::find_formula(op_name);
