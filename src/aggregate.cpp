@@ -112,7 +112,24 @@ struct MemSample {
 struct PerThread {
   std::vector<Phase> phase;  // kNone: not a counted/listed op (nested or an autograd node)
   std::vector<int> mod;      // attributed module; -1: none ("(autograd)" for backward)
+  std::vector<int> node_of;  // innermost enclosing autograd node (backward ops)
 };
+
+struct KernelAcc {
+  uint64_t calls = 0;
+  int64_t ns = 0;
+};
+
+std::vector<KernelStats> top_kernels(const std::map<std::string, KernelAcc>& by_name, size_t n,
+                                     double ns_per_tick_s) {
+  std::vector<KernelStats> out;
+  for (const auto& [name, a] : by_name) out.push_back(KernelStats{name, a.calls, static_cast<double>(a.ns) * ns_per_tick_s});
+  std::sort(out.begin(), out.end(), [](const KernelStats& a, const KernelStats& b) {
+    return a.gpu_s != b.gpu_s ? a.gpu_s > b.gpu_s : a.name < b.name;
+  });
+  if (out.size() > n) out.resize(n);
+  return out;
+}
 
 }  // namespace
 
@@ -331,7 +348,8 @@ ProfileResult aggregate(const AggregateInput& in, TraceData* trace) {
     // Backward ops belong to the module of their innermost enclosing autograd node. Ops that the
     // engine runs in a node's evaluate_function wrapper after the node itself (validate_outputs:
     // e.g. the reduction of a broadcast bias gradient) belong to that node too.
-    std::vector<int> node_of(n, -1);
+    std::vector<int>& node_of = pt.node_of;
+    node_of.assign(n, -1);
     for (size_t i = 0; i < n; ++i) {
       const RawEvent& e = ev[i];
       const int p = e.parent;
@@ -560,6 +578,72 @@ ProfileResult aggregate(const AggregateInput& in, TraceData* trace) {
     }
   }
 
+  // GPU activity: each record belongs to the op that launched it (external correlation id).
+  std::vector<int64_t> gpu_ns(num_modules, 0), gpu_first(num_modules, INT64_MAX), gpu_last(num_modules, INT64_MIN);
+  std::vector<std::map<std::string, KernelAcc>> gpu_kernels(num_modules);
+  if (in.gpu != nullptr) {
+    const GpuCollection& g = *in.gpu;
+    GpuStats& gs = r.gpu;
+    gs.backend = g.backend;
+    gs.reason = g.reason;
+    gs.device = g.device;
+    gs.measured = !g.records.empty();
+    std::map<std::string, KernelAcc> all;
+    int64_t first = INT64_MAX, last = INT64_MIN, unattributed = 0;
+    for (const GpuRecord& k : g.records) {
+      const int64_t dur = k.end_ns - k.start_ns;  // device ns
+      ++gs.kernels;
+      gs.busy_s += static_cast<double>(dur) * 1e-9;
+      first = std::min(first, k.start_ns);
+      last = std::max(last, k.end_ns);
+      KernelAcc& ka = all[k.name];
+      ++ka.calls;
+      ka.ns += dur;
+      uint32_t t = 0, i = 0;
+      int m = -1;
+      const RawEvent* launcher = nullptr;
+      if (split_external_id(k.external_id, &t, &i) && t < in.threads.size() && i < in.threads[t]->events.size()) {
+        const RawEvent& e = in.threads[t]->events[i];
+        launcher = &e;
+        const PerThread& pt = per[t];
+        if (e.kind == EventKind::kBackwardNode || pt.phase[i] == Phase::kBackward) {
+          m = pt.node_of[i] >= 0 ? node_module(in.threads[t]->events[pt.node_of[i]]) : -1;
+        } else {
+          m = pt.mod[i];
+        }
+      }
+      if (m < 0) unattributed += dur;
+      for (int a = m; a >= 0; a = tree.nodes[a].parent) {
+        gpu_ns[a] += dur;
+        gpu_first[a] = std::min(gpu_first[a], k.start_ns);
+        gpu_last[a] = std::max(gpu_last[a], k.end_ns);
+        KernelAcc& mk = gpu_kernels[a][k.name];
+        ++mk.calls;
+        mk.ns += dur;
+      }
+      if (trace) {
+        TraceData::GpuSpan sp;
+        sp.device = k.device;
+        sp.stream = k.stream;
+        auto to_host = [&](int64_t ns) {
+          return g.host_origin + static_cast<int64_t>(static_cast<double>(ns - g.gpu_origin_ns) / in.ns_per_tick);
+        };
+        sp.start = to_host(k.start_ns);
+        sp.end = to_host(k.end_ns);
+        sp.name = k.name;
+        sp.module = module_name(m);
+        if (launcher != nullptr) {
+          sp.launcher_thread = static_cast<int>(t);
+          sp.launcher_start = launcher->start_ns;
+        }
+        trace->gpu.push_back(std::move(sp));
+      }
+    }
+    if (gs.measured) gs.span_s = static_cast<double>(last - first) * 1e-9;
+    gs.unattributed_s = static_cast<double>(unattributed) * 1e-9;
+    gs.top_kernels = top_kernels(all, 10, 1e-9);
+  }
+
   // Modules in tree order, ignored ones folded away.
   std::vector<int> remap(num_modules, -1);
   for (int t = 0; t < num_modules; ++t) {
@@ -588,6 +672,9 @@ ProfileResult aggregate(const AggregateInput& in, TraceData* trace) {
     s.recompute_macs = acc[t].re_macs;
     s.fwd_alloc_bytes = acc[t].mem_alloc;
     s.fwd_held_bytes = acc[t].mem_held;
+    s.gpu_busy_s = static_cast<double>(gpu_ns[t]) * 1e-9;
+    s.gpu_span_s = gpu_ns[t] > 0 ? static_cast<double>(gpu_last[t] - gpu_first[t]) * 1e-9 : 0.0;
+    s.top_kernels = top_kernels(gpu_kernels[t], 5, 1e-9);
     if (s.parent >= 0) r.modules[s.parent].children.push_back(remap[t]);
     r.modules.push_back(std::move(s));
   }

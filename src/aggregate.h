@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "events.h"
+#include "gpu.h"
 #include "flopsprof/report.h"
 #include "module_tree.h"
 
@@ -24,6 +25,7 @@ struct AggregateInput {
   int64_t stop_ns = 0;        ///< end time for events and scopes still open (timestamp units)
   double ns_per_tick = 1.0;   ///< nanoseconds per timestamp unit (TSC ticks or 1)
   bool track_memory = false;  ///< memory records were collected
+  const GpuCollection* gpu = nullptr;  ///< GPU activity (CUPTI), if any
   std::string timer;
   std::vector<std::string> problems;  ///< seen during collection
 };
@@ -44,8 +46,16 @@ struct TraceData {
     int from_thread = 0, to_thread = 0;
     int64_t from = 0, to = 0;  ///< inside the forward op's span / the node's span
   };
+  struct GpuSpan {  ///< a kernel / memcpy / memset on a device stream
+    uint32_t device = 0, stream = 0;
+    int64_t start = 0, end = 0;  ///< converted to host timestamp units
+    std::string name, module;
+    int launcher_thread = -1;    ///< the launching op, for a flow arrow
+    int64_t launcher_start = 0;
+  };
   std::vector<Span> spans;
   std::vector<Flow> flows;
+  std::vector<GpuSpan> gpu;
   std::vector<std::pair<int64_t, int64_t>> memory;  ///< (time, bytes in use)
 };
 

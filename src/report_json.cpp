@@ -26,6 +26,19 @@ void by_dtype(JsonWriter& w, std::string_view key, const Array& values) {
   w.end_object();
 }
 
+void kernels(JsonWriter& w, const std::vector<KernelStats>& list) {
+  w.key("top_kernels");
+  w.begin_array();
+  for (const KernelStats& k : list) {
+    w.begin_object();
+    w.member("name", k.name);
+    w.member("calls", k.calls);
+    w.member("gpu_s", k.gpu_s);
+    w.end_object();
+  }
+  w.end_array();
+}
+
 }  // namespace
 
 std::string to_json(const ProfileResult& r, int indent) {
@@ -96,6 +109,11 @@ std::string to_json(const ProfileResult& r, int indent) {
     w.member("recompute_macs", m.recompute_macs);
     w.member("fwd_alloc_bytes", m.fwd_alloc_bytes);
     w.member("fwd_held_bytes", m.fwd_held_bytes);
+    if (r.gpu.measured) {
+      w.member("gpu_busy_s", m.gpu_busy_s);
+      w.member("gpu_span_s", m.gpu_span_s);
+      kernels(w, m.top_kernels);
+    }
     w.end_object();
   }
   w.end_array();
@@ -145,6 +163,21 @@ std::string to_json(const ProfileResult& r, int indent) {
     w.end_object();
   }
 
+  if (!r.gpu.backend.empty()) {
+    const GpuStats& g = r.gpu;
+    w.key("gpu");
+    w.begin_object();
+    w.member("measured", g.measured);
+    w.member("backend", g.backend);
+    w.member("reason", g.reason);
+    w.member("device", g.device);
+    w.member("busy_s", g.busy_s);
+    w.member("span_s", g.span_s);
+    w.member("kernels", g.kernels);
+    w.member("unattributed_s", g.unattributed_s);
+    kernels(w, g.top_kernels);
+    w.end_object();
+  }
   w.key("problems");
   w.begin_array();
   for (const std::string& p : r.problems) w.value(p);

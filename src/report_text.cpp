@@ -117,6 +117,21 @@ void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
     }
     line(out, "allocations / frees", fmt::format("{} / {}", m.allocations, m.frees));
   }
+  if (!r.gpu.backend.empty()) {
+    const GpuStats& g = r.gpu;
+    line(out, "GPU timing", g.reason.empty() ? g.backend : fmt::format("{} ({})", g.backend, g.reason));
+    if (g.measured) {
+      line(out, "GPU device", g.device.empty() ? "unknown" : g.device);
+      line(out, "GPU busy (sum of kernel times)", duration_to_string(g.busy_s));
+      line(out, "GPU span (first kernel to last)", duration_to_string(g.span_s));
+      line(out, "GPU kernels", fmt::format("{} ({} not linked to an op)", g.kernels,
+                                           duration_to_string(g.unattributed_s)));
+      for (const KernelStats& k : g.top_kernels) {
+        line(out, fmt::format("  kernel {}", k.name.substr(0, 40)),
+             fmt::format("{} calls, {}", k.calls, duration_to_string(k.gpu_s)));
+      }
+    }
+  }
   uint64_t na_calls = 0;
   size_t na_names = 0;
   for (const OpStats& op : r.ops) {
@@ -215,6 +230,16 @@ void tree_node(std::string& out, const ProfileResult& r, const ReportOptions& o,
       macs_to_string(m.macs), percent(static_cast<double>(m.macs), static_cast<double>(root.macs)),
       duration_to_string(m.latency_s), percent(m.latency_s, root.latency_s),
       rate(m.flops, m.latency_s));
+  if (r.gpu.measured) {
+    stats += fmt::format(", {} GPU", duration_to_string(m.gpu_busy_s));
+    size_t dominant = 0;
+    for (size_t d = 0; d < m.flops_by_dtype.size(); ++d) {
+      if (m.flops_by_dtype[d] > m.flops_by_dtype[dominant]) dominant = d;
+    }
+    if (auto u = mfu(m.flops, m.gpu_busy_s, r.gpu.device, static_cast<DType>(dominant))) {
+      stats += fmt::format(", {:.1f}% MFU", 100.0 * *u);
+    }
+  }
   if (r.has_backward) {
     stats += fmt::format(", {} bwd flops, {} bwd latency", flops_to_string(m.bwd_flops),
                          duration_to_string(m.bwd_latency_s));

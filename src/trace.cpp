@@ -85,6 +85,48 @@ std::string to_chrome_trace(const TraceData& trace, const std::vector<uint64_t>&
     }
     ++id;
   }
+  // GPU tracks: process 2, one thread per stream; flow arrows from the launching op.
+  if (!trace.gpu.empty()) {
+    w.begin_object();
+    w.member("name", "process_name");
+    w.member("ph", "M");
+    w.member("pid", 2);
+    w.key("args");
+    w.begin_object();
+    w.member("name", "GPU");
+    w.end_object();
+    w.end_object();
+  }
+  for (const TraceData::GpuSpan& k : trace.gpu) {
+    w.begin_object();
+    w.member("name", k.name);
+    w.member("cat", "gpu");
+    w.member("ph", "X");
+    w.member("ts", us(k.start));
+    w.member("dur", static_cast<double>(k.end - k.start) * clock.ns_per_tick * 1e-3);
+    w.member("pid", 2);
+    w.member("tid", static_cast<int64_t>(k.stream));
+    w.key("args");
+    w.begin_object();
+    w.member("module", k.module);
+    w.member("device", static_cast<int64_t>(k.device));
+    w.end_object();
+    w.end_object();
+    if (k.launcher_thread < 0) continue;
+    for (int end = 0; end < 2; ++end) {
+      w.begin_object();
+      w.member("name", "launch");
+      w.member("cat", "gpu");
+      w.member("ph", end ? "f" : "s");
+      if (end) w.member("bp", "e");
+      w.member("id", id);
+      w.member("ts", us(end ? k.start : k.launcher_start));
+      w.member("pid", end ? 2 : 1);
+      w.member("tid", end ? static_cast<int64_t>(k.stream) : static_cast<int64_t>(k.launcher_thread + 1));
+      w.end_object();
+    }
+    ++id;
+  }
   if (level >= 2) {
     for (const auto& [t, bytes] : trace.memory) {
       w.begin_object();

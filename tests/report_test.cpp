@@ -6,6 +6,8 @@
 #include <sstream>
 
 #include "aggregate.h"
+#include "gpu.h"
+#include "trace.h"
 #include "flopsprof/report.h"
 
 namespace flopsprof::detail {
@@ -458,6 +460,127 @@ TEST(JsonReport, StringsAreEscaped) {
     EXPECT_EQ(j["problems"].back(), "a \"problem\"");
     EXPECT_TRUE(j["modules"][0]["parent"].is_null());
   }
+}
+
+// ---- GPU records (synthetic, as the CUPTI backend would deliver them) -------------------------
+
+GpuRecord kernel(const char* name, int64_t start_us, int64_t dur_us, uint64_t ext, uint32_t stream = 7) {
+  GpuRecord k;
+  k.name = name;
+  k.start_ns = 1'000'000'000 + start_us * 1000;  // CUPTI's clock: any origin
+  k.end_ns = k.start_ns + dur_us * 1000;
+  k.stream = stream;
+  k.external_id = ext;
+  return k;
+}
+
+TEST(GpuRecords, KernelsAreAttributedThroughTheLaunchingOp) {
+  Names names;
+  ModuleTree tree = make_tree();
+  Builder b{names};
+  int op_fc1 = b.mm(4, 4, 4, /*owner=*/0);
+  int op_head = b.mm(4, 4, 4, /*owner=*/2);
+  GpuCollection g;
+  g.backend = "cupti";
+  g.device = "NVIDIA H100 80GB HBM3";
+  g.gpu_origin_ns = 1'000'000'000;
+  g.host_origin = 0;
+  g.records = {kernel("sgemm_a", 0, 10, make_external_id(0, op_fc1)),
+               kernel("bias_add", 10, 20, make_external_id(0, op_fc1)),
+               kernel("sgemm_a", 40, 5, make_external_id(0, op_head)),
+               kernel("memset", 50, 1, 0)};  // launched by nothing we saw
+  AggregateInput in;
+  in.tree = &tree;
+  in.threads = {&b.th};
+  in.names = &names;
+  in.stop_ns = 1000;
+  in.gpu = &g;
+  TraceData trace;
+  ProfileResult r = aggregate(in, &trace);
+  ASSERT_TRUE(r.gpu.measured);
+  EXPECT_EQ(r.gpu.kernels, 4u);
+  EXPECT_NEAR(r.gpu.busy_s, 36e-6, 1e-12);
+  EXPECT_NEAR(r.gpu.span_s, 51e-6, 1e-12);  // 0 .. 51 us
+  EXPECT_NEAR(r.gpu.unattributed_s, 1e-6, 1e-12);
+  EXPECT_NEAR(mod(r, "enc.fc1").gpu_busy_s, 30e-6, 1e-12);
+  EXPECT_NEAR(mod(r, "enc.fc1").gpu_span_s, 30e-6, 1e-12);
+  EXPECT_NEAR(mod(r, "enc").gpu_busy_s, 30e-6, 1e-12);
+  EXPECT_NEAR(mod(r, "head").gpu_busy_s, 5e-6, 1e-12);
+  // per-module GPU time sums to the attributed total
+  EXPECT_NEAR(mod(r, "").gpu_busy_s + r.gpu.unattributed_s, r.gpu.busy_s, 1e-12);
+  ASSERT_EQ(r.gpu.top_kernels.size(), 3u);
+  EXPECT_EQ(r.gpu.top_kernels[0].name, "bias_add");
+  EXPECT_EQ(r.gpu.top_kernels[1].name, "sgemm_a");
+  EXPECT_EQ(r.gpu.top_kernels[1].calls, 2u);
+  ASSERT_EQ(mod(r, "").top_kernels.size(), 2u);
+  // the report and JSON carry it
+  EXPECT_NE(format_text_report(r).find("GPU busy (sum of kernel times)"), std::string::npos);
+  nlohmann::json j = nlohmann::json::parse(to_json(r));
+  EXPECT_EQ(j["gpu"]["kernels"], 4);
+  EXPECT_NEAR(j["modules"][2]["gpu_busy_s"].get<double>(), 30e-6, 1e-12);
+  // the trace: a GPU track per stream, kernels at host time, flows from the launching op
+  nlohmann::json t = nlohmann::json::parse(to_chrome_trace(trace, {1}, TraceClock{0, 1.0}, 1, {}));
+  int gpu_spans = 0, launches = 0;
+  for (const auto& e : t["traceEvents"]) {
+    if (e.value("cat", "") == "gpu" && e["ph"] == "X") {
+      ++gpu_spans;
+      EXPECT_EQ(e["pid"], 2);
+      EXPECT_EQ(e["tid"], 7);
+    }
+    if (e.value("name", "") == "launch" && e["ph"] == "s") {
+      ++launches;
+      EXPECT_EQ(e["pid"], 1);
+    }
+  }
+  EXPECT_EQ(gpu_spans, 4);
+  EXPECT_EQ(launches, 3);  // the unattributed memset has no launcher
+}
+
+TEST(GpuRecords, BackwardKernelsFollowTheirNode) {
+  Names names;
+  ModuleTree tree = make_tree();
+  Builder b{names};
+  int fwd = b.mm(2, 2, 2, /*owner=*/2);  // head's forward op, sequence number 5
+  b.th.events[fwd].seq_nr = 5;
+  b.th.events[fwd].seq_end = 6;
+  RawEvent node;
+  node.kind = EventKind::kBackwardNode;
+  node.flags = kBackward;
+  node.seq_nr = 5;
+  node.name_id = names.id("MmBackward0");
+  int n = b.push(node, 100);
+  b.th.events[n].end_ns = b.th.events[n].start_ns + 100;
+  b.clock = b.th.events[n].start_ns + 1;
+  int bwd = b.mm(2, 2, 2, -1, -1, n, 10);
+  b.th.events[bwd].flags |= kBackward;
+  b.th.thread_id = 0;
+  b.th.events[n].fwd_thread = 0;
+  GpuCollection g;
+  g.backend = "cupti";
+  g.records = {kernel("sgemm_bwd", 0, 8, make_external_id(0, bwd))};
+  AggregateInput in;
+  in.tree = &tree;
+  in.threads = {&b.th};
+  in.names = &names;
+  in.stop_ns = 10000;
+  in.gpu = &g;
+  ProfileResult r = aggregate(in);
+  EXPECT_NEAR(mod(r, "head").gpu_busy_s, 8e-6, 1e-12);
+  EXPECT_EQ(mod(r, "head").bwd_flops, 16u);
+}
+
+TEST(DevicePeaks, TableAndMfu) {
+  EXPECT_DOUBLE_EQ(*device_peak_flops("NVIDIA H100 80GB HBM3", DType::kBFloat16), 989.4e12);
+  EXPECT_DOUBLE_EQ(*device_peak_flops("NVIDIA H100 80GB HBM3", DType::kFloat32), 67e12);
+  EXPECT_DOUBLE_EQ(*device_peak_flops("NVIDIA H100 80GB HBM3", DType::kFloat32, /*tf32=*/true), 494.7e12);
+  EXPECT_DOUBLE_EQ(*device_peak_flops("NVIDIA H100 PCIe", DType::kFloat16), 756e12);
+  EXPECT_DOUBLE_EQ(*device_peak_flops("NVIDIA H200", DType::kBFloat16), 989.4e12);
+  EXPECT_DOUBLE_EQ(*device_peak_flops("NVIDIA A100-SXM4-80GB", DType::kFloat32), 19.5e12);
+  EXPECT_FALSE(device_peak_flops("NVIDIA GeForce GTX 1080", DType::kFloat32));
+  EXPECT_FALSE(device_peak_flops("NVIDIA H100 80GB HBM3", DType::kInt64));
+  // 494.7 TFLOP done in 1 s on an H100 in bf16: 50% MFU
+  EXPECT_NEAR(*mfu(494700000000000ull, 1.0, "NVIDIA H100 80GB HBM3", DType::kBFloat16), 0.5, 1e-12);
+  EXPECT_FALSE(mfu(1, 0.0, "NVIDIA H100 80GB HBM3", DType::kBFloat16));
 }
 
 }  // namespace

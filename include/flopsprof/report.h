@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,13 @@ namespace flopsprof {
 
 /// FLOPs per dtype, indexed by `static_cast<size_t>(DType)`.
 using FlopsByDtype = std::array<uint64_t, static_cast<size_t>(DType::kCount)>;
+
+/// A GPU kernel (or memcpy/memset) name and its totals, from the CUPTI backend.
+struct KernelStats {
+  std::string name;
+  uint64_t calls = 0;
+  double gpu_s = 0;  ///< sum of its durations, seconds
+};
 
 /// One module of the profiled model, inclusive of its submodules.
 struct ModuleStats {
@@ -38,6 +46,22 @@ struct ModuleStats {
   int64_t fwd_alloc_bytes = 0;  ///< memory tracking: bytes allocated by its forward ops
   int64_t fwd_held_bytes = 0;   ///< allocated minus freed by its forward ops: what it leaves
                                 ///< allocated (activations kept for backward, outputs)
+  double gpu_busy_s = 0;        ///< GPU: sum of the durations of the kernels its ops launched
+  double gpu_span_s = 0;        ///< GPU: first kernel start to last kernel end
+  std::vector<KernelStats> top_kernels;  ///< GPU: its kernels by total time (at most 5)
+};
+
+/// GPU activity measured by the CUPTI backend (absent on CPU-only runs).
+struct GpuStats {
+  bool measured = false;      ///< kernel records were collected
+  std::string backend;        ///< "cupti", or what timing fell back to
+  std::string reason;         ///< why CUPTI was not used, when it was not
+  std::string device;         ///< e.g. "NVIDIA H100 80GB HBM3"
+  double busy_s = 0;          ///< sum of all kernel durations
+  double span_s = 0;          ///< first kernel start to last kernel end
+  uint64_t kernels = 0;
+  double unattributed_s = 0;  ///< kernels whose launching op is unknown
+  std::vector<KernelStats> top_kernels;  ///< whole profile, by total time (at most 10)
 };
 
 /// One point of the memory footprint: after an allocation or free.
@@ -109,6 +133,7 @@ struct ProfileResult {
   double step_latency_s = 0;      ///< sum of step scopes, seconds
 
   MemoryStats memory;  ///< filled when ProfilerOptions::track_memory
+  GpuStats gpu;        ///< filled by the CUPTI backend
 
   // Given by the user (ProfilerOptions); shown in the summary as DeepSpeed does.
   int64_t batch_size = 0;  ///< per device; 0: unknown
@@ -121,6 +146,16 @@ struct ProfileResult {
   /// DeepSpeed's backward estimate: 2 x forward FLOPs, plus recomputation.
   uint64_t estimated_bwd_flops() const { return 2 * flops + recompute_flops; }
 };
+
+/// Dense peak FLOP/s of a GPU for a dtype, from a built-in table (H100 SXM/PCIe, H200, A100):
+/// `device_name` as CUDA reports it ("NVIDIA H100 80GB HBM3"). fp32 with `tf32` uses the TF32
+/// tensor-core peak. nullopt for an unknown device or dtype.
+std::optional<double> device_peak_flops(const std::string& device_name, DType dtype, bool tf32 = false);
+
+/// Model FLOPs utilisation: achieved FLOP/s over the device's peak for `dtype`; nullopt when the
+/// peak is unknown or `seconds` is 0.
+std::optional<double> mfu(uint64_t flops, double seconds, const std::string& device_name, DType dtype,
+                          bool tf32 = false);
 
 /// Options of the text report, as DeepSpeed's `print_model_profile`.
 struct ReportOptions {

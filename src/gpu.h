@@ -1,0 +1,43 @@
+// GPU activity records (from CUPTI, or synthetic in tests) as plain data, before attribution.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace flopsprof::detail {
+
+enum class GpuKind : uint8_t { kKernel, kMemcpy, kMemset };
+
+/// One kernel, memcpy or memset as the device ran it.
+struct GpuRecord {
+  GpuKind kind = GpuKind::kKernel;
+  std::string name;
+  int64_t start_ns = 0, end_ns = 0;  ///< device timestamps (CUPTI's clock)
+  uint32_t device = 0, stream = 0;
+  uint64_t external_id = 0;  ///< the launching op (see make_external_id); 0: unknown
+};
+
+/// External correlation id of the op `event` recorded on thread buffer `thread` (both 0-based):
+/// pushed to CUPTI around the op, carried by every activity it launches.
+inline uint64_t make_external_id(uint32_t thread, uint32_t event) {
+  return (static_cast<uint64_t>(thread + 1) << 32) | event;
+}
+inline bool split_external_id(uint64_t id, uint32_t* thread, uint32_t* event) {
+  if (id >> 32 == 0) return false;
+  *thread = static_cast<uint32_t>((id >> 32) - 1);
+  *event = static_cast<uint32_t>(id & 0xffffffffu);
+  return true;
+}
+
+/// What the GPU backend collected for a profile.
+struct GpuCollection {
+  std::vector<GpuRecord> records;
+  std::string backend;             ///< "cupti" or the fallback
+  std::string reason;              ///< why CUPTI was not used
+  std::string device;
+  int64_t gpu_origin_ns = 0;       ///< a device timestamp ...
+  int64_t host_origin = 0;         ///< ... and the host timestamp (profile units) taken with it
+};
+
+}  // namespace flopsprof::detail
