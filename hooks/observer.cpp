@@ -15,6 +15,7 @@
 
 #include "flopsprof/error.h"
 #include "formulas/registry.h"
+#include "gpu_backend.h"
 #include "module_index.h"
 
 namespace flopsprof::detail {
@@ -230,6 +231,7 @@ ThreadBuffer* Session::thread_buffer() noexcept {
     ThreadBuffer* raw = b.get();
     {
       std::lock_guard<std::mutex> lock(mu);
+      raw->ordinal = static_cast<uint32_t>(buffers.size());
       buffers.push_back(std::move(b));
     }
     tl_buffer = TlsBuffer{id, raw};
@@ -252,7 +254,7 @@ struct OpContext final : at::ObserverContext {
   ThreadBuffer* buffer = nullptr;
   uint64_t session = 0;
   uint32_t index = 0;
-  uint8_t pushed = 0;  // 1: counted depth, 2: backward depth
+  uint8_t pushed = 0;  // 1: counted depth, 2: backward depth, 4: a GPU correlation id
 
   static void* operator new(size_t size);
   static void operator delete(void* p) noexcept;
@@ -439,6 +441,10 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
       }
     }
     b->open_op = static_cast<int32_t>(index);
+    if (s->gpu != nullptr) {  // device work launched by this op carries its id
+      s->gpu->push(make_external_id(b->ordinal, index));
+      pushed |= 4;
+    }
     std::unique_ptr<OpContext> ctx(new OpContext);
     ctx->buffer = b;
     ctx->session = s->id;
@@ -464,6 +470,7 @@ void on_op_end(const at::RecordFunction& /*fn*/, at::ObserverContext* c) {
   if (e.seq_nr >= 0 && e.kind == EventKind::kOp) e.seq_end = at::sequence_number::peek();
   if (ctx->pushed & 1) --b->counted_depth;
   if (ctx->pushed & 2) --b->backward_depth;
+  if (ctx->pushed & 4) s->gpu->pop();
   if (b->open_op == static_cast<int32_t>(ctx->index)) b->open_op = e.parent;
 }
 

@@ -102,6 +102,7 @@ class OwnerIndex {
 
 /// One thread's buffer plus the state of its open ops and scopes.
 struct ThreadBuffer : ThreadEvents {
+  uint32_t ordinal = 0;  ///< position in the session's buffers (external correlation ids)
   /// Empties the records for a new profile, keeping capacity and the name cache.
   void reset(uint64_t thread);
   int32_t open_op = -1;
@@ -115,8 +116,11 @@ struct ThreadBuffer : ThreadEvents {
 };
 
 /// The state of one running profile, shared by the callbacks of all threads.
+class GpuBackend;
+
 struct Session {
   uint64_t id = 0;
+  GpuBackend* gpu = nullptr;  ///< device activity backend (CUPTI) while active, else null
   Timer* timer = nullptr;
   bool host_clock = true;  ///< use the inlined steady clock instead of the virtual call
   /// Host clock via the invariant TSC: timestamps are raw ticks, converted after collection

@@ -12,6 +12,7 @@
 
 #include "flopsprof/meta.h"
 #include "flopsprof/scope.h"
+#include "gpu_backend.h"
 #include "memory.h"
 #include "module_index.h"
 #include "observer.h"
@@ -35,7 +36,10 @@ struct FlopsProfiler::Impl {
     double ns_per_tick = 1.0;
     std::string timer;
     std::vector<detail::InternalSpan> internal;
+    std::optional<detail::GpuCollection> gpu;
   } collected;
+  std::unique_ptr<detail::GpuBackend> gpu;  // active device backend (CUPTI), if any
+  std::string gpu_backend, gpu_reason;      // what GPU timing used, and why not CUPTI
   std::optional<ProfileResult> result;            // after stop_profile()
   mutable std::optional<ProfileResult> snapshot;  // while running
   bool running = false;
@@ -54,6 +58,8 @@ struct FlopsProfiler::Impl {
     s->host_clock = detail::is_host_timer(timer.get());
     s->tsc = s->host_clock && detail::invariant_tsc();
     s->start_clock();
+    gpu = detail::select_gpu_backend(model_on_cuda(), &gpu_backend, &gpu_reason);
+    s->gpu = gpu.get();
     s->owners.build(index->owner_entries);
     s->module_index = index->by_ptr;
     s->scope_names = index->scope_names;
@@ -69,6 +75,8 @@ struct FlopsProfiler::Impl {
     } catch (...) {
       detail::g_scope_demand.fetch_sub(1, std::memory_order_relaxed);
       if (options.track_memory) detail::uninstall_memory_observer();
+      if (gpu) gpu->stop();
+      gpu.reset();
       spares = std::move(s->spares);
       throw;
     }
@@ -104,6 +112,7 @@ struct FlopsProfiler::Impl {
   ProfileResult compute(int64_t stop_ns, double ns_per_tick, const std::string& timer_label,
                         detail::TraceData* trace = nullptr) const {
     detail::AggregateInput in;
+    if (!running && collected.gpu) in.gpu = &*collected.gpu;
     in.tree = &index->tree;
     in.names = &detail::NameTable::instance();
     in.stop_ns = stop_ns;
@@ -202,6 +211,17 @@ void FlopsProfiler::stop_profile() {
   impl_->halt();
   impl_->timer->on_stop();
   auto& c = impl_->collected;
+  if (impl_->gpu) {  // the single flush of the device records
+    const int64_t host = s.now(), device = impl_->gpu->device_now_ns();
+    c.gpu = impl_->gpu->stop();
+    c.gpu->gpu_origin_ns = device;
+    c.gpu->host_origin = host;
+    impl_->gpu.reset();
+  } else if (!impl_->gpu_backend.empty()) {  // on CUDA without CUPTI: say why, once
+    c.gpu = detail::GpuCollection{};
+    c.gpu->backend = impl_->gpu_backend;
+    c.gpu->reason = impl_->gpu_reason;
+  }
   c.stop = stop_ns;
   c.origin = s.tick0;
   c.ns_per_tick = s.ns_per_tick();
@@ -224,6 +244,8 @@ void FlopsProfiler::reset_profile() {
   impl_->collected = Impl::Collected{};
   if (impl_->running) {
     impl_->halt();
+    if (impl_->gpu) impl_->gpu->stop();  // its records belong to the discarded part
+    impl_->gpu.reset();
     impl_->release_session();
     impl_->begin();
   }
@@ -231,6 +253,8 @@ void FlopsProfiler::reset_profile() {
 
 void FlopsProfiler::end_profile() {
   if (impl_->running) impl_->halt();
+  if (impl_->gpu) impl_->gpu->stop();
+  impl_->gpu.reset();
   impl_->session.reset();
   impl_->spares.clear();
   impl_->collected = Impl::Collected{};

@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include "flopsprof/flopsprof.h"
+#include "gpu_backend.h"
 #include "models/bert.h"
 #include "models/mlp.h"
 #include "models/resnet.h"
@@ -183,6 +184,30 @@ TEST(BadInput, EmptyZeroSizeParameterlessSparseComplex) {
   p2.stop_profile();
   EXPECT_TRUE(p2.result().problems.empty());
   EXPECT_GE(p2.get_total_flops(), 0u);
+}
+
+TEST(GpuBackend, SelectionAndCleanFallbackWithoutADevice) {
+  std::string backend, reason;
+  // a model not on CUDA needs no GPU backend
+  EXPECT_EQ(flopsprof::detail::select_gpu_backend(false, &backend, &reason), nullptr);
+  EXPECT_TRUE(backend.empty() && reason.empty());
+  auto selected = flopsprof::detail::select_gpu_backend(true, &backend, &reason);
+  if (torch::cuda::is_available()) {
+    GTEST_SKIP() << "a GPU is present: the fallback path is covered by the gpu-labelled tests";
+  }
+  // no driver here: CUPTI (when built in) refuses, timing falls back to the host clock, and the
+  // reason is kept for the report
+  EXPECT_EQ(selected, nullptr);
+  EXPECT_EQ(backend, "host clock");
+  EXPECT_EQ(reason.rfind("CUPTI unavailable: ", 0), 0u) << reason;
+#ifdef FLOPSPROF_HAS_CUPTI
+  auto cupti = flopsprof::detail::make_cupti_backend();
+  ASSERT_NE(cupti, nullptr);
+  std::string why;
+  EXPECT_FALSE(cupti->start(&why));
+  EXPECT_FALSE(why.empty());
+  EXPECT_TRUE(cupti->stop().records.empty());  // stopping a backend that never started is safe
+#endif
 }
 
 }  // namespace

@@ -1,0 +1,65 @@
+// GPU tests (ctest label "gpu"): CUPTI kernel attribution on a real device. Skipped, with the
+// reason, where there is no GPU; run them on the lent GPU machine against LibTorch with CUDA.
+#include <gtest/gtest.h>
+
+#include <torch/torch.h>
+
+#include "flopsprof/flopsprof.h"
+#include "models/bert.h"
+#include "models/resnet.h"
+
+namespace {
+
+#define FLOPSPROF_REQUIRE_GPU()                                                              \
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device (torch::cuda::is_available)"
+
+template <class M>
+flopsprof::ProfileResult profile_on_cuda(M model, const torch::Tensor& x) {
+  model->to(torch::kCUDA);
+  torch::Tensor input = x.to(torch::kCUDA);
+  {
+    torch::NoGradGuard g;
+    model->forward(input);  // warm-up (cuDNN/cuBLAS handles, autotuning)
+  }
+  flopsprof::FlopsProfiler prof(model);
+  prof.start_profile();
+  {
+    torch::NoGradGuard g;
+    model->forward(input);
+  }
+  prof.stop_profile();
+  return prof.result();
+}
+
+void expect_attributed(const flopsprof::ProfileResult& r, const char* what) {
+  ASSERT_TRUE(r.gpu.measured) << what << ": " << r.gpu.backend << " " << r.gpu.reason;
+  EXPECT_EQ(r.gpu.backend, "cupti");
+  EXPECT_GT(r.gpu.kernels, 0u);
+  // per-module GPU time (the root is inclusive) sums to the total busy time within 5%
+  EXPECT_NEAR(r.modules[0].gpu_busy_s, r.gpu.busy_s, 0.05 * r.gpu.busy_s) << what;
+  EXPECT_LT(r.gpu.unattributed_s, 0.05 * r.gpu.busy_s) << what;
+}
+
+TEST(GpuCupti, ResNet18KernelsBelongToTheirModules) {
+  FLOPSPROF_REQUIRE_GPU();
+  models::ResNet18 model;
+  model->eval();
+  flopsprof::ProfileResult r = profile_on_cuda(model, torch::randn({8, 3, 224, 224}));
+  expect_attributed(r, "ResNet-18");
+  for (const auto& m : r.modules) {
+    if (m.name == "conv1" || m.name == "layer1.0" || m.name == "fc") EXPECT_GT(m.gpu_busy_s, 0.0) << m.name;
+  }
+}
+
+TEST(GpuCupti, BertLayerKernelsBelongToTheirModules) {
+  FLOPSPROF_REQUIRE_GPU();
+  models::BertLayer model(models::BertConfig{});
+  model->eval();
+  flopsprof::ProfileResult r = profile_on_cuda(model, torch::randn({8, 128, 768}));
+  expect_attributed(r, "BERT layer");
+  for (const auto& m : r.modules) {
+    if (m.name == "attention.self.query" || m.name == "intermediate.dense") EXPECT_GT(m.gpu_busy_s, 0.0) << m.name;
+  }
+}
+
+}  // namespace
