@@ -229,7 +229,8 @@ void tree_node(std::string& out, const ProfileResult& r, const ReportOptions& o,
       percent(static_cast<double>(m.params), static_cast<double>(root.params)),
       macs_to_string(m.macs), percent(static_cast<double>(m.macs), static_cast<double>(root.macs)),
       duration_to_string(m.latency_s), percent(m.latency_s, root.latency_s),
-      rate(m.flops, m.latency_s));
+      // achieved FLOPS on the device's time when it was measured
+      rate(m.flops, r.gpu.measured && m.gpu_busy_s > 0 ? m.gpu_busy_s : m.latency_s));
   if (r.gpu.measured) {
     stats += fmt::format(", {} GPU", duration_to_string(m.gpu_busy_s));
     size_t dominant = 0;
@@ -263,6 +264,20 @@ void tree_node(std::string& out, const ProfileResult& r, const ReportOptions& o,
   fmt::format_to(std::back_inserter(out), "{})\n", pad);
 }
 
+// Per module (down to module_depth), its kernels by GPU time.
+void kernel_table(std::string& out, const ProfileResult& r, const ReportOptions& o) {
+  out += "\n------------------------------ GPU kernels per module -------------------------------\n";
+  for (const ModuleStats& m : r.modules) {
+    if (m.top_kernels.empty() || (o.module_depth >= 0 && m.depth > o.module_depth)) continue;
+    fmt::format_to(std::back_inserter(out), "{} ({}): {} GPU, {} host\n", m.name.empty() ? "(root)" : m.name,
+                   m.type, duration_to_string(m.gpu_busy_s), duration_to_string(m.latency_s));
+    for (const KernelStats& k : m.top_kernels) {
+      fmt::format_to(std::back_inserter(out), "    {:>8} calls {:>12}  {}\n", k.calls,
+                     duration_to_string(k.gpu_s), k.name.substr(0, 100));
+    }
+  }
+}
+
 void detailed(std::string& out, const ProfileResult& r, const ReportOptions& o) {
   out += "\n------------------------------ Detailed Profile ------------------------------\n";
   out +=
@@ -291,6 +306,7 @@ std::string format_text_report(const ProfileResult& result, const ReportOptions&
   summary(out, result, options);
   aggregated(out, result, options);
   if (options.detailed) detailed(out, result, options);
+  if (result.gpu.measured) kernel_table(out, result, options);
   out += "------------------------------------------------------------------------------\n";
   return out;
 }

@@ -514,7 +514,10 @@ TEST(GpuRecords, KernelsAreAttributedThroughTheLaunchingOp) {
   EXPECT_EQ(r.gpu.top_kernels[1].calls, 2u);
   ASSERT_EQ(mod(r, "").top_kernels.size(), 2u);
   // the report and JSON carry it
-  EXPECT_NE(format_text_report(r).find("GPU busy (sum of kernel times)"), std::string::npos);
+  std::string text = format_text_report(r);
+  EXPECT_NE(text.find("GPU busy (sum of kernel times)"), std::string::npos);
+  EXPECT_NE(text.find("GPU kernels per module"), std::string::npos);
+  EXPECT_NE(text.find("enc.fc1 (Linear): 30.00 us GPU"), std::string::npos);
   nlohmann::json j = nlohmann::json::parse(to_json(r));
   EXPECT_EQ(j["gpu"]["kernels"], 4);
   EXPECT_NEAR(j["modules"][2]["gpu_busy_s"].get<double>(), 30e-6, 1e-12);
