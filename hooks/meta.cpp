@@ -34,8 +34,15 @@ void meta_free(void* ctx) {
   if (c10::memoryProfilingEnabled()) report(-bytes);
 }
 
+// LibTorch 2.3 made Allocator::allocate non-const and added the pure virtual copy_data.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+#define FLOPSPROF_PRIVATE_ALLOCATE_CONST
+#else
+#define FLOPSPROF_PRIVATE_ALLOCATE_CONST const
+#endif
+
 struct ReportingMetaAllocator final : c10::Allocator {
-  c10::DataPtr allocate(size_t n) const override {
+  c10::DataPtr allocate(size_t n) FLOPSPROF_PRIVATE_ALLOCATE_CONST override {
     if (c10::memoryProfilingEnabled()) report(static_cast<int64_t>(n));
     void* ctx = reinterpret_cast<void*>((static_cast<uintptr_t>(n) << 1) | 1);
     return {nullptr, ctx, &meta_free, c10::Device(c10::DeviceType::Meta)};
