@@ -29,7 +29,8 @@ int main(int argc, char** argv) {
   torch::Tensor labels = torch::randint(0, 30522, {32 * 128}, opts);
   flopsprof::FlopsProfiler prof(model);
   auto step = [&] {
-    torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(ids).view({-1, 30522}), labels);
+    torch::Tensor loss =
+        torch::nn::functional::cross_entropy(model->forward(ids).view({-1, 30522}), labels);
     loss.backward();
     auto s = prof.step_scope();
     adam.step();
@@ -47,8 +48,10 @@ int main(int argc, char** argv) {
   std::vector<flopsprof::HookHandle> hooks;
   auto add_sync_hooks = [&] {
     for (const auto& m : model->modules()) {
-      hooks.push_back(flopsprof::register_forward_pre_hook(m, [](torch::nn::Module&) { torch::cuda::synchronize(); }));
-      hooks.push_back(flopsprof::register_forward_hook(m, [](torch::nn::Module&) { torch::cuda::synchronize(); }));
+      hooks.push_back(flopsprof::register_forward_pre_hook(
+          m, [](torch::nn::Module&) { torch::cuda::synchronize(); }));
+      hooks.push_back(flopsprof::register_forward_hook(
+          m, [](torch::nn::Module&) { torch::cuda::synchronize(); }));
     }
   };
   std::vector<double> plain, profiled, synced;
@@ -67,12 +70,15 @@ int main(int argc, char** argv) {
     return v[v.size() / 2];
   };
   const flopsprof::ProfileResult& r = prof.result();
-  std::cout << "device: " << r.gpu.device << ", GPU backend: " << r.gpu.backend << " " << r.gpu.reason << "\n"
+  std::cout << "device: " << r.gpu.device << ", GPU backend: " << r.gpu.backend << " "
+            << r.gpu.reason << "\n"
             << "unprofiled step: " << median(plain) * 1e3 << " ms\n"
             << "flopsprof (CUPTI) / unprofiled: " << median(profiled) / median(plain) << "\n"
-            << "per-module synchronization (DeepSpeed-style) / unprofiled: " << median(synced) / median(plain) << "\n"
-            << "kernels: " << r.gpu.kernels << ", GPU busy " << r.gpu.busy_s * 1e3 << " ms, unattributed "
-            << r.gpu.unattributed_s * 1e3 << " ms, root module GPU time " << r.modules[0].gpu_busy_s * 1e3 << " ms\n";
+            << "per-module synchronization (DeepSpeed-style) / unprofiled: "
+            << median(synced) / median(plain) << "\n"
+            << "kernels: " << r.gpu.kernels << ", GPU busy " << r.gpu.busy_s * 1e3
+            << " ms, unattributed " << r.gpu.unattributed_s * 1e3 << " ms, root module GPU time "
+            << r.modules[0].gpu_busy_s * 1e3 << " ms\n";
   prof.print_model_profile(1, 3, 3, true);
   return 0;
 }

@@ -15,9 +15,9 @@ namespace {
 
 constexpr CUpti_ExternalCorrelationKind kKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
 constexpr size_t kBufferBytes = 8 << 20;
-constexpr CUpti_ActivityKind kKinds[] = {
-    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
-    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
+constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                         CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
+                                         CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
 
 std::string describe(CUptiResult r) {
   const char* s = nullptr;
@@ -96,9 +96,10 @@ class CuptiBackend final : public GpuBackend {
     for (CUpti_ActivityKind kind : kKinds) {
       r = cuptiActivityEnable(kind);
       if (r != CUPTI_SUCCESS) {
-        *reason = fmt::format("cuptiActivityEnable: {} (no driver or GPU, or CUPTI is held by another "
-                              "profiler such as Kineto)",
-                              describe(r));
+        *reason = fmt::format(
+            "cuptiActivityEnable: {} (no driver or GPU, or CUPTI is held by another "
+            "profiler such as Kineto)",
+            describe(r));
         disable();
         return false;
       }
@@ -110,14 +111,17 @@ class CuptiBackend final : public GpuBackend {
     }
     int device = 0;
     cudaDeviceProp prop{};
-    if (cudaGetDevice(&device) == cudaSuccess && cudaGetDeviceProperties(&prop, device) == cudaSuccess) {
+    if (cudaGetDevice(&device) == cudaSuccess &&
+        cudaGetDeviceProperties(&prop, device) == cudaSuccess) {
       device_ = prop.name;
     }
     active_ = true;
     return true;
   }
 
-  void push(uint64_t external_id) noexcept override { cuptiActivityPushExternalCorrelationId(kKind, external_id); }
+  void push(uint64_t external_id) noexcept override {
+    cuptiActivityPushExternalCorrelationId(kKind, external_id);
+  }
   void pop() noexcept override {
     uint64_t last = 0;
     cuptiActivityPopExternalCorrelationId(kKind, &last);

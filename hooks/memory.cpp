@@ -11,18 +11,12 @@
 namespace flopsprof::detail {
 namespace {
 
-#if TORCH_VERSION_MAJOR >= 2
-using Total = size_t;  // LibTorch 2.x reports totals as size_t
-#else
-using Total = int64_t;
-#endif
-
 class MemoryObserver final : public c10::MemoryReportingInfoBase {
  public:
   explicit MemoryObserver(uint64_t session) : session_(session) {}
 
-  void reportMemoryUsage(void* /*ptr*/, int64_t alloc_size, Total total_allocated,
-                         Total total_reserved, c10::Device device) override {
+  void reportMemoryUsage(void* /*ptr*/, int64_t alloc_size, ReportedTotal total_allocated,
+                         ReportedTotal total_reserved, c10::Device device) override {
     Session* s = g_session.load(std::memory_order_acquire);
     if (s == nullptr || s->id != session_) return;
     ThreadBuffer* b = s->thread_buffer();

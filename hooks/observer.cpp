@@ -204,7 +204,6 @@ void ThreadBuffer::reset(uint64_t thread) {
   open_scope = -1;
   step_depth = 0;
   capture_errors = 0;
-  nested_skipped = 0;
   names.validate();
 }
 
@@ -405,7 +404,6 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
   if (b->counted_depth > 0 && scope != at::RecordScope::BACKWARD_FUNCTION) {
     // Inside a counted op: never counted, attributed with its parent. Not recorded at all, which
     // keeps the common case of composite ops (linear > matmul > mm > ...) cheap.
-    ++b->nested_skipped;
     return nullptr;
   }
   try {

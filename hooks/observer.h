@@ -112,7 +112,6 @@ struct ThreadBuffer : ThreadEvents {
   int32_t step_depth = 0;
   NameCache names;
   uint64_t capture_errors = 0;  // ops whose arguments could not be read
-  uint64_t nested_skipped = 0;  // ops inside a counted op (not recorded)
 };
 
 /// The state of one running profile, shared by the callbacks of all threads.

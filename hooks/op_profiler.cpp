@@ -17,21 +17,17 @@
 
 #include "aggregate.h"
 #include "flopsprof/error.h"
+#include "memory.h"
 #include "observer.h"
 
 namespace flopsprof {
 namespace {
 
-#if TORCH_VERSION_MAJOR >= 2
-using Total = size_t;
-#else
-using Total = int64_t;
-#endif
-
 // Net allocator growth and its peak while installed on this thread.
 class PeakObserver final : public c10::MemoryReportingInfoBase {
  public:
-  void reportMemoryUsage(void*, int64_t size, Total, Total, c10::Device) override {
+  void reportMemoryUsage(void*, int64_t size, detail::ReportedTotal, detail::ReportedTotal,
+                         c10::Device) override {
     current_ += size;
     peak_ = std::max(peak_, current_);
   }

@@ -38,8 +38,8 @@ struct FlopsProfiler::Impl {
     std::vector<detail::InternalSpan> internal;
     std::optional<detail::GpuCollection> gpu;
   } collected;
-  std::unique_ptr<detail::GpuBackend> gpu;  // active device backend (CUPTI), if any
-  std::string gpu_backend, gpu_reason;      // what GPU timing used, and why not CUPTI
+  std::unique_ptr<detail::GpuBackend> gpu;        // active device backend (CUPTI), if any
+  std::string gpu_backend, gpu_reason;            // what GPU timing used, and why not CUPTI
   std::optional<ProfileResult> result;            // after stop_profile()
   mutable std::optional<ProfileResult> snapshot;  // while running
   bool running = false;

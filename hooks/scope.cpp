@@ -98,7 +98,6 @@ void ModuleScope::enter(const torch::nn::Module* module) {
           b->open_scope = record_;
           buffer_ = b;
           session_ = s->id;
-          module_index_ = it->second;
           recorded_ = true;
           scope_name = s->scope_names[it->second].c_str();
         } catch (...) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -123,7 +124,8 @@ struct KernelAcc {
 std::vector<KernelStats> top_kernels(const std::map<std::string, KernelAcc>& by_name, size_t n,
                                      double ns_per_tick_s) {
   std::vector<KernelStats> out;
-  for (const auto& [name, a] : by_name) out.push_back(KernelStats{name, a.calls, static_cast<double>(a.ns) * ns_per_tick_s});
+  for (const auto& [name, a] : by_name)
+    out.push_back(KernelStats{name, a.calls, static_cast<double>(a.ns) * ns_per_tick_s});
   std::sort(out.begin(), out.end(), [](const KernelStats& a, const KernelStats& b) {
     return a.gpu_s != b.gpu_s ? a.gpu_s > b.gpu_s : a.name < b.name;
   });
@@ -309,6 +311,17 @@ ProfileResult aggregate(const AggregateInput& in, TraceData* trace) {
   auto node_module = [&](const RawEvent& node) -> int {
     const Origin* o = node_origin(node);
     return o ? o->module : -1;
+  };
+  // The module and phase of recorded event `i` on thread `t` (after pass 3 has run for `t`): an
+  // autograd node belongs to the module of its forward op; an op carries its own attribution.
+  auto event_owner = [&](size_t t, size_t i) -> std::pair<int, Phase> {
+    const RawEvent& e = in.threads[t]->events[i];
+    const PerThread& pt = per[t];
+    if (e.kind == EventKind::kBackwardNode) {
+      const int nd = pt.node_of[i];
+      return {nd >= 0 ? node_module(in.threads[t]->events[nd]) : -1, Phase::kBackward};
+    }
+    return {pt.mod[i], pt.phase[i] == Phase::kNone ? Phase::kForward : pt.phase[i]};
   };
   auto module_name = [&](int m) { return m >= 0 ? tree.nodes[m].name : std::string("(autograd)"); };
   auto span = [&](int thread, int64_t start, int64_t end, std::string name,
@@ -548,15 +561,8 @@ ProfileResult aggregate(const AggregateInput& in, TraceData* trace) {
       x.bytes = m.bytes;
       x.reserved = m.total_reserved;
       if (m.op >= 0 && static_cast<size_t>(m.op) < n) {
-        const RawEvent& e = ev[m.op];
-        x.name = e.name_id;
-        if (e.kind == EventKind::kBackwardNode) {
-          x.phase = Phase::kBackward;
-          x.module = node_of[m.op] >= 0 ? node_module(ev[node_of[m.op]]) : -1;
-        } else {
-          x.phase = pt.phase[m.op] == Phase::kNone ? Phase::kForward : pt.phase[m.op];
-          x.module = pt.mod[m.op];
-        }
+        x.name = ev[m.op].name_id;
+        std::tie(x.module, x.phase) = event_owner(t, static_cast<size_t>(m.op));
       } else {
         const ScopeRecord* sc = m.scope >= 0 ? &th.scopes[m.scope] : nullptr;
         x.phase = sc && sc->backward ? Phase::kRecompute : Phase::kForward;
@@ -579,7 +585,8 @@ ProfileResult aggregate(const AggregateInput& in, TraceData* trace) {
   }
 
   // GPU activity: each record belongs to the op that launched it (external correlation id).
-  std::vector<int64_t> gpu_ns(num_modules, 0), gpu_first(num_modules, INT64_MAX), gpu_last(num_modules, INT64_MIN);
+  std::vector<int64_t> gpu_ns(num_modules, 0), gpu_first(num_modules, INT64_MAX),
+      gpu_last(num_modules, INT64_MIN);
   std::vector<std::map<std::string, KernelAcc>> gpu_kernels(num_modules);
   if (in.gpu != nullptr) {
     const GpuCollection& g = *in.gpu;
@@ -602,15 +609,10 @@ ProfileResult aggregate(const AggregateInput& in, TraceData* trace) {
       uint32_t t = 0, i = 0;
       int m = -1;
       const RawEvent* launcher = nullptr;
-      if (split_external_id(k.external_id, &t, &i) && t < in.threads.size() && i < in.threads[t]->events.size()) {
-        const RawEvent& e = in.threads[t]->events[i];
-        launcher = &e;
-        const PerThread& pt = per[t];
-        if (e.kind == EventKind::kBackwardNode || pt.phase[i] == Phase::kBackward) {
-          m = pt.node_of[i] >= 0 ? node_module(in.threads[t]->events[pt.node_of[i]]) : -1;
-        } else {
-          m = pt.mod[i];
-        }
+      if (split_external_id(k.external_id, &t, &i) && t < in.threads.size() &&
+          i < in.threads[t]->events.size()) {
+        launcher = &in.threads[t]->events[i];
+        m = event_owner(t, i).first;
       }
       if (m < 0) unattributed += dur;
       for (int a = m; a >= 0; a = tree.nodes[a].parent) {
@@ -626,7 +628,8 @@ ProfileResult aggregate(const AggregateInput& in, TraceData* trace) {
         sp.device = k.device;
         sp.stream = k.stream;
         auto to_host = [&](int64_t ns) {
-          return g.host_origin + static_cast<int64_t>(static_cast<double>(ns - g.gpu_origin_ns) / in.ns_per_tick);
+          return g.host_origin +
+                 static_cast<int64_t>(static_cast<double>(ns - g.gpu_origin_ns) / in.ns_per_tick);
         };
         sp.start = to_host(k.start_ns);
         sp.end = to_host(k.end_ns);

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "events.h"
-#include "gpu.h"
 #include "flopsprof/report.h"
+#include "gpu.h"
 #include "module_tree.h"
 
 namespace flopsprof::detail {
@@ -50,7 +50,7 @@ struct TraceData {
     uint32_t device = 0, stream = 0;
     int64_t start = 0, end = 0;  ///< converted to host timestamp units
     std::string name, module;
-    int launcher_thread = -1;    ///< the launching op, for a flow arrow
+    int launcher_thread = -1;  ///< the launching op, for a flow arrow
     int64_t launcher_start = 0;
   };
   std::vector<Span> spans;

@@ -31,19 +31,30 @@ std::optional<double> device_peak_flops(const std::string& device_name, DType dt
   if (p == nullptr) return std::nullopt;
   double t = 0;
   switch (dtype) {
-    case DType::kFloat64: t = p->fp64; break;
-    case DType::kFloat32: t = tf32 ? p->tf32 : p->fp32; break;
-    case DType::kBFloat16: t = p->bf16; break;
-    case DType::kFloat16: t = p->fp16; break;
-    case DType::kFloat8: t = p->fp8; break;
-    default: return std::nullopt;
+    case DType::kFloat64:
+      t = p->fp64;
+      break;
+    case DType::kFloat32:
+      t = tf32 ? p->tf32 : p->fp32;
+      break;
+    case DType::kBFloat16:
+      t = p->bf16;
+      break;
+    case DType::kFloat16:
+      t = p->fp16;
+      break;
+    case DType::kFloat8:
+      t = p->fp8;
+      break;
+    default:
+      return std::nullopt;
   }
   if (t <= 0) return std::nullopt;
   return t * 1e12;
 }
 
-std::optional<double> mfu(uint64_t flops, double seconds, const std::string& device_name, DType dtype,
-                          bool tf32) {
+std::optional<double> mfu(uint64_t flops, double seconds, const std::string& device_name,
+                          DType dtype, bool tf32) {
   std::optional<double> peak = device_peak_flops(device_name, dtype, tf32);
   if (!peak || seconds <= 0) return std::nullopt;
   return static_cast<double>(flops) / seconds / *peak;

@@ -33,11 +33,11 @@ inline bool split_external_id(uint64_t id, uint32_t* thread, uint32_t* event) {
 /// What the GPU backend collected for a profile.
 struct GpuCollection {
   std::vector<GpuRecord> records;
-  std::string backend;             ///< "cupti" or the fallback
-  std::string reason;              ///< why CUPTI was not used
+  std::string backend;  ///< "cupti" or the fallback
+  std::string reason;   ///< why CUPTI was not used
   std::string device;
-  int64_t gpu_origin_ns = 0;       ///< a device timestamp ...
-  int64_t host_origin = 0;         ///< ... and the host timestamp (profile units) taken with it
+  int64_t gpu_origin_ns = 0;  ///< a device timestamp ...
+  int64_t host_origin = 0;    ///< ... and the host timestamp (profile units) taken with it
 };
 
 }  // namespace flopsprof::detail

@@ -119,13 +119,15 @@ void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
   }
   if (!r.gpu.backend.empty()) {
     const GpuStats& g = r.gpu;
-    line(out, "GPU timing", g.reason.empty() ? g.backend : fmt::format("{} ({})", g.backend, g.reason));
+    line(out, "GPU timing",
+         g.reason.empty() ? g.backend : fmt::format("{} ({})", g.backend, g.reason));
     if (g.measured) {
       line(out, "GPU device", g.device.empty() ? "unknown" : g.device);
       line(out, "GPU busy (sum of kernel times)", duration_to_string(g.busy_s));
       line(out, "GPU span (first kernel to last)", duration_to_string(g.span_s));
-      line(out, "GPU kernels", fmt::format("{} ({} not linked to an op)", g.kernels,
-                                           duration_to_string(g.unattributed_s)));
+      line(out, "GPU kernels",
+           fmt::format("{} ({} not linked to an op)", g.kernels,
+                       duration_to_string(g.unattributed_s)));
       for (const KernelStats& k : g.top_kernels) {
         line(out, fmt::format("  kernel {}", k.name.substr(0, 40)),
              fmt::format("{} calls, {}", k.calls, duration_to_string(k.gpu_s)));
@@ -266,11 +268,13 @@ void tree_node(std::string& out, const ProfileResult& r, const ReportOptions& o,
 
 // Per module (down to module_depth), its kernels by GPU time.
 void kernel_table(std::string& out, const ProfileResult& r, const ReportOptions& o) {
-  out += "\n------------------------------ GPU kernels per module -------------------------------\n";
+  out +=
+      "\n------------------------------ GPU kernels per module -------------------------------\n";
   for (const ModuleStats& m : r.modules) {
     if (m.top_kernels.empty() || (o.module_depth >= 0 && m.depth > o.module_depth)) continue;
-    fmt::format_to(std::back_inserter(out), "{} ({}): {} GPU, {} host\n", m.name.empty() ? "(root)" : m.name,
-                   m.type, duration_to_string(m.gpu_busy_s), duration_to_string(m.latency_s));
+    fmt::format_to(std::back_inserter(out), "{} ({}): {} GPU, {} host\n",
+                   m.name.empty() ? "(root)" : m.name, m.type, duration_to_string(m.gpu_busy_s),
+                   duration_to_string(m.latency_s));
     for (const KernelStats& k : m.top_kernels) {
       fmt::format_to(std::back_inserter(out), "    {:>8} calls {:>12}  {}\n", k.calls,
                      duration_to_string(k.gpu_s), k.name.substr(0, 100));

@@ -17,8 +17,9 @@ void write_text_file(const std::string& path, const std::string& text, const cha
   if (out) out << text;
   if (out) out.flush();
   if (!out) {
-    throw Error(fmt::format("cannot write the {} to '{}' ({}); the profile is kept: write it to another path",
-                            what, path, errno != 0 ? std::strerror(errno) : "I/O error"));
+    throw Error(fmt::format(
+        "cannot write the {} to '{}' ({}); the profile is kept: write it to another path", what,
+        path, errno != 0 ? std::strerror(errno) : "I/O error"));
   }
 }
 

@@ -6,6 +6,40 @@
 #include "json_writer.h"
 
 namespace flopsprof::detail {
+namespace {
+
+// A metadata event naming a process (tid < 0) or a thread.
+void metadata(JsonWriter& w, const char* what, int64_t pid, int64_t tid, const std::string& name) {
+  w.begin_object();
+  w.member("name", what);
+  w.member("ph", "M");
+  w.member("pid", pid);
+  if (tid >= 0) w.member("tid", tid);
+  w.key("args");
+  w.begin_object();
+  w.member("name", name);
+  w.end_object();
+  w.end_object();
+}
+
+// A flow arrow: its start ("s") and its end ("f", bound to the enclosing slice).
+void flow(JsonWriter& w, const char* name, const char* cat, int64_t id, double from_ts,
+          int64_t from_pid, int64_t from_tid, double to_ts, int64_t to_pid, int64_t to_tid) {
+  for (int end = 0; end < 2; ++end) {
+    w.begin_object();
+    w.member("name", name);
+    w.member("cat", cat);
+    w.member("ph", end ? "f" : "s");
+    if (end) w.member("bp", "e");
+    w.member("id", id);
+    w.member("ts", end ? to_ts : from_ts);
+    w.member("pid", end ? to_pid : from_pid);
+    w.member("tid", end ? to_tid : from_tid);
+    w.end_object();
+  }
+}
+
+}  // namespace
 
 std::string to_chrome_trace(const TraceData& trace, const std::vector<uint64_t>& thread_ids,
                             const TraceClock& clock, int level,
@@ -29,26 +63,10 @@ std::string to_chrome_trace(const TraceData& trace, const std::vector<uint64_t>&
   w.member("displayTimeUnit", "ms");
   w.key("traceEvents");
   w.begin_array();
-  w.begin_object();
-  w.member("name", "process_name");
-  w.member("ph", "M");
-  w.member("pid", 1);
-  w.key("args");
-  w.begin_object();
-  w.member("name", "flopsprof");
-  w.end_object();
-  w.end_object();
+  metadata(w, "process_name", 1, -1, "flopsprof");
   for (size_t t = 0; t < thread_ids.size(); ++t) {
-    w.begin_object();
-    w.member("name", "thread_name");
-    w.member("ph", "M");
-    w.member("pid", 1);
-    w.member("tid", static_cast<int64_t>(t + 1));
-    w.key("args");
-    w.begin_object();
-    w.member("name", "thread " + std::to_string(thread_ids[t]));
-    w.end_object();
-    w.end_object();
+    metadata(w, "thread_name", 1, static_cast<int64_t>(t + 1),
+             "thread " + std::to_string(thread_ids[t]));
   }
   for (const TraceData::Span* s : spans) {
     w.begin_object();
@@ -71,32 +89,11 @@ std::string to_chrome_trace(const TraceData& trace, const std::vector<uint64_t>&
   // Flow arrows: forward op (start) -> backward node (end, bound to the enclosing slice).
   int64_t id = 1;
   for (const TraceData::Flow& f : trace.flows) {
-    for (int end = 0; end < 2; ++end) {
-      w.begin_object();
-      w.member("name", "autograd");
-      w.member("cat", "autograd");
-      w.member("ph", end ? "f" : "s");
-      if (end) w.member("bp", "e");
-      w.member("id", id);
-      w.member("ts", us(end ? f.to : f.from));
-      w.member("pid", 1);
-      w.member("tid", static_cast<int64_t>((end ? f.to_thread : f.from_thread) + 1));
-      w.end_object();
-    }
-    ++id;
+    flow(w, "autograd", "autograd", id++, us(f.from), 1, f.from_thread + 1, us(f.to), 1,
+         f.to_thread + 1);
   }
   // GPU tracks: process 2, one thread per stream; flow arrows from the launching op.
-  if (!trace.gpu.empty()) {
-    w.begin_object();
-    w.member("name", "process_name");
-    w.member("ph", "M");
-    w.member("pid", 2);
-    w.key("args");
-    w.begin_object();
-    w.member("name", "GPU");
-    w.end_object();
-    w.end_object();
-  }
+  if (!trace.gpu.empty()) metadata(w, "process_name", 2, -1, "GPU");
   for (const TraceData::GpuSpan& k : trace.gpu) {
     w.begin_object();
     w.member("name", k.name);
@@ -113,19 +110,8 @@ std::string to_chrome_trace(const TraceData& trace, const std::vector<uint64_t>&
     w.end_object();
     w.end_object();
     if (k.launcher_thread < 0) continue;
-    for (int end = 0; end < 2; ++end) {
-      w.begin_object();
-      w.member("name", "launch");
-      w.member("cat", "gpu");
-      w.member("ph", end ? "f" : "s");
-      if (end) w.member("bp", "e");
-      w.member("id", id);
-      w.member("ts", us(end ? k.start : k.launcher_start));
-      w.member("pid", end ? 2 : 1);
-      w.member("tid", end ? static_cast<int64_t>(k.stream) : static_cast<int64_t>(k.launcher_thread + 1));
-      w.end_object();
-    }
-    ++id;
+    flow(w, "launch", "gpu", id++, us(k.launcher_start), 1, k.launcher_thread + 1, us(k.start), 2,
+         static_cast<int64_t>(k.stream));
   }
   if (level >= 2) {
     for (const auto& [t, bytes] : trace.memory) {

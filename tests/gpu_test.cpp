@@ -10,7 +10,7 @@
 
 namespace {
 
-#define FLOPSPROF_REQUIRE_GPU()                                                              \
+#define FLOPSPROF_REQUIRE_GPU() \
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device (torch::cuda::is_available)"
 
 template <class M>
@@ -47,7 +47,8 @@ TEST(GpuCupti, ResNet18KernelsBelongToTheirModules) {
   flopsprof::ProfileResult r = profile_on_cuda(model, torch::randn({8, 3, 224, 224}));
   expect_attributed(r, "ResNet-18");
   for (const auto& m : r.modules) {
-    if (m.name == "conv1" || m.name == "layer1.0" || m.name == "fc") EXPECT_GT(m.gpu_busy_s, 0.0) << m.name;
+    if (m.name == "conv1" || m.name == "layer1.0" || m.name == "fc")
+      EXPECT_GT(m.gpu_busy_s, 0.0) << m.name;
   }
 }
 
@@ -58,7 +59,8 @@ TEST(GpuCupti, BertLayerKernelsBelongToTheirModules) {
   flopsprof::ProfileResult r = profile_on_cuda(model, torch::randn({8, 128, 768}));
   expect_attributed(r, "BERT layer");
   for (const auto& m : r.modules) {
-    if (m.name == "attention.self.query" || m.name == "intermediate.dense") EXPECT_GT(m.gpu_busy_s, 0.0) << m.name;
+    if (m.name == "attention.self.query" || m.name == "intermediate.dense")
+      EXPECT_GT(m.gpu_busy_s, 0.0) << m.name;
   }
 }
 

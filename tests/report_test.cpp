@@ -6,9 +6,9 @@
 #include <sstream>
 
 #include "aggregate.h"
+#include "flopsprof/report.h"
 #include "gpu.h"
 #include "trace.h"
-#include "flopsprof/report.h"
 
 namespace flopsprof::detail {
 namespace {
@@ -464,7 +464,8 @@ TEST(JsonReport, StringsAreEscaped) {
 
 // ---- GPU records (synthetic, as the CUPTI backend would deliver them) -------------------------
 
-GpuRecord kernel(const char* name, int64_t start_us, int64_t dur_us, uint64_t ext, uint32_t stream = 7) {
+GpuRecord kernel(const char* name, int64_t start_us, int64_t dur_us, uint64_t ext,
+                 uint32_t stream = 7) {
   GpuRecord k;
   k.name = name;
   k.start_ns = 1'000'000'000 + start_us * 1000;  // CUPTI's clock: any origin
@@ -575,7 +576,8 @@ TEST(GpuRecords, BackwardKernelsFollowTheirNode) {
 TEST(DevicePeaks, TableAndMfu) {
   EXPECT_DOUBLE_EQ(*device_peak_flops("NVIDIA H100 80GB HBM3", DType::kBFloat16), 989.4e12);
   EXPECT_DOUBLE_EQ(*device_peak_flops("NVIDIA H100 80GB HBM3", DType::kFloat32), 67e12);
-  EXPECT_DOUBLE_EQ(*device_peak_flops("NVIDIA H100 80GB HBM3", DType::kFloat32, /*tf32=*/true), 494.7e12);
+  EXPECT_DOUBLE_EQ(*device_peak_flops("NVIDIA H100 80GB HBM3", DType::kFloat32, /*tf32=*/true),
+                   494.7e12);
   EXPECT_DOUBLE_EQ(*device_peak_flops("NVIDIA H100 PCIe", DType::kFloat16), 756e12);
   EXPECT_DOUBLE_EQ(*device_peak_flops("NVIDIA H200", DType::kBFloat16), 989.4e12);
   EXPECT_DOUBLE_EQ(*device_peak_flops("NVIDIA A100-SXM4-80GB", DType::kFloat32), 19.5e12);

@@ -53,14 +53,14 @@ struct ModuleStats {
 
 /// GPU activity measured by the CUPTI backend (absent on CPU-only runs).
 struct GpuStats {
-  bool measured = false;      ///< kernel records were collected
-  std::string backend;        ///< "cupti", or what timing fell back to
-  std::string reason;         ///< why CUPTI was not used, when it was not
-  std::string device;         ///< e.g. "NVIDIA H100 80GB HBM3"
-  double busy_s = 0;          ///< sum of all kernel durations
-  double span_s = 0;          ///< first kernel start to last kernel end
+  bool measured = false;  ///< kernel records were collected
+  std::string backend;    ///< "cupti", or what timing fell back to
+  std::string reason;     ///< why CUPTI was not used, when it was not
+  std::string device;     ///< e.g. "NVIDIA H100 80GB HBM3"
+  double busy_s = 0;      ///< sum of all kernel durations
+  double span_s = 0;      ///< first kernel start to last kernel end
   uint64_t kernels = 0;
-  double unattributed_s = 0;  ///< kernels whose launching op is unknown
+  double unattributed_s = 0;             ///< kernels whose launching op is unknown
   std::vector<KernelStats> top_kernels;  ///< whole profile, by total time (at most 10)
 };
 
@@ -150,12 +150,13 @@ struct ProfileResult {
 /// Dense peak FLOP/s of a GPU for a dtype, from a built-in table (H100 SXM/PCIe, H200, A100):
 /// `device_name` as CUDA reports it ("NVIDIA H100 80GB HBM3"). fp32 with `tf32` uses the TF32
 /// tensor-core peak. nullopt for an unknown device or dtype.
-std::optional<double> device_peak_flops(const std::string& device_name, DType dtype, bool tf32 = false);
+std::optional<double> device_peak_flops(const std::string& device_name, DType dtype,
+                                        bool tf32 = false);
 
 /// Model FLOPs utilisation: achieved FLOP/s over the device's peak for `dtype`; nullopt when the
 /// peak is unknown or `seconds` is 0.
-std::optional<double> mfu(uint64_t flops, double seconds, const std::string& device_name, DType dtype,
-                          bool tf32 = false);
+std::optional<double> mfu(uint64_t flops, double seconds, const std::string& device_name,
+                          DType dtype, bool tf32 = false);
 
 /// Options of the text report, as DeepSpeed's `print_model_profile`.
 struct ReportOptions {

@@ -52,7 +52,6 @@ class ModuleScope {
   void* buffer_ = nullptr;           // the thread's event buffer (detail)
   uint64_t session_ = 0;             // profile session id the record belongs to
   int32_t record_ = -1;              // index of the scope record in the buffer
-  int32_t module_index_ = -1;        // module index in the profiled tree
   void* record_function_ = nullptr;  // at::RecordFunction* when another observer listens
 };
 

@@ -184,14 +184,6 @@ FormulaFn find_formula(std::string_view op_name) {
   return it == r.formulas.end() ? FormulaFn{} : it->second;
 }
 
-std::vector<std::string> formula_names() {
-  Registry& r = registry();
-  std::shared_lock<std::shared_mutex> lock(r.mu);
-  std::vector<std::string> names;
-  for (const auto& kv : r.formulas) names.push_back(kv.first);
-  return names;
-}
-
 }  // namespace detail
 
 void register_formula(std::string op_name, FormulaFn fn) {

@@ -15,7 +15,4 @@ FormulaFn find_formula(std::string_view op_name);
 /// Incremented by every registration or removal: caches of "has a formula" check it.
 uint64_t formula_registry_version();
 
-/// Names of all registered formulas, sorted. Thread-safe.
-std::vector<std::string> formula_names();
-
 }  // namespace flopsprof::detail
