@@ -8,6 +8,7 @@
 #include <torch/nn/module.h>
 #include <torch/version.h>
 
+#include "builtin_modules.h"
 #include "flopsprof/error.h"
 
 namespace flopsprof::detail {
@@ -53,18 +54,15 @@ DType to_dtype(c10::ScalarType type) noexcept {
 }
 
 std::string display_type_name(const std::string& cpp) {
-  // Strip namespaces outside template brackets, then a trailing "Impl".
-  size_t start = 0;
-  int angle = 0;
-  for (size_t i = 0; i + 1 < cpp.size(); ++i) {
-    if (cpp[i] == '<') ++angle;
-    if (cpp[i] == '>') --angle;
-    if (angle == 0 && cpp[i] == ':' && cpp[i + 1] == ':') start = i + 2;
-  }
-  std::string name = cpp.substr(start);
+  // As DeepSpeed shows class names: template arguments, namespaces and a trailing "Impl" go.
+  // "ns::ResNetImpl<ns::ResidualBlock>" -> "ResNet"; "(anonymous namespace)::BlockImpl" -> "Block".
+  std::string name = cpp.substr(0, cpp.find('<'));
+  size_t colon = name.rfind("::");
+  if (colon != std::string::npos) name = name.substr(colon + 2);
+  while (!name.empty() && name.back() == ' ') name.pop_back();
   if (name.size() > 4 && name.compare(name.size() - 4, 4, "Impl") == 0)
     name.resize(name.size() - 4);
-  return name;
+  return name.empty() ? cpp : name;
 }
 
 ModelIndex build_model_index(const torch::nn::Module& root,
@@ -81,6 +79,7 @@ ModelIndex build_model_index(const torch::nn::Module& root,
   auto children = const_cast<torch::nn::Module&>(root).named_modules("", /*include_self=*/false);
   tree.nodes.push_back(ModuleNode{});
   tree.nodes[0].type = display_type_name(root.name());
+  tree.nodes[0].builtin = find_builtin(root.name(), tree.nodes[0].type);
   modules.push_back(nullptr);
   by_name[""] = 0;
   index.by_ptr.emplace(&root, 0);
@@ -88,6 +87,7 @@ ModelIndex build_model_index(const torch::nn::Module& root,
     ModuleNode node;
     node.name = item.key();
     node.type = display_type_name(item.value()->name());
+    node.builtin = find_builtin(item.value()->name(), node.type);
     size_t dot = node.name.rfind('.');
     auto parent = by_name.find(dot == std::string::npos ? "" : node.name.substr(0, dot));
     node.parent = parent == by_name.end() ? 0 : parent->second;
@@ -144,8 +144,17 @@ ModelIndex build_model_index(const torch::nn::Module& root,
       auto& set = tree.owner_sets[it->second];
       if (set.empty() || set.back() != static_cast<int>(i)) set.push_back(static_cast<int>(i));
     };
-    for (const auto& p : m.named_parameters(false)) own(p.value());
-    for (const auto& b : m.named_buffers(false)) own(b.value());
+    uint64_t tensors = 0;
+    for (const auto& p : m.named_parameters(false)) {
+      tensors += p.value().defined() ? 1 : 0;
+      own(p.value());
+    }
+    for (const auto& b : m.named_buffers(false)) {
+      tensors += b.value().defined() ? 1 : 0;
+      own(b.value());
+    }
+    for (int a = static_cast<int>(i); a >= 0 && tensors > 0; a = tree.nodes[a].parent)
+      tree.nodes[a].tensors += tensors;
   }
   tree.params = tree.nodes[0].params;
   tree.trainable_params = tree.nodes[0].trainable_params;

@@ -1,7 +1,9 @@
 // The per-op RecordFunction callbacks (the hot path) and the per-thread buffers they fill.
 #include "observer.h"
 
+#include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstring>
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -11,6 +13,8 @@
 #include <ATen/SequenceNumber.h>
 #include <ATen/core/ivalue.h>
 #include <ATen/record_function.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/variable.h>
 #include <torch/version.h>
 
 #include "flopsprof/error.h"
@@ -379,7 +383,29 @@ int32_t owner_of(const OwnerIndex& owners, const at::Tensor& t) {
   return owners.find(impl->storage().unsafeGetStorageImpl());
 }
 
-int32_t find_owner(const Session* s, c10::ArrayRef<const c10::IValue> inputs) {
+// The first owner set among the inputs. With `dataflow` (a top-level op in grad mode) also where
+// its tensor inputs came from: the smallest sequence number of their grad_fn nodes, and whether
+// one has no history and no owner (data or targets from outside the model).
+int32_t find_owner(const Session* s, c10::ArrayRef<const c10::IValue> inputs, bool dataflow,
+                   RawEvent& e) {
+  if (dataflow) {
+    int32_t first = -1;
+    int64_t seq = INT64_MAX;
+    for (const c10::IValue& v : inputs) {
+      if (!v.isTensor()) continue;
+      const at::Tensor& t = v.toTensor();
+      if (!t.defined()) continue;
+      const int32_t o = owner_of(s->owners, t);
+      if (first < 0) first = o;
+      if (const torch::autograd::Node* node = torch::autograd::impl::grad_fn_unsafe(t)) {
+        seq = std::min<int64_t>(seq, static_cast<int64_t>(node->sequence_nr()));
+      } else if (o < 0) {
+        e.flags |= kExternalInput;
+      }
+    }
+    e.in_seq = seq == INT64_MAX ? -1 : seq;
+    if (first >= 0) return first;
+  }
   for (const c10::IValue& v : inputs) {
     if (v.isTensor()) {
       int32_t o = owner_of(s->owners, v.toTensor());
@@ -430,7 +456,7 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
     } else {
       e.seq_nr = fn.seqNr();
       c10::ArrayRef<const c10::IValue> inputs = fn.inputs();
-      e.owner = find_owner(s, inputs);
+      e.owner = find_owner(s, inputs, b->open_op < 0 && e.seq_nr >= 0, e);
       if (name_flags & kNameHasFormula) {
         e.flags |= kCounted | kHasFormula;
         capture_args(b, e, inputs);

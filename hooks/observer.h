@@ -10,7 +10,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "aggregate.h"
 #include "events.h"
 #include "flopsprof/timer.h"
 

@@ -37,6 +37,7 @@ struct FlopsProfiler::Impl {
     std::string timer;
     std::vector<detail::InternalSpan> internal;
     std::optional<detail::GpuCollection> gpu;
+    detail::Attribution attribution;  // computed once, at stop_profile()
   } collected;
   std::unique_ptr<detail::GpuBackend> gpu;        // active device backend (CUPTI), if any
   std::string gpu_backend, gpu_reason;            // what GPU timing used, and why not CUPTI
@@ -109,8 +110,10 @@ struct FlopsProfiler::Impl {
     return running ? session->buffers : collected.buffers;
   }
 
-  ProfileResult compute(int64_t stop_ns, double ns_per_tick, const std::string& timer_label,
-                        detail::TraceData* trace = nullptr) const {
+  // The aggregation input over the live session's records (while running) or the last stopped
+  // profile's, with the problems seen while collecting.
+  detail::AggregateInput input(int64_t stop_ns, double ns_per_tick,
+                               const std::string& timer_label) const {
     detail::AggregateInput in;
     if (!running && collected.gpu) in.gpu = &*collected.gpu;
     in.tree = &index->tree;
@@ -142,7 +145,11 @@ struct FlopsProfiler::Impl {
                       "captured",
                       dropped));
     }
-    ProfileResult r = detail::aggregate(in, trace);
+    return in;
+  }
+
+  ProfileResult compute(const detail::AggregateInput& in, const detail::Attribution& at) const {
+    ProfileResult r = detail::aggregate(in, at);
     r.batch_size = options.batch_size;
     r.world_size = options.world_size;
     r.data_parallel_size = options.data_parallel_size;
@@ -159,7 +166,8 @@ struct FlopsProfiler::Impl {
 
   const ProfileResult& current() const {
     if (running) {
-      snapshot = compute(session->now(), session->ns_per_tick(), timer_name());
+      detail::AggregateInput in = input(session->now(), session->ns_per_tick(), timer_name());
+      snapshot = compute(in, detail::attribute(detail::attribution_input(in)));
       return *snapshot;
     }
     if (!result) {
@@ -230,7 +238,11 @@ void FlopsProfiler::stop_profile() {
   for (auto& b : s.spares) impl_->spares.push_back(std::move(b));
   impl_->session.reset();
   auto t0 = std::chrono::steady_clock::now();
-  impl_->result = impl_->compute(c.stop, c.ns_per_tick, c.timer);
+  {
+    detail::AggregateInput in = impl_->input(c.stop, c.ns_per_tick, c.timer);
+    c.attribution = detail::attribute(detail::attribution_input(in));
+    impl_->result = impl_->compute(in, c.attribution);
+  }
   impl_->compute_ns =
       std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
   c.internal.push_back(
@@ -383,11 +395,12 @@ std::string FlopsProfiler::chrome_trace(int level) const {
   if (impl_->running) {
     const detail::Session& s = *impl_->session;
     clock = {s.tick0, s.ns_per_tick()};
-    impl_->compute(s.now(), clock.ns_per_tick, impl_->timer_name(), &trace);
+    detail::AggregateInput in = impl_->input(s.now(), clock.ns_per_tick, impl_->timer_name());
+    trace = detail::build_trace(in, detail::attribute(detail::attribution_input(in)));
   } else {
     const auto& c = impl_->collected;
     clock = {c.origin, c.ns_per_tick};
-    impl_->compute(c.stop, c.ns_per_tick, c.timer, &trace);
+    trace = detail::build_trace(impl_->input(c.stop, c.ns_per_tick, c.timer), c.attribution);
     internal = c.internal;
   }
   if (level >= 2 && !internal.empty()) {

@@ -1,8 +1,9 @@
-// Post-collection processing: counting rule, attribution rules, calls, latency, per-op tables.
+// The consumers of the attribution: module and op statistics, outside work, memory, GPU, trace.
 #include "aggregate.h"
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 
@@ -66,19 +67,11 @@ DType op_dtype(const std::vector<ArgView>& args) {
   return first;
 }
 
-enum class Phase : uint8_t { kNone, kForward, kBackward, kRecompute, kStep };
+// Op-table phases: the attribution's, plus forward work outside the model.
+constexpr int kOutsidePhase = 5;
 
-const char* phase_name(Phase p) {
-  switch (p) {
-    case Phase::kBackward:
-      return "backward";
-    case Phase::kRecompute:
-      return "recompute";
-    case Phase::kStep:
-      return "step";
-    default:
-      return "forward";
-  }
+const char* op_phase_name(int p) {
+  return p == kOutsidePhase ? "outside" : phase_name(static_cast<Phase>(p));
 }
 
 struct OpAcc {
@@ -103,19 +96,6 @@ void add_saturating(uint64_t& total, uint64_t v, bool& overflow) {
   }
 }
 
-struct MemSample {
-  int64_t time = 0, bytes = 0, reserved = 0;
-  uint32_t name = UINT32_MAX;  // op name id; UINT32_MAX: between ops
-  int module = -1;
-  Phase phase = Phase::kForward;
-};
-
-struct PerThread {
-  std::vector<Phase> phase;  // kNone: not a counted/listed op (nested or an autograd node)
-  std::vector<int> mod;      // attributed module; -1: none ("(autograd)" for backward)
-  std::vector<int> node_of;  // innermost enclosing autograd node (backward ops)
-};
-
 struct KernelAcc {
   uint64_t calls = 0;
   int64_t ns = 0;
@@ -132,6 +112,54 @@ std::vector<KernelStats> top_kernels(const std::map<std::string, KernelAcc>& by_
   if (out.size() > n) out.resize(n);
   return out;
 }
+
+// The module and phase of event `i` on thread `t`.
+std::pair<int, Phase> event_owner(const AggregateInput& in, const Attribution& at, size_t t,
+                                  size_t i) {
+  const RawEvent& e = in.threads[t]->events[i];
+  const ThreadAttribution& ta = at.threads[t];
+  if (e.kind == EventKind::kBackwardNode) return {ta.module[i], Phase::kBackward};
+  return {ta.module[i], ta.phase[i] == Phase::kNone ? Phase::kForward : ta.phase[i]};
+}
+
+std::string module_label(const ModuleTree& tree, int m) {
+  if (m >= 0) return tree.nodes[m].name;
+  return m == kOutsideModel ? "(outside the model)" : "(autograd)";
+}
+
+// Evaluates the formulas of counted ops, caching the formula per name id.
+class Counter {
+ public:
+  explicit Counter(const NameLookup* names) : names_(names) {}
+  // The count of event `e` (nullopt: no formula, declined, or failed) and its dtype.
+  std::optional<FlopCount> count(const ThreadEvents& th, const RawEvent& e, DType* dtype,
+                                 bool* declined) {
+    *declined = false;
+    if (!(e.flags & kCounted)) return std::nullopt;
+    const FormulaFn& f = formula(e.name_id);
+    if (!f) return std::nullopt;
+    std::vector<ArgView> args = arg_views(th, e);
+    *dtype = op_dtype(args);
+    try {
+      std::optional<FlopCount> fc = f(OpInputs(args.data(), args.size()));
+      *declined = !fc;
+      return fc;
+    } catch (const std::exception& ex) {
+      ++errors[fmt::format("{}: {}", names_->name(e.name_id), ex.what())];
+      return std::nullopt;
+    }
+  }
+  std::map<std::string, uint64_t> errors;  // message -> count
+
+ private:
+  const FormulaFn& formula(uint32_t id) {
+    auto it = formulas_.find(id);
+    if (it == formulas_.end()) it = formulas_.emplace(id, find_formula(names_->name(id))).first;
+    return it->second;
+  }
+  const NameLookup* names_;
+  std::unordered_map<uint32_t, FormulaFn> formulas_;
+};
 
 }  // namespace
 
@@ -181,176 +209,40 @@ std::string format_args(const std::vector<ArgView>& args) {
   return out;
 }
 
+AttributionInput attribution_input(const AggregateInput& in) {
+  AttributionInput a;
+  a.tree = in.tree;
+  a.threads = in.threads;
+  a.names = in.names;
+  a.stop_ns = in.stop_ns;
+  return a;
+}
+
 ProfileResult aggregate(const AggregateInput& in, TraceData* trace) {
+  Attribution at = attribute(attribution_input(in));
+  if (trace != nullptr) *trace = build_trace(in, at);
+  return aggregate(in, at);
+}
+
+ProfileResult aggregate(const AggregateInput& in, const Attribution& at) {
   const ModuleTree& tree = *in.tree;
   const int num_modules = static_cast<int>(tree.nodes.size());
   ProfileResult r;
   r.timer = in.timer;
   r.problems = in.problems;
   std::vector<ModuleAcc> acc(num_modules);
-  std::map<std::pair<int, uint32_t>, OpAcc> ops;  // (phase, name id)
-  std::unordered_map<uint32_t, FormulaFn> formulas;
-  std::map<std::string, uint64_t> formula_errors;  // message -> count
+  std::map<std::pair<int, uint32_t>, OpAcc> ops;  // (op-table phase, name id)
+  Counter counter(in.names);
   const double s_per_tick = in.ns_per_tick * 1e-9;
   bool overflow = false;
   auto end_of = [&](const RawEvent& e) { return e.end_ns != 0 ? e.end_ns : in.stop_ns; };
-  auto formula_for = [&](uint32_t id) -> const FormulaFn& {
-    auto it = formulas.find(id);
-    if (it == formulas.end()) it = formulas.emplace(id, find_formula(in.names->name(id))).first;
-    return it->second;
-  };
-  auto effective = [&](int m) { return m >= 0 ? tree.nodes[m].effective : -1; };
+  OutsideStats& outside = r.outside;
 
-  std::vector<bool> scoped(num_modules, false);
-  for (const ThreadEvents* th : in.threads) {
-    for (const ScopeRecord& s : th->scopes) {
-      if (s.module >= 0 && !s.backward && tree.nodes[s.module].effective == s.module)
-        scoped[s.module] = true;
-    }
-  }
-
-  std::vector<MemSample> mem;
-
-  // Pass 1: phases, and forward / recompute attribution by rules 1-3.
-  std::vector<PerThread> per(in.threads.size());
-  for (size_t t = 0; t < in.threads.size(); ++t) {
-    const ThreadEvents& th = *in.threads[t];
-    const size_t n = th.events.size();
-    PerThread& pt = per[t];
-    pt.phase.assign(n, Phase::kNone);
-    pt.mod.assign(n, -1);
-    for (size_t i = 0; i < n; ++i) {
-      const RawEvent& e = th.events[i];
-      if (e.kind != EventKind::kOp) continue;
-      const int parent = e.parent;
-      if (e.flags & kUnderCounted) {  // inherits everything from the op it is nested in
-        if (parent >= 0) pt.mod[i] = pt.mod[parent];
-        continue;
-      }
-      const ScopeRecord* scope = e.scope >= 0 ? &th.scopes[e.scope] : nullptr;
-      Phase ph = Phase::kForward;
-      if (e.flags & kStep) {
-        ph = Phase::kStep;
-      } else if (e.flags & kBackward) {
-        const bool parent_re = parent >= 0 && pt.phase[parent] == Phase::kRecompute;
-        ph = (e.seq_nr >= 0 || parent_re || (scope && scope->backward)) ? Phase::kRecompute
-                                                                        : Phase::kBackward;
-      }
-      pt.phase[i] = ph;
-      if (ph != Phase::kForward && ph != Phase::kRecompute) continue;
-      int s = scope ? effective(scope->module) : -1;
-      if (ph == Phase::kRecompute && scope && !scope->backward) s = -1;  // a forward scope
-      int m = -1;
-      if (e.owner >= 0) {
-        for (int o : tree.owner_sets[e.owner]) {
-          if (s < 0 || tree.is_ancestor_or_self(s, o)) {
-            m = o;
-            break;
-          }
-        }
-        if (m < 0) m = s;
-      } else if (s >= 0) {
-        m = s;
-      } else if (parent >= 0) {
-        m = pt.mod[parent];
-      }
-      pt.mod[i] = effective(m);
-    }
-    // Rule 4 for forward ops: the lowest common ancestor of the attributed neighbours.
-    std::vector<size_t> fwd;
-    for (size_t i = 0; i < n; ++i) {
-      if (pt.phase[i] == Phase::kForward) fwd.push_back(i);
-    }
-    std::vector<int> before(fwd.size(), -1), after(fwd.size(), -1);
-    for (size_t j = 0, last = SIZE_MAX; j < fwd.size(); ++j) {
-      before[j] = last == SIZE_MAX ? -1 : pt.mod[last];
-      if (pt.mod[fwd[j]] >= 0) last = fwd[j];
-    }
-    for (size_t j = fwd.size(), last = SIZE_MAX; j-- > 0;) {
-      after[j] = last == SIZE_MAX ? -1 : pt.mod[last];
-      if (pt.mod[fwd[j]] >= 0) last = fwd[j];
-    }
-    for (size_t j = 0; j < fwd.size(); ++j) {
-      int& m = pt.mod[fwd[j]];
-      if (m < 0)
-        m = (before[j] >= 0 && after[j] >= 0) ? tree.lowest_common_ancestor(before[j], after[j])
-                                              : 0;
-    }
-  }
-
-  // Pass 2: the autograd link. A backward node carries the sequence number of the forward op
-  // that created it and that op's thread: key (forward thread, sequence number) -> module.
-  struct Origin {
-    int module;
-    int thread;
-    int event;
-  };
-  std::unordered_map<uint64_t, std::unordered_map<int64_t, Origin>> by_seq;
-  for (size_t t = 0; t < in.threads.size(); ++t) {
-    const ThreadEvents& th = *in.threads[t];
-    auto& map = by_seq[th.thread_id];
-    for (size_t i = 0; i < th.events.size(); ++i) {
-      const RawEvent& e = th.events[i];
-      const Phase ph = per[t].phase[i];
-      // Recomputed forward ops create nodes too (the checkpointed segment's own backward). An op
-      // covers the sequence numbers its nested (unrecorded) ops took; the outermost op wins.
-      if (e.seq_nr < 0 || (ph != Phase::kForward && ph != Phase::kRecompute)) continue;
-      const int64_t last = std::max(e.seq_end, e.seq_nr + 1);
-      for (int64_t q = e.seq_nr; q < last; ++q) {
-        map.emplace(q, Origin{per[t].mod[i], static_cast<int>(t), static_cast<int>(i)});
-      }
-    }
-  }
-  auto node_origin = [&](const RawEvent& node) -> const Origin* {
-    if (node.seq_nr < 0) return nullptr;
-    auto t = by_seq.find(node.fwd_thread);
-    if (t == by_seq.end()) return nullptr;
-    auto m = t->second.find(node.seq_nr);
-    return m == t->second.end() ? nullptr : &m->second;
-  };
-  auto node_module = [&](const RawEvent& node) -> int {
-    const Origin* o = node_origin(node);
-    return o ? o->module : -1;
-  };
-  // The module and phase of recorded event `i` on thread `t` (after pass 3 has run for `t`): an
-  // autograd node belongs to the module of its forward op; an op carries its own attribution.
-  auto event_owner = [&](size_t t, size_t i) -> std::pair<int, Phase> {
-    const RawEvent& e = in.threads[t]->events[i];
-    const PerThread& pt = per[t];
-    if (e.kind == EventKind::kBackwardNode) {
-      const int nd = pt.node_of[i];
-      return {nd >= 0 ? node_module(in.threads[t]->events[nd]) : -1, Phase::kBackward};
-    }
-    return {pt.mod[i], pt.phase[i] == Phase::kNone ? Phase::kForward : pt.phase[i]};
-  };
-  auto module_name = [&](int m) { return m >= 0 ? tree.nodes[m].name : std::string("(autograd)"); };
-  auto span = [&](int thread, int64_t start, int64_t end, std::string name,
-                  const char* cat) -> TraceData::Span& {
-    TraceData::Span sp;
-    sp.thread = thread;
-    sp.start = start;
-    sp.end = end;
-    sp.name = std::move(name);
-    sp.cat = cat;
-    trace->spans.push_back(std::move(sp));
-    return trace->spans.back();
-  };
-  auto module_span = [&](int thread, int m, int64_t start, int64_t end) {
-    if (!trace) return;
-    TraceData::Span& sp =
-        span(thread, start, end,
-             tree.nodes[m].type + (tree.nodes[m].name.empty() ? "" : " " + tree.nodes[m].name),
-             "module");
-    sp.module = tree.nodes[m].name;
-    sp.phase = "forward";
-  };
-
-  // Pass 3: statistics.
   for (size_t t = 0; t < in.threads.size(); ++t) {
     const ThreadEvents& th = *in.threads[t];
     const std::vector<RawEvent>& ev = th.events;
+    const ThreadAttribution& ta = at.threads[t];
     const size_t n = ev.size();
-    PerThread& pt = per[t];
     if (n == 0 && th.scopes.empty() && th.steps.empty()) continue;
     ++r.threads;
     r.op_events += n;
@@ -358,131 +250,70 @@ ProfileResult aggregate(const AggregateInput& in, TraceData* trace) {
     for (size_t i = 0; i < n; ++i) {
       if (ev[i].parent >= 0) child_ns[ev[i].parent] += end_of(ev[i]) - ev[i].start_ns;
     }
-    // Backward ops belong to the module of their innermost enclosing autograd node. Ops that the
-    // engine runs in a node's evaluate_function wrapper after the node itself (validate_outputs:
-    // e.g. the reduction of a broadcast bias gradient) belong to that node too.
-    std::vector<int>& node_of = pt.node_of;
-    node_of.assign(n, -1);
-    for (size_t i = 0; i < n; ++i) {
-      const RawEvent& e = ev[i];
-      const int p = e.parent;
-      if (e.kind == EventKind::kBackwardNode && !(e.flags & kEngine)) {
-        node_of[i] = static_cast<int>(i);
-        if (p >= 0 && (ev[p].flags & kEngine)) node_of[p] = static_cast<int>(i);
-      } else if (p >= 0) {
-        node_of[i] = node_of[p];
-      }
-    }
-    for (size_t i = 0; i < n; ++i) {
-      if (pt.phase[i] == Phase::kBackward)
-        pt.mod[i] = node_of[i] >= 0 ? node_module(ev[node_of[i]]) : -1;
-    }
-
-    std::vector<int64_t> last_seen(num_modules, -2), run_start(num_modules, 0),
-        run_end(num_modules, 0);
-    int64_t k = 0;
-    int64_t bwd_start = -1, bwd_end = -1, fwd_start = -1, fwd_end = -1;
-    const int tid = static_cast<int>(t);
-    auto close_fwd = [&] {
-      if (fwd_start >= 0 && trace)
-        span(tid, fwd_start, fwd_end, "forward", "phase").phase = "forward";
-      fwd_start = -1;
-    };
-    auto close_bwd = [&] {
-      if (bwd_start < 0) return;
-      r.bwd_latency_s += static_cast<double>(bwd_end - bwd_start) * s_per_tick;
-      if (trace) span(tid, bwd_start, bwd_end, "backward", "phase").phase = "backward";
-      bwd_start = -1;
-    };
+    // Backward passes: spans of consecutive top-level backward events.
+    int64_t bwd_start = -1, bwd_end = -1;
     for (size_t i = 0; i < n; ++i) {
       const RawEvent& e = ev[i];
       const int64_t end = end_of(e);
       const int64_t dur = end - e.start_ns;
-      // Backward passes: spans of consecutive top-level backward events (forward ones likewise).
       if (e.parent < 0) {
         if (e.flags & kBackward) {
-          close_fwd();
           if (bwd_start < 0) bwd_start = e.start_ns;
           bwd_end = std::max(bwd_end, end);
-        } else {
-          close_bwd();
-          if (!(e.flags & kStep)) {
-            if (fwd_start < 0) fwd_start = e.start_ns;
-            fwd_end = std::max(fwd_end, end);
-          } else {
-            close_fwd();
-          }
+        } else if (bwd_start >= 0) {
+          r.bwd_latency_s += static_cast<double>(bwd_end - bwd_start) * s_per_tick;
+          bwd_start = -1;
         }
       }
-      if (trace) {
-        const bool node = e.kind == EventKind::kBackwardNode;
-        TraceData::Span& sp =
-            span(tid, e.start_ns, end, in.names->name(e.name_id), node ? "autograd" : "op");
-        if (node) {
-          const int nd = node_of[i];
-          sp.module = module_name(nd >= 0 ? node_module(ev[nd]) : -1);
-          sp.phase = "backward";
-          const Origin* o = (e.flags & kEngine) ? nullptr : node_origin(e);
-          if (o != nullptr) {
-            const RawEvent& f = in.threads[o->thread]->events[o->event];
-            trace->flows.push_back(TraceData::Flow{o->thread, tid, f.start_ns, e.start_ns});
-          }
-        } else if (pt.phase[i] != Phase::kNone) {
-          sp.module = module_name(pt.mod[i]);
-          sp.phase = phase_name(pt.phase[i]);
-        }
-      }
+      const int m = ta.module[i];
       if (e.kind == EventKind::kBackwardNode) {
         r.has_backward = true;
         // Node time: the evaluate_function wrapper (node + output validation) when there is one.
         const bool wrapped =
             !(e.flags & kEngine) && e.parent >= 0 && (ev[e.parent].flags & kEngine);
-        if (!wrapped) {
-          int m = node_of[i] >= 0 ? node_module(ev[node_of[i]]) : -1;
-          if (m < 0) {
-            r.autograd_latency_s += static_cast<double>(dur) * s_per_tick;
-          } else {
-            for (int a = m; a >= 0; a = tree.nodes[a].parent) acc[a].bwd_ns += dur;
-          }
+        if (wrapped) continue;
+        if (m >= 0) {
+          for (int a = m; a >= 0; a = tree.nodes[a].parent) acc[a].bwd_ns += dur;
+        } else if (m == kOutsideModel) {
+          outside.bwd_latency_s += static_cast<double>(dur) * s_per_tick;
+        } else {
+          r.autograd_latency_s += static_cast<double>(dur) * s_per_tick;
         }
-        ++k;
         continue;
       }
-      const Phase ph = pt.phase[i];
+      const Phase ph = ta.phase[i];
       if (ph == Phase::kNone) continue;
-      if (ph != Phase::kForward) ++k;  // breaks forward runs
-      const int m = pt.mod[i];
-      OpAcc& op = ops[{static_cast<int>(ph), e.name_id}];
+      const bool out_fwd = ph == Phase::kForward && m == kOutsideModel;
+      OpAcc& op = ops[{out_fwd ? kOutsidePhase : static_cast<int>(ph), e.name_id}];
       ++op.calls;
       op.ns += dur;
       op.has_formula = op.has_formula || (e.flags & kHasFormula);
-      std::optional<FlopCount> fc;
       DType dt = DType::kUnknown;
-      if ((e.flags & kCounted) && formula_for(e.name_id)) {
-        std::vector<ArgView> args = arg_views(th, e);
-        try {
-          fc = formula_for(e.name_id)(OpInputs(args.data(), args.size()));
-          if (!fc) ++op.declined;
-        } catch (const std::exception& ex) {
-          ++formula_errors[fmt::format("{}: {}", in.names->name(e.name_id), ex.what())];
-        }
-        dt = op_dtype(args);
-      }
-      if (trace) {
-        TraceData::Span& sp = trace->spans.back();
-        if (fc) sp.flops = static_cast<int64_t>(fc->flops);
-        if (e.flags & kCounted) sp.inputs = format_args(arg_views(th, e));
-      }
+      bool declined = false;
+      std::optional<FlopCount> fc = counter.count(th, e, &dt, &declined);
+      if (declined) ++op.declined;
       if (fc) {
         add_saturating(op.flops, fc->flops, overflow);
         add_saturating(op.macs, fc->macs, overflow);
       } else {
         const int64_t self = dur - child_ns[i];
         op.uncovered_ns += self;
-        if (ph == Phase::kForward) r.no_formula_s += static_cast<double>(self) * s_per_tick;
+        if (ph == Phase::kForward && !out_fwd)
+          r.no_formula_s += static_cast<double>(self) * s_per_tick;
       }
       switch (ph) {
         case Phase::kForward:
+          if (out_fwd) {
+            if (e.parent < 0) {
+              ++outside.ops;
+              outside.latency_s += static_cast<double>(dur) * s_per_tick;
+            }
+            if (fc) {
+              add_saturating(outside.flops, fc->flops, overflow);
+              add_saturating(outside.macs, fc->macs, overflow);
+            }
+            break;
+          }
           if (fc) {
             add_saturating(r.flops, fc->flops, overflow);
             add_saturating(r.macs, fc->macs, overflow);
@@ -496,24 +327,15 @@ ProfileResult aggregate(const AggregateInput& in, TraceData* trace) {
             } else {
               ++acc[a].na_ops;
             }
-            if (scoped[a]) continue;
-            if (last_seen[a] == k - 1) {
-              run_end[a] = std::max(run_end[a], end);
-            } else {
-              if (last_seen[a] >= 0) {
-                acc[a].ns += run_end[a] - run_start[a];
-                module_span(tid, a, run_start[a], run_end[a]);
-              }
-              ++acc[a].calls;
-              run_start[a] = e.start_ns;
-              run_end[a] = end;
-            }
-            last_seen[a] = k;
           }
-          ++k;
           break;
         case Phase::kBackward:
           if (!fc) break;
+          if (m == kOutsideModel) {
+            add_saturating(outside.bwd_flops, fc->flops, overflow);
+            add_saturating(outside.bwd_macs, fc->macs, overflow);
+            break;
+          }
           add_saturating(r.bwd_flops, fc->flops, overflow);
           add_saturating(r.bwd_macs, fc->macs, overflow);
           if (m < 0) add_saturating(r.autograd_flops, fc->flops, overflow);
@@ -539,34 +361,40 @@ ProfileResult aggregate(const AggregateInput& in, TraceData* trace) {
           break;
       }
     }
-    close_bwd();
-    close_fwd();
-    for (int a = 0; a < num_modules; ++a) {
-      if (last_seen[a] >= 0) {
-        acc[a].ns += run_end[a] - run_start[a];
-        module_span(tid, a, run_start[a], run_end[a]);
-      }
+    if (bwd_start >= 0) r.bwd_latency_s += static_cast<double>(bwd_end - bwd_start) * s_per_tick;
+    for (const StepRecord& s : th.steps) {
+      r.has_step = true;
+      const int64_t end = s.end_ns != 0 ? s.end_ns : in.stop_ns;
+      r.step_latency_s += static_cast<double>(end - s.start_ns) * s_per_tick;
     }
-    for (const ScopeRecord& s : th.scopes) {
-      if (s.module < 0 || s.backward || !scoped[s.module]) continue;
-      const int64_t exit = s.exit_ns != 0 ? s.exit_ns : in.stop_ns;
-      ++acc[s.module].calls;
-      acc[s.module].ns += exit - s.enter_ns;
-      module_span(tid, s.module, s.enter_ns, exit);
-    }
-    // Memory: each allocation or free belongs to the op that was open on its thread.
+  }
+  for (const CallSpan& c : at.calls) {
+    ++acc[c.module].calls;
+    acc[c.module].ns += c.end - c.start;
+  }
+
+  // Memory: each allocation or free belongs to the op that was open on its thread.
+  struct MemSample {
+    int64_t time = 0, bytes = 0, reserved = 0;
+    uint32_t name = UINT32_MAX;  // op name id; UINT32_MAX: between ops
+    int module = kOutsideModel;
+    Phase phase = Phase::kForward;
+  };
+  std::vector<MemSample> mem;
+  for (size_t t = 0; t < in.threads.size() && in.track_memory; ++t) {
+    const ThreadEvents& th = *in.threads[t];
     for (const MemRecord& m : th.memory) {
       MemSample x;
       x.time = m.time_ns;
       x.bytes = m.bytes;
       x.reserved = m.total_reserved;
-      if (m.op >= 0 && static_cast<size_t>(m.op) < n) {
-        x.name = ev[m.op].name_id;
-        std::tie(x.module, x.phase) = event_owner(t, static_cast<size_t>(m.op));
+      if (m.op >= 0 && static_cast<size_t>(m.op) < th.events.size()) {
+        x.name = th.events[m.op].name_id;
+        std::tie(x.module, x.phase) = event_owner(in, at, t, static_cast<size_t>(m.op));
       } else {
         const ScopeRecord* sc = m.scope >= 0 ? &th.scopes[m.scope] : nullptr;
         x.phase = sc && sc->backward ? Phase::kRecompute : Phase::kForward;
-        x.module = sc ? effective(sc->module) : 0;
+        x.module = sc ? tree.nodes[sc->module].effective : kOutsideModel;
       }
       if (x.phase == Phase::kForward) {
         for (int a = x.module; a >= 0; a = tree.nodes[a].parent) {
@@ -575,12 +403,6 @@ ProfileResult aggregate(const AggregateInput& in, TraceData* trace) {
         }
       }
       mem.push_back(x);
-    }
-    for (const StepRecord& s : th.steps) {
-      r.has_step = true;
-      const int64_t end = s.end_ns != 0 ? s.end_ns : in.stop_ns;
-      r.step_latency_s += static_cast<double>(end - s.start_ns) * s_per_tick;
-      if (trace) span(tid, s.start_ns, end, "step", "phase").phase = "step";
     }
   }
 
@@ -607,12 +429,10 @@ ProfileResult aggregate(const AggregateInput& in, TraceData* trace) {
       ++ka.calls;
       ka.ns += dur;
       uint32_t t = 0, i = 0;
-      int m = -1;
-      const RawEvent* launcher = nullptr;
+      int m = kUnlinked;
       if (split_external_id(k.external_id, &t, &i) && t < in.threads.size() &&
           i < in.threads[t]->events.size()) {
-        launcher = &in.threads[t]->events[i];
-        m = event_owner(t, i).first;
+        m = event_owner(in, at, t, i).first;
       }
       if (m < 0) unattributed += dur;
       for (int a = m; a >= 0; a = tree.nodes[a].parent) {
@@ -622,24 +442,6 @@ ProfileResult aggregate(const AggregateInput& in, TraceData* trace) {
         KernelAcc& mk = gpu_kernels[a][k.name];
         ++mk.calls;
         mk.ns += dur;
-      }
-      if (trace) {
-        TraceData::GpuSpan sp;
-        sp.device = k.device;
-        sp.stream = k.stream;
-        auto to_host = [&](int64_t ns) {
-          return g.host_origin +
-                 static_cast<int64_t>(static_cast<double>(ns - g.gpu_origin_ns) / in.ns_per_tick);
-        };
-        sp.start = to_host(k.start_ns);
-        sp.end = to_host(k.end_ns);
-        sp.name = k.name;
-        sp.module = module_name(m);
-        if (launcher != nullptr) {
-          sp.launcher_thread = static_cast<int>(t);
-          sp.launcher_start = launcher->start_ns;
-        }
-        trace->gpu.push_back(std::move(sp));
       }
     }
     if (gs.measured) gs.span_s = static_cast<double>(last - first) * 1e-9;
@@ -659,7 +461,7 @@ ProfileResult aggregate(const AggregateInput& in, TraceData* trace) {
     s.depth = node.depth;
     s.parent = node.parent >= 0 ? remap[node.parent] : -1;
     s.calls = acc[t].calls;
-    s.scoped = scoped[t];
+    s.scoped = at.scoped[t];
     s.params = node.params;
     s.trainable_params = node.trainable_params;
     s.param_bytes = node.param_bytes;
@@ -698,14 +500,13 @@ ProfileResult aggregate(const AggregateInput& in, TraceData* trace) {
     ms.trace.reserve(mem.size());
     for (const MemSample& x : mem) {
       in_use += x.bytes;
-      if (trace) trace->memory.emplace_back(x.time, in_use);
       (x.bytes >= 0 ? ms.allocations : ms.frees) += 1;
       MemorySample sample;
       sample.time_s = static_cast<double>(x.time - t0) * s_per_tick;
       sample.bytes = in_use;
       sample.reserved = x.reserved;
       sample.op = x.name == UINT32_MAX ? "" : in.names->name(x.name);
-      sample.module = x.module >= 0 ? tree.nodes[x.module].name : "(autograd)";
+      sample.module = module_label(tree, x.module);
       sample.phase = phase_name(x.phase);
       if (in_use > ms.peak_bytes) {
         ms.peak_bytes = in_use;
@@ -723,7 +524,7 @@ ProfileResult aggregate(const AggregateInput& in, TraceData* trace) {
   for (auto& [key, a] : ops) {
     OpStats s;
     s.name = in.names->name(key.second);
-    s.phase = phase_name(static_cast<Phase>(key.first));
+    s.phase = op_phase_name(key.first);
     s.has_formula = a.has_formula;
     s.calls = a.calls;
     s.flops = a.flops;
@@ -741,11 +542,142 @@ ProfileResult aggregate(const AggregateInput& in, TraceData* trace) {
   std::sort(r.ops.begin(), r.ops.end(), [](const OpStats& a, const OpStats& b) {
     return a.latency_s != b.latency_s ? a.latency_s > b.latency_s : a.name < b.name;
   });
-  for (const auto& [msg, count] : formula_errors) {
+  for (const OpStats& s : r.ops) {
+    if (s.phase == "outside" && outside.top_ops.size() < 5) outside.top_ops.push_back(s);
+  }
+  for (const auto& [msg, count] : counter.errors) {
     r.problems.push_back(fmt::format("{} ({} call(s))", msg, count));
   }
   if (overflow) r.problems.push_back("a FLOP or MAC total overflowed 64 bits and was saturated");
   return r;
+}
+
+TraceData build_trace(const AggregateInput& in, const Attribution& at) {
+  const ModuleTree& tree = *in.tree;
+  TraceData trace;
+  Counter counter(in.names);
+  auto end_of = [&](const RawEvent& e) { return e.end_ns != 0 ? e.end_ns : in.stop_ns; };
+  auto span = [&](int thread, int64_t start, int64_t end, std::string name,
+                  const char* cat) -> TraceData::Span& {
+    TraceData::Span sp;
+    sp.thread = thread;
+    sp.start = start;
+    sp.end = end;
+    sp.name = std::move(name);
+    sp.cat = cat;
+    trace.spans.push_back(std::move(sp));
+    return trace.spans.back();
+  };
+  for (size_t t = 0; t < in.threads.size(); ++t) {
+    const ThreadEvents& th = *in.threads[t];
+    const std::vector<RawEvent>& ev = th.events;
+    const ThreadAttribution& ta = at.threads[t];
+    const int tid = static_cast<int>(t);
+    // Phase spans: runs of consecutive top-level events of one phase (the model's forward only).
+    int64_t run_start = -1, run_end = -1;
+    const char* run_phase = nullptr;
+    auto close = [&] {
+      if (run_phase != nullptr) span(tid, run_start, run_end, run_phase, "phase").phase = run_phase;
+      run_phase = nullptr;
+    };
+    for (size_t i = 0; i < ev.size(); ++i) {
+      const RawEvent& e = ev[i];
+      const int64_t end = end_of(e);
+      if (e.parent < 0) {
+        const char* ph = (e.flags & kBackward)           ? "backward"
+                         : (e.flags & kStep)             ? nullptr
+                         : ta.module[i] == kOutsideModel ? nullptr
+                                                         : "forward";
+        if (ph != run_phase) {
+          close();
+          if (ph != nullptr) {
+            run_phase = ph;
+            run_start = e.start_ns;
+          }
+        }
+        run_end = std::max(run_end, end);
+      }
+      const int m = ta.module[i];
+      if (e.kind == EventKind::kBackwardNode) {
+        TraceData::Span& sp = span(tid, e.start_ns, end, in.names->name(e.name_id), "autograd");
+        sp.module = module_label(tree, m);
+        sp.phase = "backward";
+        const Origin o = (e.flags & kEngine) ? Origin{} : at.origin[t][i];
+        if (o.thread >= 0) {
+          const RawEvent& f = in.threads[o.thread]->events[o.event];
+          trace.flows.push_back(TraceData::Flow{o.thread, tid, f.start_ns, e.start_ns});
+        }
+        continue;
+      }
+      TraceData::Span& sp = span(tid, e.start_ns, end, in.names->name(e.name_id), "op");
+      const Phase ph = ta.phase[i];
+      if (ph == Phase::kNone) continue;
+      sp.module = module_label(tree, m);
+      sp.phase = ph == Phase::kForward && m == kOutsideModel ? "outside" : phase_name(ph);
+      if (e.flags & kCounted) {
+        DType dt = DType::kUnknown;
+        bool declined = false;
+        std::optional<FlopCount> fc = counter.count(th, e, &dt, &declined);
+        if (fc) sp.flops = static_cast<int64_t>(fc->flops);
+        sp.inputs = format_args(arg_views(th, e));
+      }
+    }
+    close();
+    for (const StepRecord& s : th.steps) {
+      const int64_t end = s.end_ns != 0 ? s.end_ns : in.stop_ns;
+      span(tid, s.start_ns, end, "step", "phase").phase = "step";
+    }
+  }
+  for (const CallSpan& c : at.calls) {
+    const ModuleNode& node = tree.nodes[c.module];
+    TraceData::Span& sp = span(c.thread, c.start, c.end,
+                               node.type + (node.name.empty() ? "" : " " + node.name), "module");
+    sp.module = node.name;
+    sp.phase = "forward";
+  }
+  if (in.gpu != nullptr) {
+    const GpuCollection& g = *in.gpu;
+    for (const GpuRecord& k : g.records) {
+      uint32_t t = 0, i = 0;
+      int m = kUnlinked;
+      const RawEvent* launcher = nullptr;
+      if (split_external_id(k.external_id, &t, &i) && t < in.threads.size() &&
+          i < in.threads[t]->events.size()) {
+        launcher = &in.threads[t]->events[i];
+        m = event_owner(in, at, t, i).first;
+      }
+      TraceData::GpuSpan sp;
+      sp.device = k.device;
+      sp.stream = k.stream;
+      auto to_host = [&](int64_t ns) {
+        return g.host_origin +
+               static_cast<int64_t>(static_cast<double>(ns - g.gpu_origin_ns) / in.ns_per_tick);
+      };
+      sp.start = to_host(k.start_ns);
+      sp.end = to_host(k.end_ns);
+      sp.name = k.name;
+      sp.module = module_label(tree, m);
+      if (launcher != nullptr) {
+        sp.launcher_thread = static_cast<int>(t);
+        sp.launcher_start = launcher->start_ns;
+      }
+      trace.gpu.push_back(std::move(sp));
+    }
+  }
+  if (in.track_memory) {
+    std::vector<std::pair<int64_t, int64_t>> deltas;
+    for (const ThreadEvents* th : in.threads) {
+      for (const MemRecord& m : th->memory) deltas.emplace_back(m.time_ns, m.bytes);
+    }
+    std::stable_sort(deltas.begin(), deltas.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    int64_t in_use = 0;
+    for (const auto& [time, bytes] : deltas) {
+      in_use += bytes;
+      trace.memory.emplace_back(time, in_use);
+    }
+  }
+  return trace;
 }
 
 }  // namespace flopsprof::detail

@@ -1,22 +1,17 @@
-// Turns raw per-thread events into per-module and per-op statistics (runs after collection).
+// The consumers of the attribution: module statistics, op table, memory, GPU, and the timeline.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "attribution.h"
 #include "events.h"
 #include "flopsprof/report.h"
 #include "gpu.h"
 #include "module_tree.h"
 
 namespace flopsprof::detail {
-
-/// Names by id, as interned by the observer.
-struct NameLookup {
-  virtual ~NameLookup() = default;
-  virtual const std::string& name(uint32_t id) const = 0;
-};
 
 struct AggregateInput {
   const ModuleTree* tree = nullptr;
@@ -59,9 +54,18 @@ struct TraceData {
   std::vector<std::pair<int64_t, int64_t>> memory;  ///< (time, bytes in use)
 };
 
-/// Applies the counting rule (outermost op with a formula), the attribution rules (scope,
-/// ownership, parent op, neighbours' lowest common ancestor) and computes all statistics.
-/// Pure: no torch, no globals but the formula registry.
+/// The attribution stage's input for `input`'s threads.
+AttributionInput attribution_input(const AggregateInput& input);
+
+/// Module statistics (FLOPs, MACs, calls, latency, backward), the op table, outside-the-model
+/// work, memory and GPU statistics, from the events and their attribution. Pure: no torch, no
+/// globals but the formula registry.
+ProfileResult aggregate(const AggregateInput& input, const Attribution& attribution);
+
+/// The Chrome-trace timeline (phase, module and op spans, autograd flows, GPU spans, memory).
+TraceData build_trace(const AggregateInput& input, const Attribution& attribution);
+
+/// Attributes, then aggregates (and fills `trace` when given). For tests and one-off use.
 ProfileResult aggregate(const AggregateInput& input, TraceData* trace = nullptr);
 
 /// "T<768x768xf32>, 1, [1, 1]": an op's captured arguments as shown in the trace.

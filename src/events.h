@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "flopsprof/formulas.h"
@@ -10,13 +11,15 @@ namespace flopsprof::detail {
 
 /// Bits of `RawEvent::flags`.
 enum EventFlag : uint8_t {
-  kCounted = 1 << 0,       ///< outermost op with a formula: its FLOPs count
-  kUnderCounted = 1 << 1,  ///< nested inside a counted op: never counted again (the observer
-                           ///< skips these; synthetic inputs and other producers may record them)
-  kHasFormula = 1 << 2,    ///< a formula was registered for the name when observed
-  kBackward = 1 << 3,      ///< ran inside the autograd engine
-  kStep = 1 << 5,          ///< ran inside a step scope (the optimizer step)
-  kEngine = 1 << 6,        ///< the autograd engine's evaluate_function wrapper of a node
+  kCounted = 1 << 0,        ///< outermost op with a formula: its FLOPs count
+  kUnderCounted = 1 << 1,   ///< nested inside a counted op: never counted again (the observer
+                            ///< skips these; synthetic inputs and other producers may record them)
+  kHasFormula = 1 << 2,     ///< a formula was registered for the name when observed
+  kBackward = 1 << 3,       ///< ran inside the autograd engine
+  kStep = 1 << 5,           ///< ran inside a step scope (the optimizer step)
+  kExternalInput = 1 << 4,  ///< a top-level forward op in grad mode read a tensor with no
+                            ///< autograd history that no module owns (data, targets)
+  kEngine = 1 << 6,         ///< the autograd engine's evaluate_function wrapper of a node
 };
 
 enum class EventKind : uint8_t {
@@ -38,13 +41,15 @@ struct ArgRecord {
   ArgRecord() : i(0) {}
 };
 
-/// One op call as the observer saw it. 72 bytes, no pointers into torch.
+/// One op call as the observer saw it. 80 bytes, no pointers into torch.
 struct RawEvent {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
   int64_t seq_nr = -1;      ///< autograd sequence number (forward op or backward node)
   int64_t seq_end = -1;     ///< forward op: the thread's next sequence number when it ended, so
                             ///< [seq_nr, seq_end) covers the nodes its nested ops created
+  int64_t in_seq = -1;      ///< top-level forward op in grad mode: the smallest sequence number
+                            ///< of its inputs' grad_fn (where they were computed); -1: none
   uint64_t fwd_thread = 0;  ///< forward thread id of a backward node
   uint32_t name_id = 0;     ///< into the name table
   int32_t parent = -1;      ///< enclosing event on the same thread
@@ -92,6 +97,12 @@ struct ThreadEvents {
   std::vector<StepRecord> steps;
   std::vector<MemRecord> memory;
   uint64_t dropped_args = 0;  ///< ops whose arguments did not fit (args_count limit)
+};
+
+/// Op names by id, as interned by the observer.
+struct NameLookup {
+  virtual ~NameLookup() = default;
+  virtual const std::string& name(uint32_t id) const = 0;
 };
 
 }  // namespace flopsprof::detail

@@ -9,6 +9,7 @@ void ModuleTree::finalize() {
     ModuleNode& n = nodes[i];
     n.depth = n.parent < 0 ? 0 : nodes[n.parent].depth + 1;
     if (n.parent >= 0) {
+      n.child_index = static_cast<int>(nodes[n.parent].children.size());
       nodes[n.parent].children.push_back(i);
       n.ignored = n.ignored || nodes[n.parent].ignored;
     }

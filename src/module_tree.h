@@ -10,6 +10,8 @@
 
 namespace flopsprof::detail {
 
+struct BuiltinSpec;
+
 struct ModuleNode {
   std::string name;  ///< dotted; "" for the root
   std::string type;  ///< "Linear", "BertLayer"
@@ -22,6 +24,11 @@ struct ModuleNode {
   uint64_t param_bytes = 0;
   bool ignored = false;  ///< its type was in ignore_modules (or an ancestor's was)
   int effective = 0;     ///< nearest non-ignored ancestor-or-self
+  /// LibTorch built-in type (torch::nn::*Impl): the ops its forward runs; null for user types.
+  const BuiltinSpec* builtin = nullptr;
+  /// Parameters and buffers registered in this subtree (0: a parameterless module).
+  uint64_t tensors = 0;
+  int child_index = 0;  ///< position among its parent's children (registration order)
 };
 
 /// Pre-order tree: nodes[0] is the root; a node's descendants follow it contiguously.

@@ -26,8 +26,8 @@ void expect_meta_matches_cpu(M model, Make make_input, bool backward, const char
   FlopsProfiler cpu(model, po);
   torch::Tensor x = make_input(torch::kCPU);
   cpu.start_profile();
-  if (backward) {
-    model->forward(x).sum().backward();
+  if (backward) {  // as get_model_profile runs it: the loss sum is not recorded
+    flopsprof::detail::run_forward([&] { return model->forward(x); }, true);
   } else {
     torch::NoGradGuard no_grad;
     model->forward(x);
@@ -171,11 +171,24 @@ TEST(BadInput, EmptyZeroSizeParameterlessSparseComplex) {
   p2.stop_profile();
   EXPECT_EQ(p2.get_total_flops(), 0u);
 
-  // complex: counted, tallied under c64
+  // complex: counted, tallied under c64 (a model with a complex parameter)
+  struct ComplexImpl : torch::nn::Module {
+    ComplexImpl() { w = register_parameter("w", torch::randn({4, 4}, torch::kComplexFloat)); }
+    torch::Tensor forward(const torch::Tensor& x) { return torch::mm(x, w); }
+    torch::Tensor w;
+  };
+  auto complex_model = std::make_shared<ComplexImpl>();
+  FlopsProfiler p3(complex_model);
+  p3.start_profile();
+  complex_model->forward(torch::randn({4, 4}, torch::kComplexFloat));  // 4*4*4 MACs
+  p3.stop_profile();
+  EXPECT_EQ(p3.result().flops_by_dtype[static_cast<size_t>(flopsprof::DType::kComplex64)], 2u * 64);
+  // the same mm outside any model is outside work, not the model's
   p2.start_profile();
   torch::mm(torch::randn({4, 4}, torch::kComplexFloat), torch::randn({4, 4}, torch::kComplexFloat));
   p2.stop_profile();
-  EXPECT_EQ(p2.result().flops_by_dtype[static_cast<size_t>(flopsprof::DType::kComplex64)], 2u * 64);
+  EXPECT_EQ(p2.get_total_flops(), 0u);
+  EXPECT_EQ(p2.result().outside.flops, 2u * 64);
 
   // sparse: counted from the dense shapes, no crash; to_meta refuses sparse parameters clearly
   p2.start_profile();

@@ -48,12 +48,19 @@ TEST(Profiler, MlpIsAttributedByParameterOwnership) {
   EXPECT_EQ(prof.get_module_flops("layers.0"), 816u);
   EXPECT_EQ(prof.get_module_macs("layers.2"), 768u);
   EXPECT_EQ(prof.get_module_flops("head"), 396u);
-  // The ReLUs have no parameters and no scope: rule 4 puts each on the lowest common ancestor
-  // of its neighbours: layers.0 .. layers.2 -> "layers"; layers.2 .. head -> the root (a known
-  // limit, see README); log_softmax has no op after it: the root.
-  EXPECT_EQ(prof.get_module_flops("layers"), 816u + 48 + 1584);
-  EXPECT_EQ(prof.get_module_flops("layers.1"), 0u);
+  // The ReLUs have no parameters: each is the parameterless child of the Sequential whose type
+  // runs `relu`, in registration order (layers.3 is the Sequential's last child: its call extends
+  // over it). log_softmax follows the model's last module in its forward: the root's.
+  EXPECT_EQ(prof.get_module_flops("layers"), 816u + 48 + 1584 + 48);
+  EXPECT_EQ(prof.get_module_flops("layers.1"), 48u);
+  EXPECT_EQ(prof.get_module_flops("layers.3"), 48u);
+  EXPECT_EQ(prof.get_module("layers.1").calls, 1u);
+  EXPECT_EQ(prof.get_module("layers.3").calls, 1u);
   EXPECT_EQ(prof.get_module("layers.0").calls, 1u);
+  EXPECT_EQ(prof.get_module("layers").calls, 1u);
+  EXPECT_EQ(prof.get_module("").calls, 1u);
+  // torch::randn({3, 8}) ran inside the profile, before the forward: outside the model
+  EXPECT_EQ(prof.result().outside.ops, 1u);
   EXPECT_EQ(prof.get_module("layers.0").params, 8u * 16 + 16);
   EXPECT_EQ(prof.get_module("").type, "Mlp");
   EXPECT_EQ(prof.get_module("layers.0").type, "Linear");
@@ -179,7 +186,7 @@ TEST(Profiler, IgnoredModuleTypesFoldIntoTheirParent) {
   prof.stop_profile();
   EXPECT_EQ(prof.get_total_flops(), kMlpFlops);
   EXPECT_THROW(prof.get_module("head"), Error);
-  EXPECT_EQ(prof.get_module_flops("layers"), 816u + 48 + 1584);
+  EXPECT_EQ(prof.get_module_flops("layers"), 816u + 48 + 1584 + 48);
   EXPECT_EQ(prof.get_module_flops(""), kMlpFlops);
   prof.end_profile();
   try {
@@ -209,9 +216,9 @@ TEST(Profiler, TextReportOfARealModelMatchesLineByLine) {
       "  (layers): Sequential(",
       "    416 = 85.95% Params, 1.15 KMACs = 85.71% MACs, 0.00 us = 0.00% latency, n/a",
       "    (0): Linear(144 = 29.75% Params, 384 MACs = 28.57% MACs, 0.00 us = 0.00% latency, n/a)",
-      "    (1): ReLU(0 = 0.00% Params, 0 MACs = 0.00% MACs, 0.00 us = 0.00% latency, n/a, 0 calls)",
+      "    (1): ReLU(0 = 0.00% Params, 0 MACs = 0.00% MACs, 0.00 us = 0.00% latency, n/a)",
       "    (2): Linear(272 = 56.20% Params, 768 MACs = 57.14% MACs, 0.00 us = 0.00% latency, n/a)",
-      "    (3): ReLU(0 = 0.00% Params, 0 MACs = 0.00% MACs, 0.00 us = 0.00% latency, n/a, 0 calls)",
+      "    (3): ReLU(0 = 0.00% Params, 0 MACs = 0.00% MACs, 0.00 us = 0.00% latency, n/a)",
       "  )",
       "  (head): Linear(68 = 14.05% Params, 192 MACs = 14.29% MACs, 0.00 us = 0.00% latency, n/a)",
       ")",

@@ -41,6 +41,7 @@ ModuleTree make_tree() {
     n.type = std::move(type);
     n.parent = parent;
     n.params = params;
+    n.tensors = params;  // any non-zero count: the module holds parameters
     t.nodes.push_back(n);
   };
   add("", "Net", -1, 35);
@@ -231,8 +232,10 @@ TEST(Calls, RunsOfConsecutiveOpsCountAsCallsAndSpansAsLatency) {
   EXPECT_EQ(mod(r, "enc.fc1").calls, 2u);
   EXPECT_DOUBLE_EQ(mod(r, "enc.fc1").latency_s, 35e-9);  // 15 + 20
   EXPECT_EQ(mod(r, "enc.fc2").calls, 1u);
-  EXPECT_EQ(mod(r, "enc").calls, 1u);
+  // enc's first child ran again: a new call of enc (and of the root), 0..25 and 25..45
+  EXPECT_EQ(mod(r, "enc").calls, 2u);
   EXPECT_DOUBLE_EQ(mod(r, "enc").latency_s, 45e-9);
+  EXPECT_EQ(mod(r, "").calls, 2u);
   EXPECT_DOUBLE_EQ(r.duration_s, 45e-9);
 }
 

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include <ATen/record_function.h>
 #include <torch/nn/module.h>
 #include <torch/types.h>
 
@@ -236,7 +237,14 @@ template <class F>
 void run_forward(F&& forward, bool backward) {
   if constexpr (std::is_same_v<std::decay_t<decltype(forward())>, torch::Tensor>) {
     torch::Tensor out = forward();
-    if (backward) out.sum().backward();
+    if (backward) {
+      torch::Tensor loss;
+      {
+        at::DisableRecordFunctionGuard not_the_model;  // the estimate's loss is no model op
+        loss = out.sum();
+      }
+      loss.backward();
+    }
   } else {
     forward();
   }

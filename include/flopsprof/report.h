@@ -28,7 +28,7 @@ struct ModuleStats {
   int depth = 0;              ///< 0 for the root
   int parent = -1;            ///< index into `ProfileResult::modules`; -1 for the root
   std::vector<int> children;  ///< indices into `ProfileResult::modules`
-  uint64_t calls = 0;         ///< forward calls seen (see README: how calls are counted)
+  uint64_t calls = 0;         ///< forward calls seen (README: "How work is attributed")
   bool scoped = false;        ///< boundaries came from FLOPSPROF_MODULE() (exact)
   uint64_t params = 0;        ///< parameters in this subtree, shared ones once
   uint64_t trainable_params = 0;
@@ -91,14 +91,30 @@ struct MemoryStats {
 
 /// One op name, over the whole forward.
 struct OpStats {
-  std::string name;               ///< "aten::addmm"
-  std::string phase = "forward";  ///< "forward", "backward", "recompute" or "step"
-  bool has_formula = false;       ///< false: counted as n/a, listed with its time
+  std::string name;  ///< "aten::addmm"
+  /// "forward" (the model's forward), "outside" (forward work outside the model: data
+  /// preparation, loss, metrics, clipping), "backward", "recompute" or "step".
+  std::string phase = "forward";
+  bool has_formula = false;  ///< false: counted as n/a, listed with its time
   uint64_t calls = 0;  ///< calls that were counted or listed (not those nested in a counted op)
   uint64_t flops = 0;
   uint64_t macs = 0;
   double latency_s = 0;    ///< host time of those calls, inclusive
   double uncovered_s = 0;  ///< no-formula ops: self time not inside any counted op
+};
+
+/// Work the profile observed that ran outside the model's forward (README: "Outside the model"):
+/// data preparation, `to(device)`, the loss, metrics, `clip_grad_norm_`, other models. Never part
+/// of the model's forward, FLOPs or calls.
+struct OutsideStats {
+  uint64_t ops = 0;  ///< op calls (top level)
+  uint64_t flops = 0;
+  uint64_t macs = 0;
+  double latency_s = 0;    ///< sum of those ops' durations, seconds
+  uint64_t bwd_flops = 0;  ///< backward of that work (the loss's nodes), measured
+  uint64_t bwd_macs = 0;
+  double bwd_latency_s = 0;      ///< its autograd nodes' time, seconds
+  std::vector<OpStats> top_ops;  ///< by latency, at most 5
 };
 
 /// Everything a profile measured. Produced at `stop_profile()`; plain data, safe to copy.
@@ -132,6 +148,8 @@ struct ProfileResult {
   uint64_t step_flops = 0;        ///< ops inside step scopes (the optimizer step)
   double step_latency_s = 0;      ///< sum of step scopes, seconds
 
+  OutsideStats outside;  ///< work observed outside the model's forward
+
   MemoryStats memory;  ///< filled when ProfilerOptions::track_memory
   GpuStats gpu;        ///< filled by the CUPTI backend
 
@@ -143,8 +161,15 @@ struct ProfileResult {
 
   /// fwd + bwd + step latency, seconds.
   double iteration_latency_s() const { return duration_s + bwd_latency_s + step_latency_s; }
-  /// DeepSpeed's backward estimate: 2 x forward FLOPs, plus recomputation.
-  uint64_t estimated_bwd_flops() const { return 2 * flops + recompute_flops; }
+  /// DeepSpeed's backward estimate: 2 x forward FLOPs, plus recomputation (saturates at
+  /// UINT64_MAX instead of wrapping).
+  uint64_t estimated_bwd_flops() const {
+    uint64_t twice = 0, total = 0;
+    if (__builtin_mul_overflow(flops, uint64_t{2}, &twice) ||
+        __builtin_add_overflow(twice, recompute_flops, &total))
+      return UINT64_MAX;
+    return total;
+  }
 };
 
 /// Dense peak FLOP/s of a GPU for a dtype, from a built-in table (H100 SXM/PCIe, H200, A100):
