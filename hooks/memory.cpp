@@ -13,11 +13,13 @@ namespace {
 
 class MemoryObserver final : public c10::MemoryReportingInfoBase {
  public:
-  explicit MemoryObserver(uint64_t session) : session_(session) {}
+  MemoryObserver(int slot, uint64_t session) : slot_(slot), session_(session) {}
 
   void reportMemoryUsage(void* /*ptr*/, int64_t alloc_size, ReportedTotal total_allocated,
                          ReportedTotal total_reserved, c10::Device device) override {
-    Session* s = g_session.load(std::memory_order_acquire);
+    CallbackGuard guard;
+    if (!guard.ok()) return;
+    Session* s = g_sessions[slot_].load(std::memory_order_acquire);
     if (s == nullptr || s->id != session_) return;
     ThreadBuffer* b = s->thread_buffer();
     if (b == nullptr) return;
@@ -40,19 +42,27 @@ class MemoryObserver final : public c10::MemoryReportingInfoBase {
   uint64_t session() const { return session_; }
 
  private:
+  int slot_;
   uint64_t session_;
 };
 
 }  // namespace
 
 void install_memory_observer(const Session& session) {
-  if (c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE) != nullptr) {
+  c10::DebugInfoBase* held = c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE);
+  if (dynamic_cast<MemoryObserver*>(held) != nullptr) {
+    throw Error(
+        "track_memory: another flopsprof profile on this thread already tracks memory (c10 has "
+        "one memory-reporting slot per thread); stop it first, or start this profile without "
+        "track_memory");
+  }
+  if (held != nullptr) {
     throw Error(
         "track_memory: c10's memory-reporting slot is already taken on this thread (LibTorch's "
         "own profiler is running); stop that profiler first, or profile without track_memory");
   }
   c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE,
-                                   std::make_shared<MemoryObserver>(session.id));
+                                   std::make_shared<MemoryObserver>(session.slot, session.id));
 }
 
 void uninstall_memory_observer() noexcept {

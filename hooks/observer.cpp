@@ -5,6 +5,7 @@
 #include <chrono>
 #include <climits>
 #include <cstring>
+#include <thread>
 #if defined(__x86_64__)
 #include <cpuid.h>
 #include <x86intrin.h>
@@ -17,6 +18,8 @@
 #include <torch/csrc/autograd/variable.h>
 #include <torch/version.h>
 
+#include <fmt/format.h>
+
 #include "flopsprof/error.h"
 #include "formulas/registry.h"
 #include "gpu_backend.h"
@@ -24,8 +27,7 @@
 
 namespace flopsprof::detail {
 
-std::atomic<Session*> g_session{nullptr};
-std::atomic<uint64_t> g_session_id{0};
+std::atomic<Session*> g_sessions[kMaxSessions];
 
 // ---------------------------------------------------------------------------------------------
 // Names
@@ -146,9 +148,84 @@ struct TlsBuffer {
   uint64_t session = 0;
   ThreadBuffer* buffer = nullptr;
 };
-thread_local TlsBuffer tl_buffer;
+thread_local TlsBuffer tl_buffer[kMaxSessions];
+
+// The session-lifetime protocol. Each thread that enters a callback owns a ThreadState whose
+// epoch is odd while it is inside one. States are never freed (a thread's is recycled for the
+// next thread when it exits), so the stopping thread may read any of them at any time.
+struct ThreadState {
+  std::atomic<uint64_t> epoch{0};
+  bool in_use = false;  // guarded by g_states_mu
+};
+std::mutex g_states_mu;
+std::deque<ThreadState>& all_states() {
+  static auto* states = new std::deque<ThreadState>;  // leaked: used by exiting threads
+  return *states;
+}
+std::vector<ThreadState*>& free_states() {
+  static auto* list = new std::vector<ThreadState*>;
+  return *list;
+}
+thread_local ThreadState* tl_state = nullptr;  // trivially destructible: usable at thread exit
+thread_local int tl_depth = 0;
+struct StateRecycler {
+  ~StateRecycler() {
+    if (tl_state == nullptr) return;
+    std::lock_guard<std::mutex> lock(g_states_mu);
+    tl_state->in_use = false;
+    free_states().push_back(tl_state);
+    tl_state = nullptr;
+  }
+};
+thread_local StateRecycler tl_recycler;
+
+ThreadState* this_thread_state() noexcept {
+  if (tl_state != nullptr) return tl_state;
+  try {
+    std::lock_guard<std::mutex> lock(g_states_mu);
+    ThreadState* st;
+    if (!free_states().empty()) {
+      st = free_states().back();
+      free_states().pop_back();
+    } else {
+      st = &all_states().emplace_back();
+    }
+    st->in_use = true;
+    tl_state = st;
+    (void)&tl_recycler;  // constructs the recycler for this thread
+    return st;
+  } catch (...) {
+    return nullptr;
+  }
+}
 
 }  // namespace
+
+CallbackGuard::CallbackGuard() noexcept {
+  if (tl_depth++ > 0) {
+    ok_ = tl_state != nullptr;
+    return;
+  }
+  ThreadState* st = this_thread_state();
+  if (st == nullptr) return;
+  // seq_cst: the odd epoch is visible before this thread loads a session pointer, so a stopper
+  // that empties a slot and then reads an even epoch knows this thread cannot hold the session.
+  st->epoch.store(st->epoch.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
+  ok_ = true;
+}
+
+CallbackGuard::~CallbackGuard() {
+  if (--tl_depth > 0 || tl_state == nullptr || !ok_) return;
+  tl_state->epoch.store(tl_state->epoch.load(std::memory_order_relaxed) + 1,
+                        std::memory_order_release);
+}
+
+bool any_session_active() noexcept {
+  for (auto& s : g_sessions) {
+    if (s.load(std::memory_order_acquire) != nullptr) return true;
+  }
+  return false;
+}
 
 namespace {
 int64_t steady_ns() noexcept {
@@ -212,7 +289,8 @@ void ThreadBuffer::reset(uint64_t thread) {
 }
 
 ThreadBuffer* Session::thread_buffer() noexcept {
-  if (tl_buffer.session == id) return tl_buffer.buffer;
+  TlsBuffer& tls = tl_buffer[slot];
+  if (tls.session == id) return tls.buffer;
   try {
     std::unique_ptr<ThreadBuffer> b;
     {
@@ -237,7 +315,7 @@ ThreadBuffer* Session::thread_buffer() noexcept {
       raw->ordinal = static_cast<uint32_t>(buffers.size());
       buffers.push_back(std::move(b));
     }
-    tl_buffer = TlsBuffer{id, raw};
+    tls = TlsBuffer{id, raw};
     return raw;
   } catch (...) {
     return nullptr;
@@ -421,8 +499,11 @@ int32_t find_owner(const Session* s, c10::ArrayRef<const c10::IValue> inputs, bo
   return -1;
 }
 
+template <int K>
 std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
-  Session* s = g_session.load(std::memory_order_acquire);
+  CallbackGuard guard;
+  if (!guard.ok()) return nullptr;
+  Session* s = g_sessions[K].load(std::memory_order_acquire);
   if (s == nullptr) return nullptr;
   ThreadBuffer* b = s->thread_buffer();
   if (b == nullptr) return nullptr;
@@ -483,10 +564,13 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
   }
 }
 
+template <int K>
 void on_op_end(const at::RecordFunction& /*fn*/, at::ObserverContext* c) {
   auto* ctx = static_cast<OpContext*>(c);
   if (ctx == nullptr) return;
-  Session* s = g_session.load(std::memory_order_acquire);
+  CallbackGuard guard;
+  if (!guard.ok()) return;
+  Session* s = g_sessions[K].load(std::memory_order_acquire);
   if (s == nullptr || s->id != ctx->session) return;  // the profile stopped meanwhile
   ThreadBuffer* b = ctx->buffer;
   RawEvent& e = b->events[ctx->index];
@@ -499,33 +583,97 @@ void on_op_end(const at::RecordFunction& /*fn*/, at::ObserverContext* c) {
 }
 
 std::mutex g_observe_mu;
-at::CallbackHandle g_handle = 0;
+struct SlotHandles {
+  at::CallbackHandle ops = 0, nodes = 0;
+};
+SlotHandles g_handles[kMaxSessions];
+
+template <int K>
+SlotHandles add_callbacks(bool all_threads) {
+  // Ops: inputs boxed for shapes and ownership. Autograd nodes: never read their inputs, so
+  // LibTorch does not box them.
+  auto ops = at::RecordFunctionCallback(on_op_start<K>, on_op_end<K>)
+                 .needsInputs(true)
+                 .scopes({at::RecordScope::FUNCTION});
+  auto nodes = at::RecordFunctionCallback(on_op_start<K>, on_op_end<K>)
+                   .needsInputs(false)
+                   .scopes({at::RecordScope::BACKWARD_FUNCTION});
+  SlotHandles h;
+  h.ops = all_threads ? at::addGlobalCallback(ops) : at::addThreadLocalCallback(ops);
+  h.nodes = all_threads ? at::addGlobalCallback(nodes) : at::addThreadLocalCallback(nodes);
+  return h;
+}
+
+SlotHandles add_callbacks(int slot, bool all_threads) {
+  switch (slot) {
+    case 0:
+      return add_callbacks<0>(all_threads);
+    case 1:
+      return add_callbacks<1>(all_threads);
+    case 2:
+      return add_callbacks<2>(all_threads);
+    default:
+      return add_callbacks<3>(all_threads);
+  }
+}
+static_assert(kMaxSessions == 4, "add_callbacks instantiates one callback pair per slot");
 
 }  // namespace
 
 void start_observing(Session* session, bool all_threads) {
   std::lock_guard<std::mutex> lock(g_observe_mu);
-  if (g_session.load() != nullptr) {
-    throw Error(
-        "another flopsprof profile is already running in this process; call stop_profile() or "
-        "end_profile() on it before starting a new one");
+  int slot = -1;
+  for (int k = 0; k < kMaxSessions && slot < 0; ++k) {
+    if (g_sessions[k].load(std::memory_order_acquire) == nullptr && g_handles[k].ops == 0) slot = k;
   }
-  auto cb = at::RecordFunctionCallback(on_op_start, on_op_end)
-                .needsInputs(true)
-                .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION});
-  g_session_id.store(session->id, std::memory_order_release);
-  g_session.store(session, std::memory_order_release);
-  g_handle = all_threads ? at::addGlobalCallback(cb) : at::addThreadLocalCallback(cb);
+  if (slot < 0) {
+    throw Error(fmt::format(
+        "{} flopsprof profiles are already running in this process (the most at once); stop one "
+        "with stop_profile() or end_profile() before starting another",
+        kMaxSessions));
+  }
+  session->slot = slot;
+  g_sessions[slot].store(session, std::memory_order_seq_cst);
+  try {
+    g_handles[slot] = add_callbacks(slot, all_threads);
+  } catch (...) {
+    if (g_handles[slot].ops != 0) at::removeCallback(g_handles[slot].ops);
+    g_handles[slot] = SlotHandles{};
+    g_sessions[slot].store(nullptr, std::memory_order_seq_cst);
+    session->slot = -1;
+    throw;
+  }
 }
 
-void stop_observing() {
+void stop_observing(Session* session) noexcept {
+  if (session == nullptr) return;
   std::lock_guard<std::mutex> lock(g_observe_mu);
-  if (g_handle != 0) {
-    at::removeCallback(g_handle);
-    g_handle = 0;
+  const int slot = session->slot;
+  if (slot < 0 || g_sessions[slot].load() != session) return;
+  try {
+    if (g_handles[slot].ops != 0) at::removeCallback(g_handles[slot].ops);
+    if (g_handles[slot].nodes != 0) at::removeCallback(g_handles[slot].nodes);
+  } catch (...) {
   }
-  g_session.store(nullptr, std::memory_order_release);
-  g_session_id.store(0, std::memory_order_release);
+  g_handles[slot] = SlotHandles{};
+  g_sessions[slot].store(nullptr, std::memory_order_seq_cst);
+  // Quiescence: a thread inside a callback now may have loaded `session` before the store above.
+  // Wait for each such thread to leave (its epoch moves on); later callbacks see the empty slot.
+  std::vector<ThreadState*> states;
+  try {
+    std::lock_guard<std::mutex> states_lock(g_states_mu);
+    for (ThreadState& st : all_states()) {
+      if (st.in_use && &st != tl_state) states.push_back(&st);
+    }
+  } catch (...) {
+    // Out of memory: fall back to waiting on every state without a list.
+  }
+  for (ThreadState* st : states) {
+    const uint64_t e = st->epoch.load(std::memory_order_seq_cst);
+    if ((e & 1) == 0) continue;
+    while (st->epoch.load(std::memory_order_acquire) == e) std::this_thread::yield();
+  }
+  session->slot = -1;
 }
 
 }  // namespace flopsprof::detail

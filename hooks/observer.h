@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "events.h"
+#include "flopsprof/scope.h"
 #include "flopsprof/timer.h"
 
 namespace c10 {
@@ -118,6 +119,7 @@ class GpuBackend;
 
 struct Session {
   uint64_t id = 0;
+  int slot = -1;              ///< index into g_sessions while observing
   GpuBackend* gpu = nullptr;  ///< device activity backend (CUPTI) while active, else null
   Timer* timer = nullptr;
   bool host_clock = true;  ///< use the inlined steady clock instead of the virtual call
@@ -148,19 +150,41 @@ bool invariant_tsc() noexcept;
 /// Whether `timer` is the host steady clock (the hot path then inlines it).
 bool is_host_timer(const Timer* timer) noexcept;
 
-/// The running session, or null. Read by callbacks and scopes.
-extern std::atomic<Session*> g_session;
-/// Id of the running session (0: none); checked by end callbacks and scope exits.
-extern std::atomic<uint64_t> g_session_id;
+/// The running sessions, one per slot (several profilers may run at once), or null. Read only
+/// inside a CallbackGuard: a session is freed only after every thread has left the callbacks
+/// that could have loaded it (see stop_observing).
+extern std::atomic<Session*> g_sessions[kMaxSessions];
+
+/// Marks the calling thread as inside a flopsprof callback (op, scope, step, memory) for the
+/// session-lifetime protocol: stop_observing() waits until no thread is inside one that may
+/// have seen the stopped session. Per op: one seq_cst store on entry, one release store on exit,
+/// both to this thread's own cache line. Nests.
+class CallbackGuard {
+ public:
+  CallbackGuard() noexcept;
+  ~CallbackGuard();
+  CallbackGuard(const CallbackGuard&) = delete;
+  CallbackGuard& operator=(const CallbackGuard&) = delete;
+  /// False when this thread could not be registered (out of memory): record nothing.
+  bool ok() const noexcept { return ok_; }
+
+ private:
+  bool ok_ = false;
+};
+
+/// Whether any profile is observing now.
+bool any_session_active() noexcept;
 
 /// Appends the plain-data form of `inputs` (shapes, dtypes, scalars, lists) to `thread` and points
 /// `event`'s argument range at it. May allocate; never called for ops nested in counted ones.
 void capture_args(ThreadEvents* thread, RawEvent& event, c10::ArrayRef<const c10::IValue> inputs);
 
-/// Installs the RecordFunction callbacks for `session`. `all_threads` picks global vs
-/// thread-local registration. Throws Error if a session is already running.
+/// Takes a free slot for `session` and installs its RecordFunction callbacks. `all_threads` picks
+/// global vs thread-local registration. Throws Error when all kMaxSessions slots are taken.
 void start_observing(Session* session, bool all_threads);
-/// Removes the callbacks; afterwards no callback touches `session`. Idempotent.
-void stop_observing();
+/// Removes `session`'s callbacks, empties its slot and waits until no thread is inside a
+/// callback that may still use it: afterwards nothing touches `session`, which may be freed.
+/// Safe while other threads run ops. Idempotent.
+void stop_observing(Session* session) noexcept;
 
 }  // namespace flopsprof::detail

@@ -76,7 +76,7 @@ OpProfile profile_op(const std::string& op, const std::vector<c10::IValue>& inpu
                      c10::Device device, int repeat, int warm_up) {
   if (repeat < 1)
     throw Error(fmt::format("profile_op: repeat = {} is invalid; pass a count >= 1", repeat));
-  if (detail::g_session.load() != nullptr) {
+  if (detail::any_session_active()) {
     throw Error(
         "profile_op: a profile is running; stop it first (profile_op measures the op alone)");
   }

@@ -59,12 +59,9 @@ struct FlopsProfiler::Impl {
     s->host_clock = detail::is_host_timer(timer.get());
     s->tsc = s->host_clock && detail::invariant_tsc();
     s->start_clock();
-    gpu = detail::select_gpu_backend(model_on_cuda(), &gpu_backend, &gpu_reason);
-    s->gpu = gpu.get();
     s->owners.build(index->owner_entries);
     s->module_index = index->by_ptr;
     s->scope_names = index->scope_names;
-    if (options.track_memory) detail::install_memory_observer(*s);  // may throw: nothing to undo
     for (auto& b : collected.buffers) spares.push_back(std::move(b));
     collected = Collected{};
     s->spares = std::move(spares);
@@ -72,10 +69,13 @@ struct FlopsProfiler::Impl {
     timer->on_start();
     detail::g_scope_demand.fetch_add(1, std::memory_order_relaxed);
     try {
+      gpu = detail::select_gpu_backend(model_on_cuda(), &gpu_backend, &gpu_reason);
+      s->gpu = gpu.get();
       detail::start_observing(s.get(), options.threads == ProfilerOptions::Threads::kAll);
-    } catch (...) {
+      if (options.track_memory) detail::install_memory_observer(*s);
+    } catch (...) {  // all or nothing: nothing stays registered or started
+      detail::stop_observing(s.get());
       detail::g_scope_demand.fetch_sub(1, std::memory_order_relaxed);
-      if (options.track_memory) detail::uninstall_memory_observer();
       if (gpu) gpu->stop();
       gpu.reset();
       spares = std::move(s->spares);
@@ -95,7 +95,7 @@ struct FlopsProfiler::Impl {
 
   void halt() noexcept {
     if (options.track_memory) detail::uninstall_memory_observer();
-    detail::stop_observing();
+    detail::stop_observing(session.get());  // returns when no thread can still use the session
     detail::g_scope_demand.fetch_sub(1, std::memory_order_relaxed);
     running = false;
   }
@@ -198,9 +198,11 @@ void FlopsProfiler::start_profile(const std::vector<std::string>& ignore_modules
   if (impl_->running) {
     throw Error("start_profile() called while a profile is running; call stop_profile() first");
   }
-  impl_->ignore = ignore_modules;
-  impl_->index = std::make_unique<detail::ModelIndex>(
+  // Built first: a bad ignore list throws here and leaves the profiler as it was.
+  auto index = std::make_unique<detail::ModelIndex>(
       detail::build_model_index(*impl_->model, ignore_modules));
+  impl_->ignore = ignore_modules;
+  impl_->index = std::move(index);
   impl_->result.reset();
   impl_->snapshot.reset();
   impl_->begin();
@@ -283,11 +285,18 @@ StepScope FlopsProfiler::step_scope() {
   detail::Session* s = impl_->session.get();
   detail::ThreadBuffer* b = s->thread_buffer();
   if (b == nullptr) return scope;
-  scope.record_ = static_cast<int32_t>(b->steps.size());
-  b->steps.push_back(detail::StepRecord{s->now(), 0});
+  detail::CallbackGuard guard;  // the memory observer may record on this thread meanwhile
+  try {
+    b->steps.push_back(detail::StepRecord{s->now(), 0});
+  } catch (...) {
+    ++b->capture_errors;
+    return scope;
+  }
+  scope.record_ = static_cast<int32_t>(b->steps.size() - 1);
   ++b->step_depth;
   scope.buffer_ = b;
   scope.session_ = s->id;
+  scope.slot_ = s->slot;
   return scope;
 }
 
@@ -297,13 +306,17 @@ StepScope& StepScope::operator=(StepScope&& other) noexcept {
     buffer_ = std::exchange(other.buffer_, nullptr);
     session_ = std::exchange(other.session_, 0);
     record_ = std::exchange(other.record_, -1);
+    slot_ = std::exchange(other.slot_, -1);
   }
   return *this;
 }
 
 void StepScope::end() noexcept {
   if (buffer_ == nullptr) return;
-  detail::Session* s = detail::g_session.load(std::memory_order_acquire);
+  detail::CallbackGuard guard;
+  detail::Session* s = guard.ok() && slot_ >= 0
+                           ? detail::g_sessions[slot_].load(std::memory_order_acquire)
+                           : nullptr;
   if (s != nullptr && s->id == session_) {
     auto* b = static_cast<detail::ThreadBuffer*>(buffer_);
     b->steps[record_].end_ns = s->now();

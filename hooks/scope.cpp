@@ -85,43 +85,51 @@ void ModuleScope::enter(const torch::nn::Module* module) {
   uncaught_ = std::uncaught_exceptions();
   detail::fire_hooks(module, /*pre=*/true);  // may throw: nothing is recorded yet
   active_ = true;
-  detail::Session* s = detail::g_session.load(std::memory_order_acquire);
   const char* scope_name = nullptr;
-  if (s != nullptr) {
-    auto it = s->module_index.find(module);
-    if (it != s->module_index.end()) {
-      if (detail::ThreadBuffer* b = s->thread_buffer()) {
-        try {
-          record_ = static_cast<int32_t>(b->scopes.size());
-          b->scopes.push_back(
-              detail::ScopeRecord{it->second, b->open_scope, s->now(), 0, b->backward_depth > 0});
-          b->open_scope = record_;
-          buffer_ = b;
-          session_ = s->id;
-          recorded_ = true;
-          scope_name = s->scope_names[it->second].c_str();
-        } catch (...) {
-          ++b->capture_errors;
-        }
+  {
+    detail::CallbackGuard guard;
+    for (int k = 0; k < detail::kMaxSessions && guard.ok(); ++k) {
+      detail::Session* s = detail::g_sessions[k].load(std::memory_order_acquire);
+      if (s == nullptr) continue;
+      auto it = s->module_index.find(module);
+      if (it == s->module_index.end()) continue;
+      detail::ThreadBuffer* b = s->thread_buffer();
+      if (b == nullptr) continue;
+      try {
+        Record& r = records_[k];
+        r.index = static_cast<int32_t>(b->scopes.size());
+        b->scopes.push_back(
+            detail::ScopeRecord{it->second, b->open_scope, s->now(), 0, b->backward_depth > 0});
+        b->open_scope = r.index;
+        r.buffer = b;
+        r.session = s->id;
+        if (scope_name == nullptr) scope_name = s->scope_names[it->second].c_str();
+      } catch (...) {
+        ++b->capture_errors;
       }
     }
-  }
-  // A user-scope range for other observers (LibTorch's profiler, Kineto, ...).
-  if (auto callbacks = at::getStepCallbacksUnlessEmpty(at::RecordScope::USER_SCOPE)) {
-    auto* rf = new at::RecordFunction(std::move(*callbacks));
-    rf->before(scope_name != nullptr ? scope_name : module->name().c_str());
-    record_function_ = rf;
+    // A user-scope range for other observers (LibTorch's profiler, Kineto, ...). The name is
+    // copied by RecordFunction before the guard ends.
+    if (auto callbacks = at::getStepCallbacksUnlessEmpty(at::RecordScope::USER_SCOPE)) {
+      auto* rf = new at::RecordFunction(std::move(*callbacks));
+      rf->before(std::string(scope_name != nullptr ? scope_name : module->name().c_str()));
+      record_function_ = rf;
+    }
   }
 }
 
 void ModuleScope::exit() noexcept {
   delete static_cast<at::RecordFunction*>(record_function_);  // runs the observers' end
-  if (recorded_ && detail::g_session_id.load(std::memory_order_acquire) == session_) {
-    detail::Session* s = detail::g_session.load(std::memory_order_acquire);
-    auto* b = static_cast<detail::ThreadBuffer*>(buffer_);
-    if (s != nullptr && s->id == session_) {
-      b->scopes[record_].exit_ns = s->now();
-      b->open_scope = b->scopes[record_].parent;
+  {
+    detail::CallbackGuard guard;
+    for (int k = 0; k < detail::kMaxSessions && guard.ok(); ++k) {
+      Record& r = records_[k];
+      if (r.session == 0) continue;
+      detail::Session* s = detail::g_sessions[k].load(std::memory_order_acquire);
+      if (s == nullptr || s->id != r.session) continue;  // that profile stopped meanwhile
+      auto* b = static_cast<detail::ThreadBuffer*>(r.buffer);
+      b->scopes[r.index].exit_ns = s->now();
+      b->open_scope = b->scopes[r.index].parent;
     }
   }
   if (std::uncaught_exceptions() != uncaught_) return;  // forward threw: no post hooks

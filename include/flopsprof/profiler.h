@@ -71,6 +71,7 @@ class StepScope {
   void* buffer_ = nullptr;
   uint64_t session_ = 0;
   int32_t record_ = -1;
+  int slot_ = -1;
 };
 
 /// One training iteration, from `FlopsProfiler::iteration()`. With `profile_step = N` the
@@ -97,9 +98,16 @@ class IterationScope {
 /// Per-module FLOPs, MACs, parameters and latency of a `torch::nn::Module`, with DeepSpeed's API.
 ///
 /// Call order: `start_profile()`, run forwards, `stop_profile()`, read results (getters, print,
-/// JSON), then `end_profile()` (or let the destructor clean up). Only one profile can be active in
-/// a process at a time. Not thread-safe itself: call its methods from one thread; the profiled
-/// forwards may run on any threads, but must have finished when `stop_profile()` is called.
+/// JSON), then `end_profile()` (or let the destructor clean up).
+///
+/// Several profilers (up to 4, one per model: a GAN's generator and discriminator) may run at
+/// once; each reports its own model's work only, and work of neither model is outside both.
+/// Two profilers of the same model each see all of its work (the same results twice).
+///
+/// Thread-safety: call one profiler's methods from one thread at a time. The profiled forwards
+/// may run on any threads, also while `start_profile()`, `stop_profile()`, `reset_profile()`,
+/// `end_profile()` or the destructor run: those wait (microseconds) until no thread is inside
+/// the profiler's callbacks, and ops that straddle the stop are reported as unfinished.
 class FlopsProfiler {
  public:
   /// Profiles `model` (the root of the module tree). Throws `Error` when `model` is null.

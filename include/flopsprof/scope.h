@@ -15,6 +15,8 @@ class Module;
 namespace flopsprof {
 
 namespace detail {
+/// Profiles that can run at the same time in one process (one per FlopsProfiler).
+constexpr int kMaxSessions = 4;
 /// Non-zero while a profile is active or forward hooks are registered. Read on every scope entry.
 extern std::atomic<int> g_scope_demand;
 /// Whether some other RecordFunction observer wants user scopes (e.g. LibTorch's own profiler).
@@ -45,14 +47,16 @@ class ModuleScope {
   void enter(const torch::nn::Module* module);
   void exit() noexcept;
 
+  struct Record {
+    void* buffer = nullptr;  // the thread's event buffer of that profile (detail)
+    uint64_t session = 0;    // 0: no record in that profile
+    int32_t index = -1;      // the scope record in the buffer
+  };
   bool active_ = false;
-  bool recorded_ = false;  // an enter record went to the profile
-  int uncaught_ = 0;       // std::uncaught_exceptions() at entry: skip post-hooks on unwind
+  int uncaught_ = 0;  // std::uncaught_exceptions() at entry: skip post-hooks on unwind
   const torch::nn::Module* module_ = nullptr;
-  void* buffer_ = nullptr;           // the thread's event buffer (detail)
-  uint64_t session_ = 0;             // profile session id the record belongs to
-  int32_t record_ = -1;              // index of the scope record in the buffer
-  void* record_function_ = nullptr;  // at::RecordFunction* when another observer listens
+  Record records_[detail::kMaxSessions];  // one per running profile that knows the module
+  void* record_function_ = nullptr;       // at::RecordFunction* when another observer listens
 };
 
 /// Handle of a registered hook; `remove()` unregisters it (idempotent). Copyable.
