@@ -132,26 +132,28 @@ ModelIndex build_model_index(const torch::nn::Module& root,
           tree.param_bytes_by_dtype[static_cast<size_t>(to_dtype(t.scalar_type()))] += bytes;
       }
     }
-    auto own = [&](const at::Tensor& t) {
+    auto own = [&](const at::Tensor& t, bool parameter) {
       if (!t.defined() || !t.unsafeGetTensorImpl()->has_storage()) return;
       const void* key = t.storage().unsafeGetStorageImpl();
       auto [it, inserted] =
           owner_set_of.try_emplace(key, static_cast<int32_t>(tree.owner_sets.size()));
       if (inserted) {
         tree.owner_sets.emplace_back();
+        tree.owner_set_is_parameter.push_back(0);
         index.owner_entries.emplace_back(key, it->second);
       }
+      if (parameter) tree.owner_set_is_parameter[it->second] = 1;
       auto& set = tree.owner_sets[it->second];
       if (set.empty() || set.back() != static_cast<int>(i)) set.push_back(static_cast<int>(i));
     };
     uint64_t tensors = 0;
     for (const auto& p : m.named_parameters(false)) {
       tensors += p.value().defined() ? 1 : 0;
-      own(p.value());
+      own(p.value(), /*parameter=*/true);
     }
     for (const auto& b : m.named_buffers(false)) {
       tensors += b.value().defined() ? 1 : 0;
-      own(b.value());
+      own(b.value(), /*parameter=*/false);
     }
     for (int a = static_cast<int>(i); a >= 0 && tensors > 0; a = tree.nodes[a].parent)
       tree.nodes[a].tensors += tensors;

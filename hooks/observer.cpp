@@ -466,6 +466,13 @@ int32_t owner_of(const OwnerIndex& owners, const at::Tensor& t) {
 // one has no history and no owner (data or targets from outside the model).
 int32_t find_owner(const Session* s, c10::ArrayRef<const c10::IValue> inputs, bool dataflow,
                    RawEvent& e) {
+  if (!inputs.empty() && inputs[0].isTensor()) {  // an in-place update of a parameter?
+    const int32_t o = owner_of(s->owners, inputs[0].toTensor());
+    if (o >= 0) {
+      e.flags |= kSelfOwned;
+      if (!dataflow) return o;
+    }
+  }
   if (dataflow) {
     int32_t first = -1;
     int64_t seq = INT64_MAX;

@@ -39,6 +39,7 @@ struct Item {
   bool forward = false;  // a forward op; anything else (backward, step, recompute) breaks calls
   int anchor = -1;       // module from rules 1-2 (firm), or a scope / the root (weak)
   bool firm = false;
+  bool touch = false;     // reads a parameter that no owner may claim for this op (tied weight)
   int assigned = kUnset;  // final module (tree index), kOutsideModel, or kUnset
 };
 
@@ -154,6 +155,18 @@ class ThreadAttributor {
     return -1;
   }
 
+  // An in-place op on a parameter (`add_`, `mul_`, `addcdiv_`, `zero_` on a weight) updates the
+  // model; no module's forward does that (Embedding's max_norm renorm excepted).
+  bool is_update(const RawEvent& e, const std::string& op) const {
+    if (!(e.flags & kSelfOwned) || op.empty() || op.back() != '_' || op.size() < 2 ||
+        op[op.size() - 2] == '_')
+      return false;
+    if (static_cast<size_t>(e.owner) >= tree_.owner_set_is_parameter.size() ||
+        !tree_.owner_set_is_parameter[e.owner])
+      return false;
+    return op != "aten::embedding_renorm_";
+  }
+
   // Rules 1-2 for one op: its firm owner, or its scope, or the root when it touches a
   // parameter no owner may claim for this op.
   void anchor(Item& it, bool in_scope_only_backward) const {
@@ -164,6 +177,11 @@ class ThreadAttributor {
     bool touch = false;
     if (e.owner >= 0 && static_cast<size_t>(e.owner) < tree_.owner_sets.size()) {
       const std::string& op = name(it.event);
+      if (is_update(e, op)) {  // an optimizer step or init outside a step scope: not forward
+        it.anchor = -1;
+        it.assigned = kOutsideModel;
+        return;
+      }
       for (int o : tree_.owner_sets[e.owner]) {
         if (s >= 0 && !tree_.is_ancestor_or_self(s, o)) continue;
         if (module_runs_op(tree_, o, op)) {
@@ -174,6 +192,7 @@ class ThreadAttributor {
         touch = true;
       }
     }
+    it.touch = s < 0 && touch;
     it.anchor = s >= 0 ? s : (touch ? 0 : -1);
   }
 
@@ -211,6 +230,7 @@ class ThreadAttributor {
     std::vector<char> ended(nm, 0);
     std::vector<int> open, path, recs;
     std::vector<char> fresh;
+    bool returned = false;  // an op since the last anchored one shows the forward returned
     for (int p = 0; p < static_cast<int>(items_.size()); ++p) {
       const Item& it = items_[p];
       if (!it.forward) {
@@ -218,8 +238,17 @@ class ThreadAttributor {
         open.clear();
         continue;
       }
+      if (it.touch && (cur[0] < 0 || returned)) {
+        // A tied weight read outside a running forward (an optimizer's zeros_like(weight), a
+        // norm for logging): not the model's forward.
+        items_[p].anchor = -1;
+        items_[p].touch = false;
+      }
       const int m = it.anchor;
-      if (m < 0) continue;
+      if (m < 0) {
+        returned = returned || (it.assigned == kUnset && looks_outside(p));
+        continue;
+      }
       const RawEvent& e = th_.events[it.event];
       const std::string& op = name(it.event);
       path.clear();
@@ -250,9 +279,14 @@ class ThreadAttributor {
             fresh[j] = cur[a] < 0;
           }
         } else {
-          fresh[j] = cur[a] < 0 || (fresh[j + 1] && calls_[cur[a]].first_child == path[j + 1]);
+          // A new call when its first child starts again; for the root only when an op between
+          // shows that the previous forward returned (a loss, data for the next one), so a
+          // module applied twice inside one forward is not taken for two forwards.
+          fresh[j] = cur[a] < 0 || (fresh[j + 1] && calls_[cur[a]].first_child == path[j + 1] &&
+                                    (j > 0 || returned));
         }
       }
+      returned = false;
       bool forced = false;
       for (int j = 0; j <= k; ++j) {
         const int a = path[j];
@@ -394,12 +428,13 @@ class ThreadAttributor {
             continue;
           }
           const ModuleNode& node = tree_.nodes[m];
+          const bool ordered = node.builtin != nullptr && node.builtin->container;
           int take = -1;
           for (int k = cursor - 1; k >= 0 && take < 0; --k) {
             const int child = node.children[k];
             if (tree_.nodes[child].tensors != 0) break;
             const int r = match(tree_, child, op);
-            if (r == 1 || (r == 2 && !wild)) {
+            if (r == 1 || (r == 2 && !wild && ordered)) {
               take = child;
               cursor = k;
               wild = r == 2;
@@ -429,13 +464,16 @@ class ThreadAttributor {
           const std::string& op = item_name(pos);
           if (builtin_leaf(m)) break;  // its own ops read its parameters: they are anchored
           const ModuleNode& node = tree_.nodes[m];
+          // A wildcard (Functional) runs where it stands only in a container, whose children
+          // run in registration order; in a user module that order says nothing.
+          const bool ordered = node.builtin != nullptr && node.builtin->container;
           int take = -1;
           for (int k = std::max(cursor, 0); k < static_cast<int>(node.children.size()); ++k) {
             if (k == cursor && !calls_[ci].cursor_stay) continue;
             const int child = node.children[k];
             if (tree_.nodes[child].tensors != 0) break;
             const int r = match(tree_, child, op);
-            if (r == 1 || (r == 2 && !wild)) {
+            if (r == 1 || (r == 2 && !wild && ordered)) {
               take = child;
               calls_[ci].cursor_stay = r == 1 && !is_terminal(tree_, child, op);
               cursor = k;
@@ -481,6 +519,15 @@ class ThreadAttributor {
         c.last = pos;
       }
     }
+  }
+
+  // Whether unclaimed item `pos` is work of the caller rather than of the model's forward: in
+  // grad mode it reads data from outside (or no tensor with history); without grad, its name is
+  // one of the caller's (a loss, a metric, a new tensor, a device copy).
+  bool looks_outside(int pos) const {
+    const RawEvent& e = th_.events[items_[pos].event];
+    if (e.seq_nr >= 0) return (e.flags & kExternalInput) || e.in_seq < 0;
+    return ends_forward(item_name(pos));
   }
 
   static bool ends_forward(const std::string& op) {

@@ -20,6 +20,7 @@ enum EventFlag : uint8_t {
   kExternalInput = 1 << 4,  ///< a top-level forward op in grad mode read a tensor with no
                             ///< autograd history that no module owns (data, targets)
   kEngine = 1 << 6,         ///< the autograd engine's evaluate_function wrapper of a node
+  kSelfOwned = 1 << 7,      ///< its first input (self) is a parameter or buffer of the model
 };
 
 enum class EventKind : uint8_t {

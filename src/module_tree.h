@@ -36,6 +36,8 @@ struct ModuleTree {
   std::vector<ModuleNode> nodes;
   /// owner_sets[k]: the modules owning one parameter/buffer storage, in tree order.
   std::vector<std::vector<int>> owner_sets;
+  /// owner_set_is_parameter[k]: 1 when that storage is a parameter's (not only a buffer's).
+  std::vector<uint8_t> owner_set_is_parameter;
   uint64_t params = 0;
   uint64_t trainable_params = 0;
   uint64_t param_bytes = 0;

@@ -79,6 +79,29 @@ std::string to_json(const ProfileResult& r, int indent) {
   w.member("iter_latency_s", r.iteration_latency_s());
   w.end_object();
 
+  // Work observed outside the model's forward (data, loss, metrics, parameter updates).
+  w.key("outside_model");
+  w.begin_object();
+  w.member("ops", r.outside.ops);
+  w.member("flops", r.outside.flops);
+  w.member("macs", r.outside.macs);
+  w.member("latency_s", r.outside.latency_s);
+  w.member("bwd_flops", r.outside.bwd_flops);
+  w.member("bwd_macs", r.outside.bwd_macs);
+  w.member("bwd_latency_s", r.outside.bwd_latency_s);
+  w.key("top_ops");
+  w.begin_array();
+  for (const OpStats& op : r.outside.top_ops) {
+    w.begin_object();
+    w.member("name", op.name);
+    w.member("calls", op.calls);
+    w.member("flops", op.flops);
+    w.member("latency_s", op.latency_s);
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+
   w.key("modules");
   w.begin_array();
   for (const ModuleStats& m : r.modules) {

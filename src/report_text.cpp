@@ -10,6 +10,21 @@
 namespace flopsprof {
 namespace {
 
+bool is_floating(DType d) {
+  switch (d) {
+    case DType::kFloat64:
+    case DType::kFloat32:
+    case DType::kFloat16:
+    case DType::kBFloat16:
+    case DType::kFloat8:
+    case DType::kComplex64:
+    case DType::kComplex128:
+      return true;
+    default:
+      return false;
+  }
+}
+
 constexpr int kLabelWidth = 62;
 
 void line(std::string& out, const std::string& label, const std::string& value) {
@@ -20,9 +35,9 @@ void line(std::string& out, const std::string& label, const std::string& value) 
 std::string bytes_to_string(int64_t bytes) {
   double b = static_cast<double>(bytes);
   if (std::abs(b) >= 1024.0 * 1024.0 * 1024.0)
-    return fmt::format("{:.2f} GB", b / (1024.0 * 1024.0 * 1024.0));
-  if (std::abs(b) >= 1024.0 * 1024.0) return fmt::format("{:.2f} MB", b / (1024.0 * 1024.0));
-  if (std::abs(b) >= 1024.0) return fmt::format("{:.2f} KB", b / 1024.0);
+    return fmt::format("{:.2f} GiB", b / (1024.0 * 1024.0 * 1024.0));
+  if (std::abs(b) >= 1024.0 * 1024.0) return fmt::format("{:.2f} MiB", b / (1024.0 * 1024.0));
+  if (std::abs(b) >= 1024.0) return fmt::format("{:.2f} KiB", b / 1024.0);
   return fmt::format("{} B", bytes);
 }
 
@@ -57,13 +72,18 @@ void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
   for (size_t d = 0; d < r.param_bytes_by_dtype.size(); ++d) {
     if (r.param_bytes_by_dtype[d] == 0) continue;
     line(out, fmt::format("params size ({})", dtype_name(static_cast<DType>(d))),
-         fmt::format("{:.2f} MB",
+         fmt::format("{:.2f} MiB",
                      static_cast<double>(r.param_bytes_by_dtype[d]) / (1024.0 * 1024.0)));
   }
   line(out, "fwd MACs per device", macs_to_string(r.macs));
   line(out, "fwd flops per device", flops_to_string(r.flops));
-  for (size_t d = 0; d < r.flops_by_dtype.size(); ++d) {
-    if (r.flops_by_dtype[d] == 0) continue;
+  // Per dtype for floating-point work only (integer ops, index arithmetic, are not FLOPs one
+  // compares with a device's peak); printed when more than one dtype is involved.
+  size_t float_dtypes = 0;
+  for (size_t d = 0; d < r.flops_by_dtype.size(); ++d)
+    float_dtypes += r.flops_by_dtype[d] > 0 && is_floating(static_cast<DType>(d));
+  for (size_t d = 0; d < r.flops_by_dtype.size() && float_dtypes > 1; ++d) {
+    if (r.flops_by_dtype[d] == 0 || !is_floating(static_cast<DType>(d))) continue;
     line(out, fmt::format("fwd flops ({})", dtype_name(static_cast<DType>(d))),
          flops_to_string(r.flops_by_dtype[d]));
   }
@@ -71,6 +91,18 @@ void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
   line(out, "fwd latency", duration_to_string(r.duration_s));
   line(out, "fwd FLOPS per device = fwd flops per device / fwd latency",
        rate(r.flops, r.duration_s));
+  if (r.outside.ops > 0) {
+    // Work in the profile that was not the model's forward: data, loss, metrics, updates.
+    const OutsideStats& o = r.outside;
+    std::string top;
+    for (size_t i = 0; i < o.top_ops.size() && i < 3; ++i)
+      top += (i ? ", " : "") + o.top_ops[i].name;
+    line(out, "outside the model (data, loss, metrics, updates)",
+         fmt::format("{} op call(s), {} flops, {}, {} bwd flops{}", o.ops, flops_to_string(o.flops),
+                     macs_to_string(o.macs), flops_to_string(o.bwd_flops),
+                     top.empty() ? "" : "; top: " + top));
+    line(out, "outside the model latency", duration_to_string(o.latency_s));
+  }
   if (r.has_backward) {
     line(out, "bwd latency", duration_to_string(r.bwd_latency_s));
     line(out, "bwd flops per device (measured)", flops_to_string(r.bwd_flops));

@@ -1,4 +1,5 @@
 // Known zero-FLOP ops: views, copies, indexing, embedding lookups, concatenation, dropout masks,
+// random number draws and tensor state queries,
 // factories. They are counted as a known 0 (and hide what they call), not as "no formula".
 #include "formulas/common.h"
 
@@ -35,7 +36,17 @@ void register_zero_formulas() {
         "aten::empty", "aten::empty_like", "aten::empty_strided", "aten::new_empty",
         "aten::new_empty_strided", "aten::zeros", "aten::zeros_like", "aten::ones",
         "aten::ones_like", "aten::full", "aten::full_like", "aten::new_zeros", "aten::new_ones",
-        "aten::new_full", "aten::arange", "aten::scalar_tensor", "aten::result_type"}) {
+        "aten::new_full", "aten::arange", "aten::scalar_tensor", "aten::result_type",
+        "aten::linspace", "aten::eye", "aten::tensor", "aten::_pad_enum",
+        // random numbers and state (drawing, not arithmetic on the model's data)
+        "aten::randn", "aten::randn_like", "aten::rand", "aten::rand_like", "aten::randint",
+        "aten::randint_like", "aten::randperm", "aten::normal", "aten::normal_", "aten::uniform_",
+        "aten::bernoulli", "aten::random_", "aten::exponential_", "aten::multinomial",
+        "aten::feature_dropout_", "aten::alpha_dropout_", "aten::feature_alpha_dropout",
+        "aten::feature_alpha_dropout_", "aten::cudnn_is_acceptable", "aten::is_same_size",
+        "aten::_has_compatible_shallow_copy_type", "aten::retains_grad", "aten::_version",
+        "aten::output_nr", "aten::data", "aten::set_data", "aten::_shape_as_tensor", "aten::dim",
+        "aten::numel", "aten::is_floating_point", "aten::is_complex", "aten::_nnz"}) {
     add_builtin_formula(op, zero);
   }
 }

@@ -1,0 +1,356 @@
+// Attribution on programs shaped like the ones people copy (tutorials, pytorch/examples): no
+// annotation anywhere. Every expected number is derived by hand from the shapes below.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include <torch/torch.h>
+
+#include "flopsprof/flopsprof.h"
+#include "models/dcgan.h"
+#include "models/lstm_lm.h"
+#include "models/mnist_cnn.h"
+
+namespace {
+
+using flopsprof::FlopsProfiler;
+namespace nn = torch::nn;
+
+TEST(Programs, SequentialOfParameterlessModulesGivesEachChildItsCallAndWork) {
+  torch::manual_seed(0);
+  nn::Sequential model(nn::Conv2d(nn::Conv2dOptions(1, 4, 3)), nn::ReLU(), nn::MaxPool2d(2),
+                       nn::Dropout(0.5), nn::Flatten(), nn::Linear(36, 10));
+  model->train();
+  torch::Tensor x = torch::randn({2, 1, 8, 8});
+  torch::Tensor target = torch::randn({2, 10});
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  torch::mse_loss(model->forward(x), target).backward();
+  prof.stop_profile();
+  // conv [2,1,8,8] -> [2,4,6,6]: MACs 2*4*36 * 1*9 = 2592; FLOPs 2*2592 + 288 (bias)
+  const uint64_t conv_macs = 2 * 4 * 36 * 1 * 9, conv_flops = 2 * conv_macs + 2 * 4 * 36;
+  const uint64_t relu = 2 * 4 * 6 * 6;  // one per element
+  const uint64_t pool = 2 * 4 * 6 * 6;  // numel(input)
+  // linear [2,36] x [36,10]: MACs 720, FLOPs 2*720 + 20 (bias)
+  const uint64_t fc_macs = 2 * 10 * 36, fc_flops = 2 * fc_macs + 2 * 10;
+  const char* children[] = {"0", "1", "2", "3", "4", "5"};
+  const uint64_t flops[] = {conv_flops, relu, pool, 0, 0, fc_flops};
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(prof.get_module(children[i]).calls, 1u) << children[i];
+    EXPECT_EQ(prof.get_module_flops(children[i]), flops[i]) << children[i];
+  }
+  EXPECT_EQ(prof.get_module("").calls, 1u);
+  EXPECT_EQ(prof.get_total_flops(), conv_flops + relu + pool + fc_flops);
+  EXPECT_EQ(prof.get_total_macs(), conv_macs + fc_macs);
+  // backward: the input needs no gradient, so the conv computes its weight gradient only (1 x its
+  // forward MACs); the Linear computes both (2 x)
+  EXPECT_EQ(prof.get_module("0").bwd_macs, conv_macs);
+  EXPECT_EQ(prof.get_module("5").bwd_macs, 2 * fc_macs);
+  EXPECT_GT(prof.result().outside.ops, 0u);  // the loss
+  EXPECT_EQ(prof.result().outside.macs, 0u);
+}
+
+TEST(Programs, FunctionalLayersOwnTheOpsBetweenTheirNeighbours) {
+  torch::manual_seed(0);
+  nn::Sequential model(
+      nn::Linear(8, 16), nn::Functional(torch::relu), nn::Linear(16, 4),
+      nn::Functional([](const torch::Tensor& x) { return torch::log_softmax(x, 1); }));
+  torch::Tensor x = torch::randn({3, 8});
+  torch::NoGradGuard no_grad;
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  model->forward(x);
+  prof.stop_profile();
+  // Linear(8->16) on [3,8]: 384 MACs, 768 + 48 FLOPs; relu 48; Linear(16->4): 192 MACs,
+  // 384 + 12; log_softmax 12
+  EXPECT_EQ(prof.get_module_flops("0"), 816u);
+  EXPECT_EQ(prof.get_module_flops("1"), 48u);
+  EXPECT_EQ(prof.get_module_flops("2"), 396u);
+  EXPECT_EQ(prof.get_module_flops("3"), 12u);
+  for (const char* m : {"0", "1", "2", "3", ""}) EXPECT_EQ(prof.get_module(m).calls, 1u) << m;
+  EXPECT_EQ(prof.get_total_flops(), 816u + 48 + 396 + 12);
+}
+
+// The MNIST loop as the tutorials write it: zero_grad() first, data prepared inside the
+// iteration (clone, to), functional relu/max_pool/dropout/log_softmax, nll_loss, SGD without a
+// step scope.
+TEST(Programs, MnistLoopFirstLayerBackwardAndForwardExact) {
+  torch::manual_seed(0);
+  models::MnistNet model;
+  model->train();
+  torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.5));
+  flopsprof::ProfilerOptions o;
+  o.profile_step = 2;
+  FlopsProfiler prof(model, o);
+  const int64_t B = 2;
+  for (int step = 1; step <= 3; ++step) {
+    auto it = prof.iteration();
+    sgd.zero_grad();
+    torch::Tensor data = torch::randn({B, 1, 28, 28}).clone().to(torch::kCPU);
+    torch::Tensor target = torch::randint(0, 10, {B});
+    torch::Tensor output = model->forward(data);
+    torch::Tensor loss = torch::nll_loss(output, target);
+    loss.backward();
+    sgd.step();
+  }
+  // conv1 1->10 k5: [B,1,28,28] -> [B,10,24,24]: MACs B*10*576*25
+  const uint64_t conv1 = B * 10 * 576 * 25;
+  // conv2 10->20 k5: [B,10,12,12] -> [B,20,8,8]: MACs B*20*64*10*25
+  const uint64_t conv2 = B * 20 * 64 * 10 * 25;
+  const uint64_t fc1 = B * 320 * 50, fc2 = B * 50 * 10;
+  EXPECT_EQ(prof.get_module_macs("conv1"), conv1);
+  EXPECT_EQ(prof.get_module_macs("conv2"), conv2);
+  EXPECT_EQ(prof.get_module_macs("fc1"), fc1);
+  EXPECT_EQ(prof.get_module_macs("fc2"), fc2);
+  EXPECT_EQ(prof.get_total_macs(), conv1 + conv2 + fc1 + fc2);
+  // forward FLOPs: conv1 2*MACs + bias B*10*576; max_pool numel(in) B*10*576; relu B*10*144;
+  // conv2 2*MACs + B*20*64; conv2_drop 0; max_pool B*20*64; relu B*20*16; fc1 2*MACs + B*50;
+  // relu B*50; dropout 0; fc2 2*MACs + B*10; log_softmax B*10 (it reads fc2's output)
+  const uint64_t flops = (2 * conv1 + B * 10 * 576) + B * 10 * 576 + B * 10 * 144 +
+                         (2 * conv2 + B * 20 * 64) + B * 20 * 64 + B * 20 * 16 +
+                         (2 * fc1 + B * 50) + B * 50 + (2 * fc2 + B * 10) + B * 10;
+  EXPECT_EQ(prof.get_total_flops(), flops);
+  for (const char* m : {"", "conv1", "conv2", "conv2_drop", "fc1", "fc2"})
+    EXPECT_EQ(prof.get_module(m).calls, 1u) << m;
+  // backward: the first layer's input needs no gradient (weight gradient only: 1 x forward
+  // MACs), although zero_grad(), clone() and to() ran before the forward
+  EXPECT_EQ(prof.get_module("conv1").bwd_macs, conv1);
+  EXPECT_EQ(prof.get_module("conv2").bwd_macs, 2 * conv2);
+  EXPECT_EQ(prof.get_module("fc1").bwd_macs, 2 * fc1);
+  EXPECT_EQ(prof.get_module("fc2").bwd_macs, 2 * fc2);
+  EXPECT_EQ(prof.get_module("").bwd_macs, conv1 + 2 * (conv2 + fc1 + fc2));
+  // the loss, the data and the SGD update are outside the model
+  const flopsprof::ProfileResult& r = prof.result();
+  EXPECT_GT(r.outside.ops, 0u);
+  bool loss_outside = false;
+  for (const auto& op : r.ops) loss_outside |= op.name == "aten::nll_loss" && op.phase == "outside";
+  EXPECT_TRUE(loss_outside);
+}
+
+TEST(Programs, DataPreparationAndLossInsideTheIterationAreOutsideTheModel) {
+  torch::manual_seed(0);
+  nn::Linear model(4, 1);
+  torch::optim::SGD sgd(model->parameters(), 0.01);
+  torch::Tensor w_true = torch::randn({4, 1}), b_true = torch::randn({1});
+  flopsprof::ProfilerOptions o;
+  o.profile_step = 1;
+  FlopsProfiler prof(model, o);
+  {
+    auto it = prof.iteration();
+    torch::Tensor x = torch::randn({32, 4});
+    torch::Tensor y = x.mm(w_true) + b_true;  // data generation: 32*4 MACs, not the model's
+    torch::Tensor loss = torch::mse_loss(model->forward(x), y);
+    sgd.zero_grad();
+    loss.backward();
+    sgd.step();
+  }
+  // the model: Linear(4->1) on [32,4]: 32*4 = 128 MACs, 2*128 + 32 FLOPs, one call
+  EXPECT_EQ(prof.get_total_macs(), 128u);
+  EXPECT_EQ(prof.get_total_flops(), 2u * 128 + 32);
+  EXPECT_EQ(prof.get_module("").calls, 1u);
+  // outside: the mm (128 MACs) and the add of the data generation, the loss, the update
+  const flopsprof::ProfileResult& r = prof.result();
+  EXPECT_EQ(r.outside.macs, 128u);
+  EXPECT_GE(r.outside.flops, 2u * 128 + 32);
+  const std::string text = prof.model_profile_string();
+  EXPECT_NE(text.find("outside the model"), std::string::npos) << text;
+}
+
+struct TiedRootImpl : nn::Module {
+  TiedRootImpl() : emb(100, 16), proj(16, 16) {
+    register_module("emb", emb);
+    register_module("proj", proj);
+  }
+  torch::Tensor forward(const torch::Tensor& ids) {
+    return torch::matmul(proj(emb(ids)), emb->weight.t());  // the decoder tied to emb
+  }
+  nn::Embedding emb;
+  nn::Linear proj;
+};
+
+struct TiedHeadImpl : nn::Module {  // no parameter of its own: it reads the embedding's
+  explicit TiedHeadImpl(nn::Embedding e) : emb(std::move(e)) {}
+  torch::Tensor forward(const torch::Tensor& h) { return torch::matmul(h, emb->weight.t()); }
+  nn::Embedding emb;  // not registered: the root owns it
+};
+TORCH_MODULE(TiedHead);
+
+struct TiedModelImpl : nn::Module {
+  TiedModelImpl() : emb(100, 16), proj(16, 16), head(emb) {
+    register_module("emb", emb);
+    register_module("proj", proj);
+    register_module("head", head);
+  }
+  torch::Tensor forward(const torch::Tensor& ids) { return head(proj(emb(ids))); }
+  nn::Embedding emb;
+  nn::Linear proj;
+  TiedHead head;
+};
+
+TEST(Programs, TiedDecoderIsNotChargedToTheEmbedding) {
+  torch::Tensor ids = torch::randint(0, 100, {2, 5});
+  // proj: [2,5,16] x [16,16]: 2*5*16*16 = 2560 MACs; decoder [2,5,16] x [16,100]: 16000 MACs
+  const uint64_t proj = 2 * 5 * 16 * 16, decoder = 2 * 5 * 16 * 100;
+  {
+    auto model = std::make_shared<TiedRootImpl>();
+    torch::NoGradGuard no_grad;
+    FlopsProfiler prof(model);
+    prof.start_profile();
+    model->forward(ids);
+    prof.stop_profile();
+    EXPECT_EQ(prof.get_module_macs("emb"), 0u);
+    EXPECT_EQ(prof.get_module("emb").calls, 1u);
+    EXPECT_EQ(prof.get_module_macs("proj"), proj);
+    EXPECT_EQ(prof.get_total_macs(), proj + decoder);  // the decoder in the root's forward
+    EXPECT_EQ(prof.get_module("").calls, 1u);
+  }
+  {
+    auto model = std::make_shared<TiedModelImpl>();
+    FlopsProfiler prof(model);
+    prof.start_profile();
+    model->forward(ids).sum().backward();
+    prof.stop_profile();
+    EXPECT_EQ(prof.get_module_macs("emb"), 0u);
+    EXPECT_EQ(prof.get_module("emb").calls, 1u);
+    EXPECT_EQ(prof.get_module_macs("head"), decoder);  // the parameterless head ran it
+    EXPECT_EQ(prof.get_module("head").calls, 1u);
+    EXPECT_EQ(prof.get_total_macs(), proj + decoder);
+  }
+}
+
+// The DCGAN step as the LibTorch example runs it: one profiler per model, the discriminator
+// called three times per iteration (real, detached fake, fake for the generator's loss).
+TEST(Programs, TwoProfilersOnAGanEachSeeTheirOwnModel) {
+  torch::manual_seed(0);
+  const int64_t noise = 16, width = 8, B = 2;
+  models::DcganGenerator generator(noise, width);
+  nn::Sequential discriminator = models::dcgan_discriminator(width);
+  torch::optim::Adam g_opt(generator->parameters(), 2e-4);
+  torch::optim::Adam d_opt(discriminator->parameters(), 2e-4);
+  FlopsProfiler g_prof(generator), d_prof(discriminator);
+  g_prof.start_profile();
+  d_prof.start_profile();
+  torch::Tensor real_images = torch::randn({B, 1, 28, 28});
+  discriminator->zero_grad();
+  torch::Tensor real_labels = torch::empty(B).uniform_(0.8, 1.0);
+  torch::Tensor real_output = discriminator->forward(real_images).reshape(real_labels.sizes());
+  torch::Tensor d_loss_real = torch::binary_cross_entropy(real_output, real_labels);
+  d_loss_real.backward();
+  torch::Tensor fake_images = generator->forward(torch::randn({B, noise, 1, 1}));
+  torch::Tensor fake_labels = torch::zeros(B);
+  torch::Tensor fake_output =
+      discriminator->forward(fake_images.detach()).reshape(fake_labels.sizes());
+  torch::Tensor d_loss_fake = torch::binary_cross_entropy(fake_output, fake_labels);
+  d_loss_fake.backward();
+  d_opt.step();
+  generator->zero_grad();
+  fake_labels.fill_(1);
+  fake_output = discriminator->forward(fake_images).reshape(fake_labels.sizes());
+  torch::Tensor g_loss = torch::binary_cross_entropy(fake_output, fake_labels);
+  g_loss.backward();
+  g_opt.step();
+  d_prof.stop_profile();
+  g_prof.stop_profile();
+
+  // discriminator, [B,1,28,28]: conv 1->8 k4 s2 p1 -> 14x14: B*8*196*1*16; 8->16 -> 7x7:
+  // B*16*49*8*16; 16->32 -> 3x3: B*32*9*16*16; 32->1 k3 -> 1x1: B*1*1*32*9
+  const uint64_t d_macs =
+      B * 8 * 196 * 16 + B * 16 * 49 * 8 * 16 + B * 32 * 9 * 16 * 16 + B * 1 * 32 * 9;
+  EXPECT_EQ(d_prof.get_module("").calls, 3u);
+  EXPECT_EQ(d_prof.get_total_macs(), 3 * d_macs);
+  for (const char* m : {"0", "1", "2", "3", "4", "8", "9"})
+    EXPECT_EQ(d_prof.get_module(m).calls, 3u) << m;
+  // generator: transposed convs count over input positions: 16->32 k4 on 1x1: B*16*1*32*16;
+  // 32->16 k3 on 4x4: B*32*16*16*9; 16->8 k4 on 7x7: B*16*49*8*16; 8->1 k4 on 14x14:
+  // B*8*196*1*16
+  const uint64_t g_macs =
+      B * 16 * 32 * 16 + B * 32 * 16 * 16 * 9 + B * 16 * 49 * 8 * 16 + B * 8 * 196 * 16;
+  EXPECT_EQ(g_prof.get_module("").calls, 1u);
+  EXPECT_EQ(g_prof.get_total_macs(), g_macs);
+  for (const char* m : {"conv1", "conv2", "conv3", "conv4", "batch_norm1"})
+    EXPECT_EQ(g_prof.get_module(m).calls, 1u) << m;
+  // each sees the other's work as outside its model, never as its own
+  EXPECT_GE(d_prof.result().outside.macs, g_macs);
+  EXPECT_GE(g_prof.result().outside.macs, 3 * d_macs);
+}
+
+TEST(Programs, LstmLanguageModelWithGradientClipping) {
+  torch::manual_seed(0);
+  const int64_t vocab = 50, embed = 16, hidden = 16, T = 5, B = 2;
+  models::LstmLm model(vocab, embed, hidden, /*layers=*/2);
+  model->train();
+  torch::optim::SGD sgd(model->parameters(), 0.1);
+  flopsprof::ProfilerOptions o;
+  o.profile_step = 2;
+  FlopsProfiler prof(model, o);
+  for (int step = 1; step <= 2; ++step) {
+    auto it = prof.iteration();
+    torch::Tensor tokens = torch::randint(0, vocab, {T, B});
+    torch::Tensor targets = torch::randint(0, vocab, {T * B});
+    model->zero_grad();
+    torch::Tensor loss = torch::nll_loss(model->forward(tokens), targets);
+    loss.backward();
+    torch::nn::utils::clip_grad_norm_(model->parameters(), 0.25);
+    sgd.step();
+  }
+  EXPECT_EQ(prof.get_module("").calls, 1u);
+  EXPECT_EQ(prof.get_module("encoder").calls, 1u);
+  EXPECT_EQ(prof.get_module("rnn").calls, 1u);
+  EXPECT_EQ(prof.get_module("drop").calls, 2u);  // one Dropout module, used twice
+  EXPECT_EQ(prof.get_module("decoder").calls, 1u);
+  // decoder [T*B, hidden] x [hidden, vocab]
+  EXPECT_EQ(prof.get_module_macs("decoder"), uint64_t(T * B * hidden * vocab));
+  EXPECT_EQ(prof.get_module_macs("encoder"), 0u);
+  // clipping and the update are outside the model
+  bool clip_outside = false;
+  for (const auto& op : prof.result().ops)
+    clip_outside |= op.name == "aten::norm" && op.phase == "outside";
+  EXPECT_TRUE(clip_outside);
+}
+
+namespace ns {
+struct Narrow {};
+template <class Block>
+struct ResNetImpl : nn::Module {
+  ResNetImpl() : fc(register_module("fc", nn::Linear(4, 4))) {}
+  torch::Tensor forward(const torch::Tensor& x) { return fc(x); }
+  nn::Linear fc;
+};
+}  // namespace ns
+
+struct BlockImpl : nn::Module {
+  BlockImpl() : fc(register_module("fc", nn::Linear(4, 4))) {}
+  torch::Tensor forward(const torch::Tensor& x) { return fc(x); }
+  nn::Linear fc;
+};
+TORCH_MODULE(Block);
+
+struct TwiceImpl : nn::Module {
+  TwiceImpl() : block(register_module("block", Block())) {}
+  torch::Tensor forward(const torch::Tensor& x) { return block(block(x)); }  // back to back
+  Block block;
+};
+
+TEST(Programs, TemplateNamesAndBackToBackCalls) {
+  auto resnet = std::make_shared<ns::ResNetImpl<ns::Narrow>>();
+  FlopsProfiler p1(resnet);
+  p1.start_profile();
+  p1.stop_profile();
+  EXPECT_EQ(p1.get_module("").type, "ResNet");
+
+  auto model = std::make_shared<TwiceImpl>();
+  torch::NoGradGuard no_grad;
+  torch::Tensor x = torch::randn({3, 4});
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  model->forward(x);
+  prof.stop_profile();
+  EXPECT_EQ(prof.get_module("block").type, "Block");
+  EXPECT_EQ(prof.get_module("block").calls, 2u);
+  EXPECT_EQ(prof.get_module("block.fc").calls, 2u);
+  EXPECT_EQ(prof.get_module("").calls, 1u);
+  EXPECT_EQ(prof.get_module_macs("block"), 2u * 3 * 4 * 4);
+}
+
+}  // namespace
