@@ -116,6 +116,7 @@ void NameCache::lookup(const char* name, uint32_t* id, uint8_t* flags) {
   const std::string& text = table.name(nid);
   uint8_t f = 0;
   if (find_formula(text)) f |= kNameHasFormula;
+  if (formula_is_constant(text)) f |= kNameConstant;
   if (text.rfind("autograd::engine::evaluate_function", 0) == 0) f |= kNameIsEngine;
   *id = nid;
   *flags = f;
@@ -148,7 +149,23 @@ struct TlsBuffer {
   uint64_t session = 0;
   ThreadBuffer* buffer = nullptr;
 };
-thread_local TlsBuffer tl_buffer[kMaxSessions];
+// Every per-thread variable of the hot path in one trivially constructible and destructible
+// block: one TLS address computation per access and no guard. initial-exec: a direct
+// %fs-relative access instead of a __tls_get_addr call (flopsprof is linked into the program or
+// into a library loaded with it, not dlopen'ed late).
+struct ThreadState;
+struct ThreadLocals {
+  TlsBuffer buffers[kMaxSessions];
+  ThreadState* state;  // this thread's lifetime-protocol state, null until its first callback
+  int depth;           // CallbackGuard nesting
+  void* free_head;     // OpContext free list
+};
+#if defined(__GNUC__)
+#define FLOPSPROF_TLS_MODEL __attribute__((tls_model("initial-exec")))
+#else
+#define FLOPSPROF_TLS_MODEL
+#endif
+thread_local ThreadLocals tl FLOPSPROF_TLS_MODEL;
 
 // The session-lifetime protocol. Each thread that enters a callback owns a ThreadState whose
 // epoch is odd while it is inside one. States are never freed (a thread's is recycled for the
@@ -166,21 +183,19 @@ std::vector<ThreadState*>& free_states() {
   static auto* list = new std::vector<ThreadState*>;
   return *list;
 }
-thread_local ThreadState* tl_state = nullptr;  // trivially destructible: usable at thread exit
-thread_local int tl_depth = 0;
 struct StateRecycler {
   ~StateRecycler() {
-    if (tl_state == nullptr) return;
+    if (tl.state == nullptr) return;
     std::lock_guard<std::mutex> lock(g_states_mu);
-    tl_state->in_use = false;
-    free_states().push_back(tl_state);
-    tl_state = nullptr;
+    tl.state->in_use = false;
+    free_states().push_back(tl.state);
+    tl.state = nullptr;
   }
 };
 thread_local StateRecycler tl_recycler;
 
 ThreadState* this_thread_state() noexcept {
-  if (tl_state != nullptr) return tl_state;
+  if (tl.state != nullptr) return tl.state;
   try {
     std::lock_guard<std::mutex> lock(g_states_mu);
     ThreadState* st;
@@ -191,7 +206,7 @@ ThreadState* this_thread_state() noexcept {
       st = &all_states().emplace_back();
     }
     st->in_use = true;
-    tl_state = st;
+    tl.state = st;
     (void)&tl_recycler;  // constructs the recycler for this thread
     return st;
   } catch (...) {
@@ -202,8 +217,8 @@ ThreadState* this_thread_state() noexcept {
 }  // namespace
 
 CallbackGuard::CallbackGuard() noexcept {
-  if (tl_depth++ > 0) {
-    ok_ = tl_state != nullptr;
+  if (tl.depth++ > 0) {
+    ok_ = tl.state != nullptr;
     return;
   }
   ThreadState* st = this_thread_state();
@@ -215,10 +230,38 @@ CallbackGuard::CallbackGuard() noexcept {
 }
 
 CallbackGuard::~CallbackGuard() {
-  if (--tl_depth > 0 || tl_state == nullptr || !ok_) return;
-  tl_state->epoch.store(tl_state->epoch.load(std::memory_order_relaxed) + 1,
+  if (--tl.depth > 0 || tl.state == nullptr || !ok_) return;
+  tl.state->epoch.store(tl.state->epoch.load(std::memory_order_relaxed) + 1,
                         std::memory_order_release);
 }
+
+namespace {
+
+// CallbackGuard's protocol, inlined into the op callbacks (the hottest path).
+class OpGuard {
+ public:
+  OpGuard() noexcept {
+    ThreadLocals& t = tl;
+    st_ = t.state;
+    if (__builtin_expect(st_ == nullptr, 0)) st_ = this_thread_state();
+    if (st_ != nullptr && t.depth++ == 0) {
+      st_->epoch.store(st_->epoch.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
+    }
+  }
+  ~OpGuard() {
+    if (st_ != nullptr && --tl.depth == 0) {
+      st_->epoch.store(st_->epoch.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    }
+  }
+  OpGuard(const OpGuard&) = delete;
+  OpGuard& operator=(const OpGuard&) = delete;
+  bool ok() const noexcept { return st_ != nullptr; }
+
+ private:
+  ThreadState* st_;
+};
+
+}  // namespace
 
 bool any_session_active() noexcept {
   for (auto& s : g_sessions) {
@@ -289,7 +332,7 @@ void ThreadBuffer::reset(uint64_t thread) {
 }
 
 ThreadBuffer* Session::thread_buffer() noexcept {
-  TlsBuffer& tls = tl_buffer[slot];
+  TlsBuffer& tls = tl.buffers[slot];
   if (tls.session == id) return tls.buffer;
   try {
     std::unique_ptr<ThreadBuffer> b;
@@ -341,30 +384,31 @@ struct OpContext final : at::ObserverContext {
   static void operator delete(void* p) noexcept;
 };
 
-struct FreeList {
-  void* head = nullptr;
-  ~FreeList() {
-    while (head) {
-      void* next = *static_cast<void**>(head);
-      ::operator delete(head);
-      head = next;
+// Frees the thread's OpContext free list when the thread exits.
+struct FreeListReleaser {
+  ~FreeListReleaser() {
+    while (tl.free_head) {
+      void* next = *static_cast<void**>(tl.free_head);
+      ::operator delete(tl.free_head);
+      tl.free_head = next;
     }
   }
 };
-thread_local FreeList tl_free;
+thread_local FreeListReleaser tl_free_releaser;
 
 void* OpContext::operator new(size_t size) {
-  if (tl_free.head != nullptr && size <= sizeof(OpContext)) {
-    void* p = tl_free.head;
-    tl_free.head = *static_cast<void**>(p);
+  if (tl.free_head != nullptr && size <= sizeof(OpContext)) {
+    void* p = tl.free_head;
+    tl.free_head = *static_cast<void**>(p);
     return p;
   }
+  (void)&tl_free_releaser;  // registers the release at thread exit (first allocation only)
   return ::operator new(sizeof(OpContext));
 }
 
 void OpContext::operator delete(void* p) noexcept {
-  *static_cast<void**>(p) = tl_free.head;
-  tl_free.head = p;
+  *static_cast<void**>(p) = tl.free_head;
+  tl.free_head = p;
 }
 
 void push_list(ThreadEvents* b, ArgRecord& a, const c10::List<int64_t>& list) {
@@ -508,11 +552,12 @@ int32_t find_owner(const Session* s, c10::ArrayRef<const c10::IValue> inputs, bo
 
 template <int K>
 std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
-  CallbackGuard guard;
+  OpGuard guard;
   if (!guard.ok()) return nullptr;
   Session* s = g_sessions[K].load(std::memory_order_acquire);
   if (s == nullptr) return nullptr;
-  ThreadBuffer* b = s->thread_buffer();
+  const TlsBuffer& tls = tl.buffers[K];
+  ThreadBuffer* b = tls.session == s->id ? tls.buffer : s->thread_buffer();
   if (b == nullptr) return nullptr;
   const at::RecordScope scope = fn.scope();
   if (b->counted_depth > 0 && scope != at::RecordScope::BACKWARD_FUNCTION) {
@@ -547,7 +592,7 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
       e.owner = find_owner(s, inputs, b->open_op < 0 && e.seq_nr >= 0, e);
       if (name_flags & kNameHasFormula) {
         e.flags |= kCounted | kHasFormula;
-        capture_args(b, e, inputs);
+        if (!(name_flags & kNameConstant)) capture_args(b, e, inputs);
         ++b->counted_depth;
         pushed |= 1;
       }
@@ -575,7 +620,7 @@ template <int K>
 void on_op_end(const at::RecordFunction& /*fn*/, at::ObserverContext* c) {
   auto* ctx = static_cast<OpContext*>(c);
   if (ctx == nullptr) return;
-  CallbackGuard guard;
+  OpGuard guard;
   if (!guard.ok()) return;
   Session* s = g_sessions[K].load(std::memory_order_acquire);
   if (s == nullptr || s->id != ctx->session) return;  // the profile stopped meanwhile
@@ -670,7 +715,7 @@ void stop_observing(Session* session) noexcept {
   try {
     std::lock_guard<std::mutex> states_lock(g_states_mu);
     for (ThreadState& st : all_states()) {
-      if (st.in_use && &st != tl_state) states.push_back(&st);
+      if (st.in_use && &st != tl.state) states.push_back(&st);
     }
   } catch (...) {
     // Out of memory: fall back to waiting on every state without a list.

@@ -44,6 +44,7 @@ class NameTable : public NameLookup {
 enum NameFlag : uint8_t {
   kNameHasFormula = 1,
   kNameIsEngine = 2,  ///< autograd engine wrapper ("autograd::engine::evaluate_function: ...")
+  kNameConstant = 4,  ///< its formula ignores the arguments: nothing to capture
 };
 
 /// Per-thread, per-profile cache: name string -> (id, flags). Open addressing on a content hash;

@@ -52,6 +52,11 @@ struct ProfilerOptions {
 
 class FlopsProfiler;
 
+namespace detail {
+template <class T>
+inline constexpr bool always_false = false;
+}  // namespace detail
+
 /// Marks the optimizer step (LibTorch's optimizers emit no event of their own): ops on this
 /// thread while it lives count as the step phase, not forward. From `FlopsProfiler::step_scope()`.
 /// Inert when no profile is running. Movable, not copyable; ends at destruction or `end()`.
@@ -118,6 +123,16 @@ class FlopsProfiler {
   explicit FlopsProfiler(const Holder& holder, ProfilerOptions options = {})
       : FlopsProfiler(std::static_pointer_cast<torch::nn::Module>(holder.ptr()),
                       std::move(options)) {}
+  /// A module held by value cannot be profiled (its submodules are registered through shared
+  /// pointers the profiler must hold): this overload only explains the fix at compile time.
+  template <class M,
+            std::enable_if_t<std::is_base_of_v<torch::nn::Module, std::decay_t<M>>, int> = 0>
+  explicit FlopsProfiler(const M& /*model*/, ProfilerOptions /*options*/ = {}) {
+    static_assert(detail::always_false<M>,
+                  "flopsprof::FlopsProfiler needs the model as a std::shared_ptr or a module "
+                  "holder: create it with `auto model = std::make_shared<Net>();` (or declare "
+                  "TORCH_MODULE(Net) and write `Net model;` for a NetImpl), then pass `model`");
+  }
   ~FlopsProfiler();  ///< Ends an active profile; never throws.
   FlopsProfiler(const FlopsProfiler&) = delete;
   FlopsProfiler& operator=(const FlopsProfiler&) = delete;
@@ -261,9 +276,34 @@ template <class M>
 std::shared_ptr<torch::nn::Module> as_module_ptr(const M& model) {
   if constexpr (std::is_convertible_v<M, std::shared_ptr<torch::nn::Module>>) {
     return model;
+  } else if constexpr (std::is_base_of_v<torch::nn::Module, M>) {
+    static_assert(always_false<M>,
+                  "flopsprof needs the model as a std::shared_ptr or a module holder: create it "
+                  "with `auto model = std::make_shared<Net>();` (or TORCH_MODULE(Net)), not as a "
+                  "plain object");
+    return nullptr;
   } else {
     return std::static_pointer_cast<torch::nn::Module>(model.ptr());
   }
+}
+/// Moves tensors to meta, also inside tuples, pairs and vectors (an LSTM's (h, c) state).
+inline void move_to_meta(torch::Tensor& x) {
+  if (x.defined() && !x.is_meta()) x = x.to(torch::kMeta);
+}
+template <class T>
+void move_to_meta(T& /*x*/) {}  // anything else stays as it is
+template <class T>
+void move_to_meta(std::vector<T>& xs) {
+  for (auto& x : xs) move_to_meta(x);
+}
+template <class A, class B>
+void move_to_meta(std::pair<A, B>& p) {
+  move_to_meta(p.first);
+  move_to_meta(p.second);
+}
+template <class... T>
+void move_to_meta(std::tuple<T...>& t) {
+  std::apply([](auto&... x) { (move_to_meta(x), ...); }, t);
 }
 torch::Tensor make_input(const std::vector<int64_t>& shape, const ModelProfileOptions& options);
 }  // namespace detail
@@ -291,18 +331,8 @@ ModelProfile get_model_profile(const M& model, const std::tuple<Args...>& args,
   M m = model;
   ModelProfileOptions o = options;
   o.on_meta = o.on_meta || detail::on_meta(*detail::as_module_ptr(model));
-  auto moved = args;  // tensors on meta when estimating there
-  if (o.on_meta) {
-    std::apply(
-        [&](auto&... a) {
-          (..., [&](auto& x) {
-            if constexpr (std::is_same_v<std::decay_t<decltype(x)>, torch::Tensor>) {
-              if (x.defined() && !x.is_meta()) x = x.to(torch::kMeta);
-            }
-          }(a));
-        },
-        moved);
-  }
+  auto moved = args;  // tensors on meta when estimating there (nested ones too)
+  if (o.on_meta) detail::move_to_meta(moved);
   if (o.profiler.batch_size == 0) {  // the first tensor argument's first dimension
     std::apply(
         [&](const auto&... a) {

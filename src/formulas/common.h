@@ -10,6 +10,8 @@ namespace flopsprof::detail {
 
 /// Adds one built-in formula (used only while the registry is being built).
 void add_builtin_formula(const char* op_name, FormulaFn fn);
+/// The same, for a formula whose count does not depend on the arguments.
+void add_builtin_constant_formula(const char* op_name, FormulaFn fn);
 
 void register_matmul_formulas();
 void register_conv_formulas();

@@ -2,6 +2,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <string>
 
@@ -116,6 +117,9 @@ namespace {
 struct Registry {
   std::shared_mutex mu;
   std::map<std::string, FormulaFn, std::less<>> formulas;
+  /// Built-ins whose count does not depend on the arguments (views, copies, factories): the
+  /// observer records no arguments for them.
+  std::set<std::string, std::less<>> constant;
 };
 
 std::atomic<uint64_t> g_registry_version{1};
@@ -149,6 +153,17 @@ void add_builtin_formula(const char* op_name, FormulaFn fn) {
   // Called from inside registry()'s initialiser: the static is not published yet, so the
   // registry under construction is reached through this hand-off.
   g_building->formulas[op_name] = std::move(fn);
+}
+
+void add_builtin_constant_formula(const char* op_name, FormulaFn fn) {
+  g_building->formulas[op_name] = std::move(fn);
+  g_building->constant.insert(op_name);
+}
+
+bool formula_is_constant(std::string_view op_name) {
+  Registry& r = registry();
+  std::shared_lock<std::shared_mutex> lock(r.mu);
+  return r.constant.find(op_name) != r.constant.end();
 }
 
 uint64_t numel_of(IntSpan shape) {
@@ -191,6 +206,8 @@ void register_formula(std::string op_name, FormulaFn fn) {
   if (!fn) throw Error("register_formula(\"" + op_name + "\"): empty function");
   detail::Registry& r = detail::registry();
   std::unique_lock<std::shared_mutex> lock(r.mu);
+  auto constant = r.constant.find(op_name);
+  if (constant != r.constant.end()) r.constant.erase(constant);  // a user's formula reads args
   r.formulas[std::move(op_name)] = std::move(fn);
   detail::g_registry_version.fetch_add(1, std::memory_order_acq_rel);
 }
@@ -201,6 +218,8 @@ bool unregister_formula(std::string_view op_name) {
   auto it = r.formulas.find(op_name);
   if (it == r.formulas.end()) return false;
   r.formulas.erase(it);
+  auto constant = r.constant.find(op_name);
+  if (constant != r.constant.end()) r.constant.erase(constant);
   detail::g_registry_version.fetch_add(1, std::memory_order_acq_rel);
   return true;
 }

@@ -12,6 +12,9 @@ namespace flopsprof::detail {
 /// A copy of the formula registered for `op_name`; empty when none. Thread-safe.
 FormulaFn find_formula(std::string_view op_name);
 
+/// Whether `op_name`'s formula is a built-in whose count ignores the arguments. Thread-safe.
+bool formula_is_constant(std::string_view op_name);
+
 /// Incremented by every registration or removal: caches of "has a formula" check it.
 uint64_t formula_registry_version();
 

@@ -47,7 +47,7 @@ void register_zero_formulas() {
         "aten::_has_compatible_shallow_copy_type", "aten::retains_grad", "aten::_version",
         "aten::output_nr", "aten::data", "aten::set_data", "aten::_shape_as_tensor", "aten::dim",
         "aten::numel", "aten::is_floating_point", "aten::is_complex", "aten::_nnz"}) {
-    add_builtin_formula(op, zero);
+    add_builtin_constant_formula(op, zero);
   }
 }
 
