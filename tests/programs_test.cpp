@@ -354,3 +354,87 @@ TEST(Programs, TemplateNamesAndBackToBackCalls) {
 }
 
 }  // namespace
+
+namespace {
+
+struct ScopedBlockImpl : torch::nn::Module {  // uses FLOPSPROF_MODULE(): scope records too
+  ScopedBlockImpl() : fc(register_module("fc", torch::nn::Linear(16, 16))) {}
+  torch::Tensor forward(const torch::Tensor& x) {
+    FLOPSPROF_MODULE();
+    return torch::relu(fc(x));
+  }
+  torch::nn::Linear fc;
+};
+TORCH_MODULE(ScopedBlock);
+
+// Issue 10: a server profiles a window of live traffic. Workers keep running forwards (with
+// scopes) while the main thread starts, stops, resets and ends profiles, and destroys profilers,
+// at any moment. Nothing may be read after it is freed (run under ASan/TSan by the sanitizer
+// job); afterwards a quiet profile still counts exactly.
+TEST(Lifetime, ProfilesComeAndGoWhileOtherThreadsRunForwards) {
+  torch::manual_seed(0);
+  torch::nn::Sequential model(ScopedBlock(), ScopedBlock(), torch::nn::Linear(16, 4));
+  std::atomic<bool> quit{false};
+  std::atomic<uint64_t> forwards{0};
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 3; ++w) {
+    workers.emplace_back([&] {
+      torch::NoGradGuard no_grad;
+      torch::Tensor x = torch::randn({2, 16});
+      while (!quit.load()) {
+        model->forward(x);
+        forwards.fetch_add(1);
+      }
+    });
+  }
+  for (int i = 0; i < 120; ++i) {
+    flopsprof::ProfilerOptions o;
+    o.track_memory = i % 3 == 0;
+    auto prof = std::make_unique<FlopsProfiler>(model, o);
+    prof->start_profile();
+    std::this_thread::yield();
+    switch (i % 4) {
+      case 0:
+        prof->stop_profile();
+        EXPECT_NO_THROW(prof->result());
+        break;
+      case 1:
+        prof->reset_profile();
+        prof->stop_profile();
+        break;
+      case 2:
+        prof->end_profile();
+        break;
+      default:
+        break;  // the destructor ends it
+    }
+    prof.reset();
+  }
+  quit = true;
+  for (auto& t : workers) t.join();
+  EXPECT_GT(forwards.load(), 0u);
+
+  torch::NoGradGuard no_grad;
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  model->forward(torch::randn({2, 16}));
+  prof.stop_profile();
+  // 2 x (Linear(16,16): 2*16*16 MACs) + Linear(16,4): 2*4*16 MACs
+  EXPECT_EQ(prof.get_total_macs(), 2u * (2 * 16 * 16) + 2 * 4 * 16);
+  EXPECT_EQ(prof.get_module("0").calls, 1u);
+}
+
+TEST(Programs, OnMetaMovesStateTensorsNestedInTuples) {
+  torch::nn::LSTM lstm(torch::nn::LSTMOptions(8, 16));
+  torch::Tensor x = torch::randn({5, 2, 8});
+  torch::Tensor h = torch::zeros({1, 2, 16}), c = torch::zeros({1, 2, 16});
+  flopsprof::ModelProfileOptions o;
+  o.print_profile = false;
+  o.on_meta = true;
+  o.warm_up = 0;
+  auto p = flopsprof::get_model_profile(lstm, std::make_tuple(x, std::make_tuple(h, c)), o);
+  EXPECT_TRUE(flopsprof::detail::on_meta(*lstm.ptr()));
+  EXPECT_EQ(p.result.modules[0].calls, 1u);
+}
+
+}  // namespace
