@@ -130,8 +130,8 @@ TEST(AttributionRules, OwnershipIsLimitedToOpsTheBuiltinRuns) {
   const ModuleTree& tree = t.done();
   Events ev{names};
   const int lookup = ev.op("aten::embedding", w);
-  const int tr = ev.op("aten::t", w);        // the tied decoder: weight.t()
-  const int mm = ev.op("aten::matmul", w);   // matmul(h, weight.t())
+  const int tr = ev.op("aten::t", w);       // the tied decoder: weight.t()
+  const int mm = ev.op("aten::matmul", w);  // matmul(h, weight.t())
   Result r = run(tree, ev, names);
   EXPECT_EQ(r.module(lookup), emb);
   EXPECT_EQ(r.module(tr), root);
