@@ -140,7 +140,8 @@ class FlopsProfiler {
   /// Builds the module tree and starts observing ops. `ignore_modules`: module type names
   /// ("Dropout", "BertLayer") whose modules, with their submodules, are not profiled separately;
   /// their work counts toward the parent. Discards results of an earlier profile.
-  /// Throws `Error` if this or another profiler is already running.
+  /// Throws `Error` if this profiler is already running, or when 4 profilers already run in the
+  /// process. Nothing stays registered or started when it throws.
   void start_profile(const std::vector<std::string>& ignore_modules = {});
   /// Stops observing and computes the results. Synchronizes a device timer once.
   /// Throws `Error` if no profile is running.
