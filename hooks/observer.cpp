@@ -318,6 +318,7 @@ void ThreadBuffer::reset(uint64_t thread) {
   events.clear();
   args.clear();
   dims.clear();
+  doubles.clear();
   scopes.clear();
   steps.clear();
   memory.clear();
@@ -463,12 +464,8 @@ void capture_args(ThreadEvents* b, RawEvent& e, c10::ArrayRef<const c10::IValue>
       a.kind = ArgKind::kDoubleList;
       c10::List<double> list = v.toDoubleList();
       a.count = static_cast<uint32_t>(list.size());
-      a.offset = b->dims.size();
-      for (double d : list) {
-        int64_t bits;
-        std::memcpy(&bits, &d, sizeof bits);
-        b->dims.push_back(bits);
-      }
+      a.offset = b->doubles.size();
+      for (double d : list) b->doubles.push_back(d);
 #if TORCH_VERSION_MAJOR >= 2
     } else if (v.isSymInt()) {  // LibTorch 2.x: SymInt arguments (concrete ones box as Int)
       a.kind = ArgKind::kInt;
@@ -565,11 +562,17 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
     // keeps the common case of composite ops (linear > matmul > mm > ...) cheap.
     return nullptr;
   }
+  // All or nothing: everything that can throw (name interning, the context, the record and its
+  // arguments) happens before any per-thread state changes; on failure the record is rolled back
+  // and the op is not recorded, as if unobserved.
+  const size_t events_before = b->events.size(), args_before = b->args.size(),
+               dims_before = b->dims.size();
   try {
     uint32_t name_id;
     uint8_t name_flags;
     b->names.lookup(fn.name(), &name_id, &name_flags);
-    const uint32_t index = static_cast<uint32_t>(b->events.size());
+    std::unique_ptr<OpContext> ctx(new OpContext);
+    const uint32_t index = static_cast<uint32_t>(events_before);
     b->events.emplace_back();
     RawEvent& e = b->events.back();
     e.name_id = name_id;
@@ -578,31 +581,30 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
     uint8_t pushed = 0;
     if (b->backward_depth > 0) e.flags |= kBackward;
     if (b->step_depth > 0) e.flags |= kStep;
+    e.seq_nr = fn.seqNr();
     if (scope == at::RecordScope::BACKWARD_FUNCTION || (name_flags & kNameIsEngine)) {
       e.kind = EventKind::kBackwardNode;
       e.flags |= kBackward;
       if (name_flags & kNameIsEngine) e.flags |= kEngine;
-      e.seq_nr = fn.seqNr();
       e.fwd_thread = fn.forwardThreadId();
-      ++b->backward_depth;
       pushed |= 2;
     } else {
-      e.seq_nr = fn.seqNr();
       c10::ArrayRef<const c10::IValue> inputs = fn.inputs();
       e.owner = find_owner(s, inputs, b->open_op < 0 && e.seq_nr >= 0, e);
       if (name_flags & kNameHasFormula) {
         e.flags |= kCounted | kHasFormula;
         if (!(name_flags & kNameConstant)) capture_args(b, e, inputs);
-        ++b->counted_depth;
         pushed |= 1;
       }
     }
+    // Commit (nothing below throws).
+    if (pushed & 1) ++b->counted_depth;
+    if (pushed & 2) ++b->backward_depth;
     b->open_op = static_cast<int32_t>(index);
     if (s->gpu != nullptr) {  // device work launched by this op carries its id
       s->gpu->push(make_external_id(b->ordinal, index));
       pushed |= 4;
     }
-    std::unique_ptr<OpContext> ctx(new OpContext);
     ctx->buffer = b;
     ctx->session = s->id;
     ctx->index = index;
@@ -610,7 +612,10 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
     e.start_ns = s->now();
     return ctx;
   } catch (...) {
-    // Never throw into the dispatcher; the op is simply not recorded.
+    // Never throw into the dispatcher.
+    b->events.resize(events_before);
+    b->args.resize(args_before);
+    b->dims.resize(dims_before);
     ++b->capture_errors;
     return nullptr;
   }

@@ -26,10 +26,13 @@ std::vector<ArgView> arg_views(const ThreadEvents& thread, const RawEvent& event
       case ArgKind::kIntList:
         v.shape = IntSpan(thread.dims.data() + a.offset, a.count);
         break;
-      case ArgKind::kDoubleList:
-        v.shape = IntSpan(thread.dims.data() + a.offset, a.count);
-        v.dlist = reinterpret_cast<const double*>(thread.dims.data() + a.offset);
+      case ArgKind::kDoubleList: {
+        // The values are doubles (`dlist`); `shape` only carries their count.
+        static const int64_t kZeros[64] = {};
+        v.shape = IntSpan(kZeros, std::min<size_t>(a.count, 64));
+        v.dlist = thread.doubles.data() + a.offset;
         break;
+      }
       case ArgKind::kDouble:
         v.d = a.d;
         break;

@@ -37,7 +37,7 @@ struct ArgRecord {
   union {
     double d;
     int64_t i;
-    uint64_t offset;  ///< into `dims` for tensors and lists
+    uint64_t offset;  ///< into `dims` for tensors and int lists, `doubles` for double lists
   };
   ArgRecord() : i(0) {}
 };
@@ -94,6 +94,7 @@ struct ThreadEvents {
   std::vector<RawEvent> events;
   std::vector<ArgRecord> args;
   std::vector<int64_t> dims;
+  std::vector<double> doubles;  ///< values of double lists (their own type: no aliasing)
   std::vector<ScopeRecord> scopes;
   std::vector<StepRecord> steps;
   std::vector<MemRecord> memory;

@@ -1,6 +1,9 @@
 // Formula tests: every built-in family against arithmetic written out by hand.
 #include <gtest/gtest.h>
 
+#include <climits>
+#include <cmath>
+
 #include "flopsprof/formulas.h"
 #include "test_args.h"
 
@@ -337,6 +340,55 @@ FLOPSPROF_REGISTER_FORMULA("testops::macro_registered", macro_formula);
 
 TEST(FormulaRegistry, MacroRegistersAtStartup) {
   EXPECT_EQ(count("testops::macro_registered", Args().tensor({4})).flops, 5u);
+}
+
+// Inputs found by fuzzing (issue 10): reachable at stop, because formulas run on the recorded
+// arguments even of ops LibTorch then rejects. Each is an overflow (Error: reported as n/a with a
+// problem line) or n/a, never undefined behaviour and never a wrong count.
+TEST(FuzzedInputs, ConvOutputSizeOverflowIsReported) {
+  const int64_t big = INT64_MAX;
+  // conv1d of length INT64_MAX, padding 2^62: (L + 2p - (k-1) - 1) / s + 1 > 2^63
+  EXPECT_THROW(compute_flops("aten::conv1d", Args()
+                                                 .tensor({1, 1, big})
+                                                 .tensor({1, 1, 1})
+                                                 .none()
+                                                 .list({1})
+                                                 .list({int64_t{1} << 62})
+                                                 .list({1})
+                                                 .i(1)
+                                                 .inputs()),
+               Error);
+  // conv_transpose1d, stride 2 on INT64_MAX: (L - 1) * 2 + ... > 2^63
+  EXPECT_THROW(compute_flops("aten::conv_transpose1d", Args()
+                                                           .tensor({1, 1, big})
+                                                           .tensor({1, 1, 1})
+                                                           .none()
+                                                           .list({2})
+                                                           .list({0})
+                                                           .list({0})
+                                                           .i(1)
+                                                           .list({1})
+                                                           .inputs()),
+               Error);
+}
+
+TEST(FuzzedInputs, UpsampleWithAbsurdScalesIsNotZero) {
+  auto up = [](double scale) {
+    return compute_flops("aten::upsample_nearest2d",
+                         Args().tensor({1, 1, 4, 4}).none().dlist({scale, scale}).inputs());
+  };
+  EXPECT_EQ(up(2.0)->flops, 1u * 1 * 8 * 8);  // N*C*H'*W'
+  EXPECT_FALSE(up(std::nan("")).has_value());
+  EXPECT_THROW(up(1e300), Error);
+}
+
+TEST(FuzzedInputs, LinearWithAnEmptyContractionStillAddsTheBias) {
+  // [3,0] x [4,0]^T + b[4]: 0 MACs, 3*4 = 12 bias adds
+  std::optional<FlopCount> c =
+      compute_flops("aten::linear", Args().tensor({3, 0}).tensor({4, 0}).tensor({4}).inputs());
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->macs, 0u);
+  EXPECT_EQ(c->flops, 12u);
 }
 
 TEST(CheckedArithmetic, OverflowThrows) {

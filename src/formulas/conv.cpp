@@ -4,6 +4,9 @@
 // transposed: over input positions; FLOPs = 2 x MACs + one add per output element for a bias.
 // Backward: the input gradient and the weight gradient each cost the forward's MACs; the bias
 // gradient is one add per grad_output element; only the gradients in output_mask count.
+#include <cstdint>
+
+#include "flopsprof/error.h"
 #include "formulas/common.h"
 
 namespace flopsprof::detail {
@@ -43,19 +46,23 @@ std::optional<FlopCount> conv_count(const OpInputs& in, const ConvArgs& c) {
   for (size_t d = 0; d < spatial; ++d) {
     int64_t size = x.back(spatial - 1 - d);
     int64_t k = w[2 + d];
-    int64_t s = at_or(stride, d, 1), p = at_or(padding, d, 0), dl = at_or(dilation, d, 1);
-    int64_t out;
+    // In 128 bits: shapes recorded from ops LibTorch then rejects can overflow 64.
+    const __int128 s = at_or(stride, d, 1), p = at_or(padding, d, 0), dl = at_or(dilation, d, 1);
+    __int128 out;
     if (transposed) {
-      out = (size - 1) * s - 2 * p + dl * (k - 1) + at_or(out_pad, d, 0) + 1;
+      out = (__int128{size} - 1) * s - 2 * p + dl * (k - 1) + at_or(out_pad, d, 0) + 1;
     } else if (pad_same) {
       out = size;
     } else {
       if (s < 1) return std::nullopt;
-      out = (size + 2 * p - dl * (k - 1) - 1) / s + 1;
+      out = (__int128{size} + 2 * p - dl * (k - 1) - 1) / s + 1;
     }
     if (out < 0) return std::nullopt;
+    if (out > INT64_MAX) {
+      throw Error("convolution output size overflows 64 bits; the op is reported as n/a");
+    }
     in_positions = checked_mul(in_positions, u(size));
-    out_positions = checked_mul(out_positions, u(out));
+    out_positions = checked_mul(out_positions, u(static_cast<int64_t>(out)));
   }
   uint64_t positions = transposed ? in_positions : out_positions;
   uint64_t macs = checked_mul(checked_mul(n, positions), numel_of(w));

@@ -75,7 +75,8 @@ std::optional<FlopCount> linear(const OpInputs& in) {
   if (x.empty() || w.empty() || w.size() > 2) return std::nullopt;
   uint64_t n = w.size() == 2 ? u(w[0]) : 1;
   uint64_t k = u(x.back(0));
-  uint64_t rows = k == 0 ? 0 : numel_of(x) / k;
+  uint64_t rows = 1;  // product of the leading dims (not numel/K: K may be 0)
+  for (size_t d = 0; d + 1 < x.size(); ++d) rows = checked_mul(rows, u(x[d]));
   uint64_t out = checked_mul(rows, n);
   return gemm_count(checked_mul(out, k), in.is_tensor(2) ? out : 0);
 }

@@ -1,6 +1,10 @@
 // Pooling and upsampling formulas.
 // Convention (DeepSpeed): pooling numel(input); upsample/interpolate numel(output).
 // Pooling backward: numel(input) (one pass over the input gradient).
+#include <cmath>
+#include <string>
+
+#include "flopsprof/error.h"
 #include "formulas/common.h"
 
 namespace flopsprof::detail {
@@ -27,7 +31,13 @@ std::optional<FlopCount> upsample(const OpInputs& in) {
     const ArgView& a = in[i];
     if (a.kind == ArgKind::kDoubleList && a.shape.size() == spatial) {
       for (size_t d = 0; d < spatial; ++d) {
-        out = checked_mul(out, u(static_cast<int64_t>(static_cast<double>(x[2 + d]) * a.dlist[d])));
+        const double size = std::floor(static_cast<double>(x[2 + d]) * a.dlist[d]);
+        if (!std::isfinite(size) || size < 0) return std::nullopt;  // NaN, inf, negative: n/a
+        if (size >= 9.2e18) {
+          throw Error("upsample output size overflows 64 bits (scale " +
+                      std::to_string(a.dlist[d]) + "); the op is reported as n/a");
+        }
+        out = checked_mul(out, static_cast<uint64_t>(size));
       }
       return flops_only(out);
     }
