@@ -12,6 +12,8 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include <climits>
+
 #include "flopsprof/error.h"
 
 namespace flopsprof {
@@ -23,9 +25,18 @@ using Stack = torch::jit::Stack;
 
 std::atomic<int64_t> g_meta_allocated{0};
 
+// Sizes past 2^63 - 1 bytes (an estimate of an absurd shape) saturate: the total stays a lower
+// bound and the aggregation reports the saturation as a problem, never undefined behaviour.
 void report(int64_t bytes) {
-  int64_t total = g_meta_allocated.fetch_add(bytes) + bytes;
+  int64_t before = g_meta_allocated.load(std::memory_order_relaxed), total;
+  do {
+    if (__builtin_add_overflow(before, bytes, &total)) total = bytes > 0 ? INT64_MAX : INT64_MIN;
+  } while (!g_meta_allocated.compare_exchange_weak(before, total, std::memory_order_relaxed));
   c10::reportMemoryUsageToProfiler(nullptr, bytes, total, 0, c10::Device(c10::DeviceType::Meta));
+}
+
+int64_t clamp_bytes(size_t n) {
+  return n > static_cast<size_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(n);
 }
 
 // The context encodes the size (odd, so never null: the deleter runs on free).
@@ -43,8 +54,10 @@ void meta_free(void* ctx) {
 
 struct ReportingMetaAllocator final : c10::Allocator {
   c10::DataPtr allocate(size_t n) FLOPSPROF_PRIVATE_ALLOCATE_CONST override {
-    if (c10::memoryProfilingEnabled()) report(static_cast<int64_t>(n));
-    void* ctx = reinterpret_cast<void*>((static_cast<uintptr_t>(n) << 1) | 1);
+    if (c10::memoryProfilingEnabled()) report(clamp_bytes(n));
+    // The context encodes the size in 63 bits (odd: never null, so the deleter runs).
+    const uintptr_t size = static_cast<uintptr_t>(clamp_bytes(n));
+    void* ctx = reinterpret_cast<void*>((size << 1) | 1);
     return {nullptr, ctx, &meta_free, c10::Device(c10::DeviceType::Meta)};
   }
   c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
@@ -207,6 +220,10 @@ void adaptive_avg_pool2d(const c10::OperatorHandle&, Stack* s) {
   at::Tensor x = a[0].toTensor();
   std::vector<int64_t> out = x.sizes().vec();
   auto size = ints(a[1]);
+  TORCH_CHECK(out.size() >= 2 && !size.empty(),
+              "adaptive_avg_pool2d (flopsprof meta kernel): expected an input of rank >= 2 and an "
+              "output size, got rank ",
+              out.size());
   out[out.size() - 2] = size[0];
   out[out.size() - 1] = size.size() > 1 ? size[1] : size[0];
   torch::jit::push(*s, empty_meta(out, x));
@@ -232,6 +249,7 @@ void enable_meta_support() {
   static std::once_flag once;
   std::call_once(once, [] {
     // Kept for the life of the process: the registrations live as long as the Library object.
+    // LeakSanitizer reports it once per process (about 2 kB): intended, not a leak that grows.
     auto& lib = *new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::Meta, __FILE__,
                                     __LINE__);
     add<relu>(lib, "relu");

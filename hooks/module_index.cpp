@@ -103,8 +103,8 @@ ModelIndex build_model_index(const torch::nn::Module& root,
   }
   for (const std::string& t : ignore) {
     if (matched.count(t) == 0) {
-      std::set<std::string> types;
-      for (const ModuleNode& n : tree.nodes) types.insert(n.type);
+      std::set<std::string> types;  // the root cannot be ignored: not offered
+      for (size_t k = 1; k < tree.nodes.size(); ++k) types.insert(tree.nodes[k].type);
       throw Error(fmt::format(
           "ignore_modules: no module of type '{}' in the model (types present: {}); pass type "
           "names as shown in the report, without namespace or 'Impl'",

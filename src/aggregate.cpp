@@ -2,6 +2,7 @@
 #include "aggregate.h"
 
 #include <algorithm>
+#include <climits>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -401,8 +402,10 @@ ProfileResult aggregate(const AggregateInput& in, const Attribution& at) {
       }
       if (x.phase == Phase::kForward) {
         for (int a = x.module; a >= 0; a = tree.nodes[a].parent) {
-          if (x.bytes > 0) acc[a].mem_alloc += x.bytes;
-          acc[a].mem_held += x.bytes;
+          if (x.bytes > 0 && __builtin_add_overflow(acc[a].mem_alloc, x.bytes, &acc[a].mem_alloc))
+            acc[a].mem_alloc = INT64_MAX;
+          if (__builtin_add_overflow(acc[a].mem_held, x.bytes, &acc[a].mem_held))
+            acc[a].mem_held = x.bytes > 0 ? INT64_MAX : INT64_MIN;
         }
       }
       mem.push_back(x);
@@ -499,10 +502,14 @@ ProfileResult aggregate(const AggregateInput& in, const Attribution& at) {
     std::stable_sort(mem.begin(), mem.end(),
                      [](const MemSample& a, const MemSample& b) { return a.time < b.time; });
     int64_t in_use = 0;
+    bool saturated = false;
     const int64_t t0 = mem.empty() ? 0 : mem.front().time;
     ms.trace.reserve(mem.size());
     for (const MemSample& x : mem) {
-      in_use += x.bytes;
+      if (__builtin_add_overflow(in_use, x.bytes, &in_use)) {  // absurd meta shapes
+        in_use = x.bytes > 0 ? INT64_MAX : INT64_MIN;
+        saturated = true;
+      }
       (x.bytes >= 0 ? ms.allocations : ms.frees) += 1;
       MemorySample sample;
       sample.time_s = static_cast<double>(x.time - t0) * s_per_tick;
@@ -522,6 +529,11 @@ ProfileResult aggregate(const AggregateInput& in, const Attribution& at) {
       ms.trace.push_back(std::move(sample));
     }
     ms.final_bytes = in_use;
+    if (saturated) {
+      r.problems.push_back(
+          "the bytes in use overflowed 64 bits (sizes of absurd shapes, e.g. on meta) and were "
+          "saturated: the memory peak is a lower bound");
+    }
   }
 
   for (auto& [key, a] : ops) {
@@ -676,7 +688,8 @@ TraceData build_trace(const AggregateInput& in, const Attribution& at) {
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     int64_t in_use = 0;
     for (const auto& [time, bytes] : deltas) {
-      in_use += bytes;
+      if (__builtin_add_overflow(in_use, bytes, &in_use))
+        in_use = bytes > 0 ? INT64_MAX : INT64_MIN;
       trace.memory.emplace_back(time, in_use);
     }
   }

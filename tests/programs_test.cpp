@@ -438,3 +438,52 @@ TEST(Programs, OnMetaMovesStateTensorsNestedInTuples) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Reliability, MetaSizesPastSixtyFourBitsSaturateWithAProblemLine) {
+  flopsprof::enable_meta_support();
+  auto model = std::make_shared<torch::nn::Linear>(2, 2);
+  flopsprof::ProfilerOptions o;
+  o.track_memory = true;
+  FlopsProfiler prof(*model, o);
+  const int64_t n = int64_t{1} << 31;  // [2^31, 2^31] int8: 2^62 bytes each
+  prof.start_profile();
+  {
+    auto opts = torch::TensorOptions().dtype(torch::kInt8).device(torch::kMeta);
+    torch::Tensor a = torch::empty({n, n}, opts), b = torch::empty({n, n}, opts);
+    torch::Tensor c = torch::mm(a, b);  // three of them: 3 * 2^62 > 2^63 - 1
+  }
+  prof.stop_profile();
+  const flopsprof::ProfileResult& r = prof.result();
+  EXPECT_EQ(r.memory.peak_bytes, INT64_MAX);
+  bool reported = false;
+  for (const std::string& p : r.problems)
+    reported |= p.find("overflowed 64 bits") != std::string::npos;
+  EXPECT_TRUE(reported);
+}
+
+TEST(Reliability, AFailedStartKeepsTheProfilerAsItWas) {
+  torch::nn::Sequential model(torch::nn::Linear(4, 4), torch::nn::ReLU());
+  flopsprof::ProfilerOptions o;
+  o.profile_step = 2;
+  FlopsProfiler prof(model, o);
+  try {
+    prof.start_profile({"NoSuchType"});
+    FAIL() << "an unknown type must be rejected";
+  } catch (const flopsprof::Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("NoSuchType"), std::string::npos);
+    EXPECT_NE(what.find("Linear"), std::string::npos);
+    EXPECT_EQ(what.find("Sequential"), std::string::npos);  // the root cannot be ignored
+  }
+  EXPECT_FALSE(prof.is_running());
+  torch::NoGradGuard no_grad;
+  for (int step = 1; step <= 2; ++step) {  // the iteration scope starts without the bad list
+    auto it = prof.iteration();
+    model->forward(torch::randn({3, 4}));
+  }
+  EXPECT_EQ(prof.get_total_macs(), 3u * 4 * 4);
+}
+
+}  // namespace
