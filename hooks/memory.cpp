@@ -23,19 +23,8 @@ class MemoryObserver final : public c10::MemoryReportingInfoBase {
     if (s == nullptr || s->id != session_) return;
     ThreadBuffer* b = s->thread_buffer();
     if (b == nullptr) return;
-    try {
-      MemRecord r;
-      r.time_ns = s->now();
-      r.bytes = alloc_size;
-      r.total_allocated = static_cast<int64_t>(total_allocated);
-      r.total_reserved = static_cast<int64_t>(total_reserved);
-      r.op = b->open_op;
-      r.scope = b->open_scope;
-      r.device_type = static_cast<int8_t>(device.type());
-      b->memory.push_back(r);
-    } catch (...) {
-      ++b->capture_errors;  // never throw into the allocator
-    }
+    b->add_memory(s->now(), alloc_size, static_cast<int64_t>(total_allocated),
+                  static_cast<int64_t>(total_reserved), static_cast<int8_t>(device.type()));
   }
 
   bool memoryProfilingEnabled() const override { return true; }

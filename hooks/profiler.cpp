@@ -282,18 +282,12 @@ bool FlopsProfiler::is_running() const { return impl_->running; }
 StepScope FlopsProfiler::step_scope() {
   StepScope scope;
   if (!impl_->running) return scope;  // inert outside a profile (e.g. warm-up iterations)
+  detail::CallbackGuard guard;        // the memory observer may record on this thread meanwhile
   detail::Session* s = impl_->session.get();
-  detail::ThreadBuffer* b = s->thread_buffer();
+  detail::ThreadBuffer* b = guard.ok() ? s->thread_buffer() : nullptr;
   if (b == nullptr) return scope;
-  detail::CallbackGuard guard;  // the memory observer may record on this thread meanwhile
-  try {
-    b->steps.push_back(detail::StepRecord{s->now(), 0});
-  } catch (...) {
-    ++b->capture_errors;
-    return scope;
-  }
-  scope.record_ = static_cast<int32_t>(b->steps.size() - 1);
-  ++b->step_depth;
+  scope.record_ = b->begin_step(s->now());
+  if (scope.record_ < 0) return scope;
   scope.buffer_ = b;
   scope.session_ = s->id;
   scope.slot_ = s->slot;
@@ -318,9 +312,7 @@ void StepScope::end() noexcept {
                            ? detail::g_sessions[slot_].load(std::memory_order_acquire)
                            : nullptr;
   if (s != nullptr && s->id == session_) {
-    auto* b = static_cast<detail::ThreadBuffer*>(buffer_);
-    b->steps[record_].end_ns = s->now();
-    --b->step_depth;
+    static_cast<detail::ThreadBuffer*>(buffer_)->end_step(record_, s->now());
   }
   buffer_ = nullptr;
 }

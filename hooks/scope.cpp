@@ -95,18 +95,12 @@ void ModuleScope::enter(const torch::nn::Module* module) {
       if (it == s->module_index.end()) continue;
       detail::ThreadBuffer* b = s->thread_buffer();
       if (b == nullptr) continue;
-      try {
-        Record& r = records_[k];
-        r.index = static_cast<int32_t>(b->scopes.size());
-        b->scopes.push_back(
-            detail::ScopeRecord{it->second, b->open_scope, s->now(), 0, b->backward_depth > 0});
-        b->open_scope = r.index;
-        r.buffer = b;
-        r.session = s->id;
-        if (scope_name == nullptr) scope_name = s->scope_names[it->second].c_str();
-      } catch (...) {
-        ++b->capture_errors;
-      }
+      Record& r = records_[k];
+      r.index = b->open_scope_record(it->second, s->now());
+      if (r.index < 0) continue;
+      r.buffer = b;
+      r.session = s->id;
+      if (scope_name == nullptr) scope_name = s->scope_names[it->second].c_str();
     }
     // A user-scope range for other observers (LibTorch's profiler, Kineto, ...). The name is
     // copied by RecordFunction before the guard ends.
@@ -127,9 +121,7 @@ void ModuleScope::exit() noexcept {
       if (r.session == 0) continue;
       detail::Session* s = detail::g_sessions[k].load(std::memory_order_acquire);
       if (s == nullptr || s->id != r.session) continue;  // that profile stopped meanwhile
-      auto* b = static_cast<detail::ThreadBuffer*>(r.buffer);
-      b->scopes[r.index].exit_ns = s->now();
-      b->open_scope = b->scopes[r.index].parent;
+      static_cast<detail::ThreadBuffer*>(r.buffer)->close_scope_record(r.index, s->now());
     }
   }
   if (std::uncaught_exceptions() != uncaught_) return;  // forward threw: no post hooks
