@@ -487,3 +487,53 @@ TEST(Reliability, AFailedStartKeepsTheProfilerAsItWas) {
 }
 
 }  // namespace
+
+namespace {
+
+// A clock that parks one chosen thread inside the profiler's callback (in now_ns()) until
+// released: the deterministic form of "a worker is inside a callback while the profile stops".
+class ParkingTimer final : public flopsprof::Timer {
+ public:
+  const char* name() const noexcept override { return "parking"; }
+  int64_t now_ns() noexcept override {
+    if (armed.load() && std::this_thread::get_id() == victim) {
+      armed = false;
+      parked = true;
+      while (hold.load()) std::this_thread::yield();
+    }
+    return ++ticks;
+  }
+  std::atomic<bool> armed{false}, parked{false}, hold{true};
+  std::thread::id victim;
+  std::atomic<int64_t> ticks{0};
+};
+
+TEST(Lifetime, StopWaitsForAWorkerInsideACallback) {
+  torch::nn::Sequential model(torch::nn::Linear(4, 4));
+  auto timer = std::make_shared<ParkingTimer>();
+  flopsprof::ProfilerOptions o;
+  o.timer = timer;
+  auto prof = std::make_unique<FlopsProfiler>(model, o);
+  prof->start_profile();
+  std::thread worker([&] {
+    torch::NoGradGuard no_grad;
+    timer->victim = std::this_thread::get_id();
+    timer->armed = true;
+    model->forward(torch::randn({2, 4}));  // parks in the first op's callback
+  });
+  while (!timer->parked.load()) std::this_thread::yield();
+  std::atomic<bool> stopped{false};
+  std::thread stopper([&] {
+    prof->stop_profile();
+    prof.reset();  // frees the session and its buffers
+    stopped = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(stopped.load()) << "the session was released while a callback still used it";
+  timer->hold = false;
+  stopper.join();
+  worker.join();
+  EXPECT_TRUE(stopped.load());
+}
+
+}  // namespace
