@@ -158,6 +158,7 @@ struct ThreadLocals {
   TlsBuffer buffers[kMaxSessions];
   ThreadState* state;  // this thread's lifetime-protocol state, null until its first callback
   int depth;           // CallbackGuard nesting
+  int suspended;       // > 0: this thread is taking a snapshot; its callbacks record nothing
   void* free_head;     // OpContext free list
 };
 #if defined(__GNUC__)
@@ -172,8 +173,22 @@ thread_local ThreadLocals tl FLOPSPROF_TLS_MODEL;
 // next thread when it exits), so the stopping thread may read any of them at any time.
 struct ThreadState {
   std::atomic<uint64_t> epoch{0};
-  bool in_use = false;  // guarded by g_states_mu
+  std::atomic<int> blocked{0};  // > 0: a reader is copying this thread's records
+  bool in_use = false;          // guarded by g_states_mu
 };
+
+// Enters the callback section: odd epoch, unless a reader holds the thread out (then step back,
+// wait, retry). seq_cst store then seq_cst load, against the reader's store then load.
+inline void enter_section(ThreadState* st) noexcept {
+  uint64_t e = st->epoch.load(std::memory_order_relaxed);
+  for (;;) {
+    st->epoch.store(e + 1, std::memory_order_seq_cst);
+    if (st->blocked.load(std::memory_order_seq_cst) == 0) return;
+    st->epoch.store(e + 2, std::memory_order_release);
+    e += 2;
+    while (st->blocked.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+  }
+}
 std::mutex g_states_mu;
 std::deque<ThreadState>& all_states() {
   static auto* states = new std::deque<ThreadState>;  // leaked: used by exiting threads
@@ -217,20 +232,17 @@ ThreadState* this_thread_state() noexcept {
 }  // namespace
 
 CallbackGuard::CallbackGuard() noexcept {
-  if (tl.depth++ > 0) {
-    ok_ = tl.state != nullptr;
-    return;
-  }
+  if (tl.suspended > 0) return;  // ok_ false: record nothing, touch nothing
   ThreadState* st = this_thread_state();
   if (st == nullptr) return;
   // seq_cst: the odd epoch is visible before this thread loads a session pointer, so a stopper
   // that empties a slot and then reads an even epoch knows this thread cannot hold the session.
-  st->epoch.store(st->epoch.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
+  if (tl.depth++ == 0) enter_section(st);
   ok_ = true;
 }
 
 CallbackGuard::~CallbackGuard() {
-  if (--tl.depth > 0 || tl.state == nullptr || !ok_) return;
+  if (!ok_ || --tl.depth > 0) return;
   tl.state->epoch.store(tl.state->epoch.load(std::memory_order_relaxed) + 1,
                         std::memory_order_release);
 }
@@ -243,10 +255,10 @@ class OpGuard {
   OpGuard() noexcept {
     ThreadLocals& t = tl;
     st_ = t.state;
-    if (__builtin_expect(st_ == nullptr, 0)) st_ = this_thread_state();
-    if (st_ != nullptr && t.depth++ == 0) {
-      st_->epoch.store(st_->epoch.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
+    if (__builtin_expect(st_ == nullptr || t.suspended > 0, 0)) {
+      st_ = t.suspended > 0 ? nullptr : this_thread_state();
     }
+    if (st_ != nullptr && t.depth++ == 0) enter_section(st_);
   }
   ~OpGuard() {
     if (st_ != nullptr && --tl.depth == 0) {
@@ -262,6 +274,41 @@ class OpGuard {
 };
 
 }  // namespace
+
+std::vector<std::unique_ptr<ThreadEvents>> snapshot_records(Session& session) {
+  struct Suspend {
+    Suspend() { ++tl.suspended; }
+    ~Suspend() { --tl.suspended; }
+  } suspend;
+  std::vector<ThreadBuffer*> list;
+  {
+    std::lock_guard<std::mutex> lock(session.mu);
+    for (auto& b : session.buffers) list.push_back(b.get());
+  }
+  std::vector<std::unique_ptr<ThreadEvents>> out;
+  out.reserve(list.size());
+  for (ThreadBuffer* b : list) {
+    auto* st = static_cast<ThreadState*>(b->owner_state);
+    const bool other = st != nullptr && st != tl.state;
+    if (other) {  // hold the owner out of its callbacks while copying
+      st->blocked.fetch_add(1, std::memory_order_seq_cst);
+      const uint64_t e = st->epoch.load(std::memory_order_seq_cst);
+      if (e & 1) {
+        while (st->epoch.load(std::memory_order_acquire) == e) std::this_thread::yield();
+      }
+    }
+    std::unique_ptr<ThreadEvents> copy;
+    try {
+      copy = std::make_unique<ThreadEvents>(static_cast<const ThreadEvents&>(*b));
+    } catch (...) {
+      if (other) st->blocked.fetch_sub(1, std::memory_order_release);
+      throw;
+    }
+    if (other) st->blocked.fetch_sub(1, std::memory_order_release);
+    out.push_back(std::move(copy));
+  }
+  return out;
+}
 
 bool any_session_active() noexcept {
   for (auto& s : g_sessions) {
@@ -410,6 +457,7 @@ ThreadBuffer* Session::thread_buffer() noexcept {
       raw->ordinal = static_cast<uint32_t>(buffers.size());
       buffers.push_back(std::move(b));
     }
+    raw->owner_state = tl.state;
     tls = TlsBuffer{id, raw};
     return raw;
   } catch (...) {

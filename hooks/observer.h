@@ -112,7 +112,7 @@ struct ThreadBuffer : ThreadEvents {
   int32_t open_scope = -1;
   int32_t step_depth = 0;
   NameCache names;
-  uint64_t capture_errors = 0;  // ops whose arguments could not be read
+  void* owner_state = nullptr;  ///< the owning thread's lifetime-protocol state (snapshots)
 
   // The only writers of the records besides the op callbacks (one owner: this buffer). Each runs
   // on the buffer's own thread inside a CallbackGuard and never throws: a record that cannot be
@@ -188,6 +188,11 @@ class CallbackGuard {
 
 /// Whether any profile is observing now.
 bool any_session_active() noexcept;
+
+/// Copies of `session`'s records while it runs, each taken while its thread is held outside the
+/// callbacks (a thread entering one waits for the copy, microseconds per buffer): the reader
+/// never sees a record being written. Callbacks on the calling thread are suspended meanwhile.
+std::vector<std::unique_ptr<ThreadEvents>> snapshot_records(Session& session);
 
 /// Appends the plain-data form of `inputs` (shapes, dtypes, scalars, lists) to `thread` and points
 /// `event`'s argument range at it. May allocate; never called for ops nested in counted ones.

@@ -105,14 +105,26 @@ struct FlopsProfiler::Impl {
                                    : timer->name();
   }
 
-  // The live session's records (while running) or the last stopped profile's.
-  const std::vector<std::unique_ptr<detail::ThreadBuffer>>& records() const {
-    return running ? session->buffers : collected.buffers;
+  // The records to read: copies of the live session's, taken safely while other threads keep
+  // recording (while running), or the last stopped profile's.
+  struct Records {
+    std::vector<std::unique_ptr<detail::ThreadEvents>> copies;
+    std::vector<const detail::ThreadEvents*> threads;
+  };
+  Records records() const {
+    Records r;
+    if (running) {
+      r.copies = detail::snapshot_records(*session);
+      for (const auto& c : r.copies) r.threads.push_back(c.get());
+    } else {
+      for (const auto& b : collected.buffers) r.threads.push_back(b.get());
+    }
+    return r;
   }
 
   // The aggregation input over the live session's records (while running) or the last stopped
   // profile's, with the problems seen while collecting.
-  detail::AggregateInput input(int64_t stop_ns, double ns_per_tick,
+  detail::AggregateInput input(const Records& records, int64_t stop_ns, double ns_per_tick,
                                const std::string& timer_label) const {
     detail::AggregateInput in;
     if (!running && collected.gpu) in.gpu = &*collected.gpu;
@@ -123,8 +135,8 @@ struct FlopsProfiler::Impl {
     in.ns_per_tick = ns_per_tick;
     in.track_memory = options.track_memory;
     uint64_t open = 0, errors = 0, dropped = 0;
-    for (const auto& b : records()) {
-      in.threads.push_back(b.get());
+    for (const detail::ThreadEvents* b : records.threads) {
+      in.threads.push_back(b);
       for (const detail::RawEvent& e : b->events) open += e.end_ns == 0;
       errors += b->capture_errors;
       dropped += b->dropped_args;
@@ -166,7 +178,8 @@ struct FlopsProfiler::Impl {
 
   const ProfileResult& current() const {
     if (running) {
-      detail::AggregateInput in = input(session->now(), session->ns_per_tick(), timer_name());
+      const Records recs = records();
+      detail::AggregateInput in = input(recs, session->now(), session->ns_per_tick(), timer_name());
       snapshot = compute(in, detail::attribute(detail::attribution_input(in)));
       return *snapshot;
     }
@@ -241,7 +254,7 @@ void FlopsProfiler::stop_profile() {
   impl_->session.reset();
   auto t0 = std::chrono::steady_clock::now();
   {
-    detail::AggregateInput in = impl_->input(c.stop, c.ns_per_tick, c.timer);
+    detail::AggregateInput in = impl_->input(impl_->records(), c.stop, c.ns_per_tick, c.timer);
     c.attribution = detail::attribute(detail::attribution_input(in));
     impl_->result = impl_->compute(in, c.attribution);
   }
@@ -397,15 +410,16 @@ std::string FlopsProfiler::chrome_trace(int level) const {
   detail::TraceClock clock;
   std::vector<detail::InternalSpan> internal;
   auto t0 = std::chrono::steady_clock::now();
+  const Impl::Records recs = impl_->records();
   if (impl_->running) {
     const detail::Session& s = *impl_->session;
     clock = {s.tick0, s.ns_per_tick()};
-    detail::AggregateInput in = impl_->input(s.now(), clock.ns_per_tick, impl_->timer_name());
+    detail::AggregateInput in = impl_->input(recs, s.now(), clock.ns_per_tick, impl_->timer_name());
     trace = detail::build_trace(in, detail::attribute(detail::attribution_input(in)));
   } else {
     const auto& c = impl_->collected;
     clock = {c.origin, c.ns_per_tick};
-    trace = detail::build_trace(impl_->input(c.stop, c.ns_per_tick, c.timer), c.attribution);
+    trace = detail::build_trace(impl_->input(recs, c.stop, c.ns_per_tick, c.timer), c.attribution);
     internal = c.internal;
   }
   if (level >= 2 && !internal.empty()) {
@@ -420,7 +434,7 @@ std::string FlopsProfiler::chrome_trace(int level) const {
                                                    clock.ns_per_tick)});
   }
   std::vector<uint64_t> ids;
-  for (const auto& b : impl_->records()) ids.push_back(b->thread_id);
+  for (const detail::ThreadEvents* b : recs.threads) ids.push_back(b->thread_id);
   return detail::to_chrome_trace(trace, ids, clock, level, internal);
 }
 

@@ -98,7 +98,8 @@ struct ThreadEvents {
   std::vector<ScopeRecord> scopes;
   std::vector<StepRecord> steps;
   std::vector<MemRecord> memory;
-  uint64_t dropped_args = 0;  ///< ops whose arguments did not fit (args_count limit)
+  uint64_t dropped_args = 0;    ///< ops whose arguments did not fit (args_count limit)
+  uint64_t capture_errors = 0;  ///< ops or records that could not be stored (reported once)
 };
 
 /// Op names by id, as interned by the observer.

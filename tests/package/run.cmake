@@ -10,7 +10,8 @@ function(run)
   endif()
 endfunction()
 run(${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${prefix}")
+# The consumer is built with the same flags as flopsprof (a sanitizer build links its runtime).
 run(${CMAKE_COMMAND} -S "${SOURCE_DIR}" -B "${consumer_build}" -DCMAKE_PREFIX_PATH=${prefix}
-    -DCMAKE_BUILD_TYPE=Release)
+    -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}")
 run(${CMAKE_COMMAND} --build "${consumer_build}" -j 2)
 run("${consumer_build}/consumer")
