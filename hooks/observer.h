@@ -198,6 +198,10 @@ std::vector<std::unique_ptr<ThreadEvents>> snapshot_records(Session& session);
 /// `event`'s argument range at it. May allocate; never called for ops nested in counted ones.
 void capture_args(ThreadEvents* thread, RawEvent& event, c10::ArrayRef<const c10::IValue> inputs);
 
+/// Test hook: the next `n` argument captures throw std::bad_alloc (as an out-of-memory would),
+/// to prove the start callback is all or nothing. 0 in production (one relaxed load per capture).
+extern std::atomic<int> g_fail_captures;
+
 /// Takes a free slot for `session` and installs its RecordFunction callbacks. `all_threads` picks
 /// global vs thread-local registration. Throws Error when all kMaxSessions slots are taken.
 void start_observing(Session* session, bool all_threads);

@@ -11,6 +11,7 @@
 #include "models/dcgan.h"
 #include "models/lstm_lm.h"
 #include "models/mnist_cnn.h"
+#include "observer.h"
 
 namespace {
 
@@ -536,6 +537,33 @@ TEST(Lifetime, StopWaitsForAWorkerInsideACallback) {
   stopper.join();
   worker.join();
   EXPECT_TRUE(stopped.load());
+}
+
+}  // namespace
+
+namespace {
+
+// A start callback that fails midway (an out-of-memory while capturing arguments) leaves nothing
+// behind: the op is not recorded, the thread's depth counters and open op are unchanged, later
+// ops are counted as usual, and the failure is reported once.
+TEST(Reliability, AFailedStartCallbackIsAllOrNothing) {
+  torch::nn::Sequential model(torch::nn::Linear(4, 4), torch::nn::Linear(4, 4));
+  torch::NoGradGuard no_grad;
+  torch::Tensor x = torch::randn({2, 4});
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  flopsprof::detail::g_fail_captures = 1;  // the first counted op with arguments: 0's addmm
+  model->forward(x);
+  flopsprof::detail::g_fail_captures = 0;
+  model->forward(x);
+  prof.stop_profile();
+  // first forward: layer 0's addmm lost (2*4*4 MACs), layer 1 counted; second forward: both
+  EXPECT_EQ(prof.get_total_macs(), 3u * (2 * 4 * 4));
+  EXPECT_EQ(prof.get_module_macs("1"), 2u * (2 * 4 * 4));
+  bool reported = false;
+  for (const std::string& p : prof.result().problems)
+    reported |= p.find("could not be recorded") != std::string::npos;
+  EXPECT_TRUE(reported);
 }
 
 }  // namespace
