@@ -1,6 +1,7 @@
 // Attribution on programs shaped like the ones people copy (tutorials, pytorch/examples): no
 // annotation anywhere. Every expected number is derived by hand from the shapes below.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <thread>
@@ -156,6 +157,17 @@ TEST(Programs, DataPreparationAndLossInsideTheIterationAreOutsideTheModel) {
   EXPECT_GE(r.outside.flops, 2u * 128 + 32);
   const std::string text = prof.model_profile_string();
   EXPECT_NE(text.find("outside the model"), std::string::npos) << text;
+  // the same in JSON and in the trace (the data-generation mm is an "outside" op span)
+  nlohmann::json j = nlohmann::json::parse(prof.to_json());
+  EXPECT_EQ(j["outside_model"]["macs"], 128u);
+  EXPECT_EQ(j["summary"]["fwd_macs"], 128u);
+  nlohmann::json trace = nlohmann::json::parse(prof.chrome_trace());
+  bool mm_outside = false;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e.value("name", "") == "aten::mm" && e.contains("args"))
+      mm_outside |= e["args"].value("phase", "") == "outside";
+  }
+  EXPECT_TRUE(mm_outside);
 }
 
 struct TiedRootImpl : nn::Module {
