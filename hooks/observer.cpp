@@ -452,13 +452,13 @@ ThreadBuffer* Session::thread_buffer() noexcept {
       b->scopes.reserve(256);
     }
     b->reset(at::RecordFunction::currentThreadId());
+    b->owner_state = tl.state;  // before publishing: readers take the list under `mu`
     ThreadBuffer* raw = b.get();
     {
       std::lock_guard<std::mutex> lock(mu);
       raw->ordinal = static_cast<uint32_t>(buffers.size());
       buffers.push_back(std::move(b));
     }
-    raw->owner_state = tl.state;
     tls = TlsBuffer{id, raw};
     return raw;
   } catch (...) {

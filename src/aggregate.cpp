@@ -51,22 +51,13 @@ std::vector<ArgView> arg_views(const ThreadEvents& thread, const RawEvent& event
 
 namespace {
 
+// The dtype an op computes in: its first floating-point tensor's, else its first tensor's.
 DType op_dtype(const std::vector<ArgView>& args) {
   DType first = DType::kUnknown;
   for (const ArgView& a : args) {
     if (a.kind != ArgKind::kTensor) continue;
-    switch (a.dtype) {
-      case DType::kFloat64:
-      case DType::kFloat32:
-      case DType::kFloat16:
-      case DType::kBFloat16:
-      case DType::kFloat8:
-      case DType::kComplex64:
-      case DType::kComplex128:
-        return a.dtype;
-      default:
-        if (first == DType::kUnknown) first = a.dtype;
-    }
+    if (is_floating(a.dtype)) return a.dtype;
+    if (first == DType::kUnknown) first = a.dtype;
   }
   return first;
 }

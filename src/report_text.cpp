@@ -10,21 +10,6 @@
 namespace flopsprof {
 namespace {
 
-bool is_floating(DType d) {
-  switch (d) {
-    case DType::kFloat64:
-    case DType::kFloat32:
-    case DType::kFloat16:
-    case DType::kBFloat16:
-    case DType::kFloat8:
-    case DType::kComplex64:
-    case DType::kComplex128:
-      return true;
-    default:
-      return false;
-  }
-}
-
 constexpr int kLabelWidth = 62;
 
 void line(std::string& out, const std::string& label, const std::string& value) {

@@ -6,24 +6,12 @@
 
 #include "attribution.h"
 #include "builtin_modules.h"
+#include "test_names.h"
 
 namespace flopsprof::detail {
 namespace {
 
-class Names : public NameLookup {
- public:
-  uint32_t id(const std::string& n) {
-    for (uint32_t i = 0; i < names_.size(); ++i) {
-      if (names_[i] == n) return i;
-    }
-    names_.push_back(n);
-    return static_cast<uint32_t>(names_.size() - 1);
-  }
-  const std::string& name(uint32_t i) const override { return names_.at(i); }
-
- private:
-  std::vector<std::string> names_;
-};
+using testing::Names;
 
 // A tree of built-in and user modules. `add` returns the node index; `own` gives a module a
 // parameter (owner set index returned).

@@ -8,25 +8,13 @@
 #include "aggregate.h"
 #include "flopsprof/report.h"
 #include "gpu.h"
+#include "test_names.h"
 #include "trace.h"
 
 namespace flopsprof::detail {
 namespace {
 
-class Names : public NameLookup {
- public:
-  uint32_t id(const std::string& n) {
-    for (uint32_t i = 0; i < names_.size(); ++i) {
-      if (names_[i] == n) return i;
-    }
-    names_.push_back(n);
-    return static_cast<uint32_t>(names_.size() - 1);
-  }
-  const std::string& name(uint32_t i) const override { return names_.at(i); }
-
- private:
-  std::vector<std::string> names_;
-};
+using testing::Names;
 
 // Net
 //   enc: Encoder

@@ -35,6 +35,13 @@ enum class DType : uint8_t {
 /// Short name of a dtype ("fp32", "bf16", ...). Never null.
 const char* dtype_name(DType dtype) noexcept;
 
+/// Whether `dtype` is floating point or complex (the dtypes FLOP/s is compared against a peak for).
+constexpr bool is_floating(DType dtype) noexcept {
+  return dtype == DType::kFloat64 || dtype == DType::kFloat32 || dtype == DType::kFloat16 ||
+         dtype == DType::kBFloat16 || dtype == DType::kFloat8 || dtype == DType::kComplex64 ||
+         dtype == DType::kComplex128;
+}
+
 /// What one op argument was, as captured by the profiler.
 enum class ArgKind : uint8_t {
   kNone = 0,         ///< `None`, or an argument the profiler did not capture
