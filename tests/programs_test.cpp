@@ -579,3 +579,15 @@ TEST(Reliability, AFailedStartCallbackIsAllOrNothing) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Reliability, MetaKernelRejectsAnInputOfTooLowRank) {
+  flopsprof::enable_meta_support();
+  torch::Tensor x = torch::empty({4}, torch::TensorOptions().device(torch::kMeta));
+  EXPECT_THROW(at::_adaptive_avg_pool2d(x, {2, 2}), c10::Error);  // not an out-of-bounds write
+  torch::Tensor y = torch::empty({1, 3, 8, 8}, torch::TensorOptions().device(torch::kMeta));
+  EXPECT_EQ(at::_adaptive_avg_pool2d(y, {2, 2}).sizes(), (std::vector<int64_t>{1, 3, 2, 2}));
+}
+
+}  // namespace
