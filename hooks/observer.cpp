@@ -21,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "device_events.h"
 #include "flopsprof/error.h"
 #include "formulas/registry.h"
 #include "gpu_backend.h"
@@ -480,6 +481,7 @@ struct OpContext final : at::ObserverContext {
   uint64_t session = 0;
   uint32_t index = 0;
   uint8_t pushed = 0;  // 1: counted depth, 2: backward depth, 4: a GPU correlation id
+  int32_t mark = -1;   // device-event mark of a top-level record, else -1
 
   static void* operator new(size_t size);
   static void operator delete(void* p) noexcept;
@@ -704,6 +706,10 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
         pushed |= 1;
       }
     }
+    const bool mark = s->events != nullptr && e.parent < 0;
+    if (mark && b->marks.size() == b->marks.capacity()) {
+      b->marks.reserve(std::max<size_t>(256, 2 * b->marks.size()));  // may throw: before commit
+    }
     // Commit (nothing below throws).
     if (pushed & 1) ++b->counted_depth;
     if (pushed & 2) ++b->backward_depth;
@@ -711,6 +717,13 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
     if (s->gpu != nullptr) {  // device work launched by this op carries its id
       s->gpu->push(make_external_id(b->ordinal, index));
       pushed |= 4;
+    }
+    ctx->mark = -1;
+    if (mark) {  // top-level: timed with device events (record() never throws)
+      b->marks.push_back(DeviceMark{index, nullptr, nullptr});
+      if (s->events->record(&b->marks.back().start)) {
+        ctx->mark = static_cast<int32_t>(b->marks.size() - 1);
+      }
     }
     ctx->buffer = b;
     ctx->session = s->id;
@@ -743,6 +756,7 @@ void on_op_end(const at::RecordFunction& /*fn*/, at::ObserverContext* c) {
   if (ctx->pushed & 1) --b->counted_depth;
   if (ctx->pushed & 2) --b->backward_depth;
   if (ctx->pushed & 4) s->gpu->pop();
+  if (ctx->mark >= 0) s->events->record(&b->marks[ctx->mark].end);
   if (b->open_op == static_cast<int32_t>(ctx->index)) b->open_op = e.parent;
 }
 

@@ -13,6 +13,7 @@
 #include "events.h"
 #include "flopsprof/scope.h"
 #include "flopsprof/timer.h"
+#include "gpu.h"
 
 namespace c10 {
 class IValue;
@@ -113,6 +114,9 @@ struct ThreadBuffer : ThreadEvents {
   int32_t step_depth = 0;
   NameCache names;
   void* owner_state = nullptr;  ///< the owning thread's lifetime-protocol state (snapshots)
+  /// Device events of top-level records (device-event timing only); resolved or destroyed at
+  /// stop by DeviceEvents, never by reset().
+  std::vector<DeviceMark> marks;
 
   // The only writers of the records besides the op callbacks (one owner: this buffer). Each runs
   // on the buffer's own thread inside a CallbackGuard and never throws: a record that cannot be
@@ -130,11 +134,13 @@ struct ThreadBuffer : ThreadEvents {
 
 /// The state of one running profile, shared by the callbacks of all threads.
 class GpuBackend;
+class DeviceEvents;
 
 struct Session {
   uint64_t id = 0;
   int slot = -1;              ///< index into g_sessions while observing
   GpuBackend* gpu = nullptr;  ///< device activity backend (CUPTI) while active, else null
+  const DeviceEvents* events = nullptr;  ///< device-event timing while active, else null
   Timer* timer = nullptr;
   bool host_clock = true;  ///< use the inlined steady clock instead of the virtual call
   /// Host clock via the invariant TSC: timestamps are raw ticks, converted after collection

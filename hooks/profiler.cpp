@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <torch/cuda.h>
 
+#include "device_events.h"
 #include "flopsprof/meta.h"
 #include "flopsprof/scope.h"
 #include "gpu_backend.h"
@@ -40,7 +41,9 @@ struct FlopsProfiler::Impl {
     detail::Attribution attribution;  // computed once, at stop_profile()
   } collected;
   std::unique_ptr<detail::GpuBackend> gpu;        // active device backend (CUPTI), if any
+  std::unique_ptr<detail::DeviceEvents> events;   // active device-event timing, if any
   std::string gpu_backend, gpu_reason;            // what GPU timing used, and why not CUPTI
+  std::string gpu_device;                         // device name, when known
   std::optional<ProfileResult> result;            // after stop_profile()
   mutable std::optional<ProfileResult> snapshot;  // while running
   bool running = false;
@@ -69,8 +72,24 @@ struct FlopsProfiler::Impl {
     timer->on_start();
     detail::g_scope_demand.fetch_add(1, std::memory_order_relaxed);
     try {
-      gpu = detail::select_gpu_backend(model_on_cuda(), &gpu_backend, &gpu_reason);
+      const auto [type, index] = model_device();
+      detail::GpuSelection sel = detail::select_gpu_timing(type, index);
+      gpu = std::move(sel.cupti);
+      gpu_backend = sel.timing;
+      gpu_reason = sel.reason;
+      gpu_device = sel.device;
+      if (sel.events) {
+        const auto t = static_cast<c10::DeviceType>(
+            detail::g_force_device_type >= 0 ? detail::g_force_device_type : type);
+        events = std::make_unique<detail::DeviceEvents>(
+            t, static_cast<c10::DeviceIndex>(detail::g_force_device_type >= 0 ? 0 : index),
+            detail::event_elapsed(t));
+      }
       s->gpu = gpu.get();
+      s->events = events.get();
+      if (detail::g_fail_start_after_gpu) {
+        throw Error("start_profile: failing after the GPU timing started (test hook)");
+      }
       detail::start_observing(s.get(), options.threads == ProfilerOptions::Threads::kAll);
       if (options.track_memory) detail::install_memory_observer(*s);
     } catch (...) {  // all or nothing: nothing stays registered or started
@@ -78,6 +97,7 @@ struct FlopsProfiler::Impl {
       detail::g_scope_demand.fetch_sub(1, std::memory_order_relaxed);
       if (gpu) gpu->stop();
       gpu.reset();
+      drop_events(s->buffers);
       spares = std::move(s->spares);
       throw;
     }
@@ -91,6 +111,27 @@ struct FlopsProfiler::Impl {
     for (auto& b : session->buffers) spares.push_back(std::move(b));
     for (auto& b : session->spares) spares.push_back(std::move(b));
     session.reset();
+  }
+
+  // Destroys the device events still held by `buffers` (a discarded or failed profile).
+  void drop_events(const std::vector<std::unique_ptr<detail::ThreadBuffer>>& buffers) noexcept {
+    if (!events) return;
+    std::vector<detail::ThreadBuffer*> bs;
+    for (const auto& b : buffers) bs.push_back(b.get());
+    events->discard(bs);
+    events.reset();
+  }
+
+  // The device of the model's first parameter not on the CPU (type as c10::DeviceType's
+  // integer, and index), or {-1, -1}: a CPU (or meta) model.
+  std::pair<int, int> model_device() const {
+    for (const auto& p : model->parameters()) {
+      if (p.defined() && !p.device().is_cpu() && !p.device().is_meta()) {
+        return {static_cast<int>(p.device().type()),
+                p.device().has_index() ? p.device().index() : 0};
+      }
+    }
+    return {-1, -1};
   }
 
   void halt() noexcept {
@@ -169,13 +210,6 @@ struct FlopsProfiler::Impl {
     return r;
   }
 
-  bool model_on_cuda() const {
-    for (const auto& p : model->parameters()) {
-      if (p.defined() && p.is_cuda()) return true;
-    }
-    return false;
-  }
-
   const ProfileResult& current() const {
     if (running) {
       const Records recs = records();
@@ -225,7 +259,8 @@ void FlopsProfiler::stop_profile() {
   if (!impl_->running) {
     throw Error("stop_profile() called but no profile is running; call start_profile() first");
   }
-  if (impl_->model_on_cuda() && torch::cuda::is_available()) {
+  if (impl_->model_device().first == static_cast<int>(c10::DeviceType::CUDA) &&
+      torch::cuda::is_available()) {
     at::DisableRecordFunctionGuard no_record;
     torch::cuda::synchronize();  // the single synchronization of the profile
   }
@@ -240,11 +275,19 @@ void FlopsProfiler::stop_profile() {
     c.gpu->gpu_origin_ns = device;
     c.gpu->host_origin = host;
     impl_->gpu.reset();
-  } else if (!impl_->gpu_backend.empty()) {  // on CUDA without CUPTI: say why, once
+  } else if (!impl_->gpu_backend.empty()) {  // on a device without CUPTI: say why, once
     c.gpu = detail::GpuCollection{};
     c.gpu->backend = impl_->gpu_backend;
     c.gpu->reason = impl_->gpu_reason;
+    if (impl_->events) {  // after the one synchronization: read every event once
+      impl_->events->synchronize();
+      std::vector<detail::ThreadBuffer*> bs;
+      for (const auto& b : s.buffers) bs.push_back(b.get());
+      impl_->events->resolve(bs, &*c.gpu);
+      impl_->events.reset();
+    }
   }
+  if (c.gpu) c.gpu->device = impl_->gpu_device.empty() ? c.gpu->device : impl_->gpu_device;
   c.stop = stop_ns;
   c.origin = s.tick0;
   c.ns_per_tick = s.ns_per_tick();
@@ -273,6 +316,7 @@ void FlopsProfiler::reset_profile() {
     impl_->halt();
     if (impl_->gpu) impl_->gpu->stop();  // its records belong to the discarded part
     impl_->gpu.reset();
+    impl_->drop_events(impl_->session->buffers);
     impl_->release_session();
     impl_->begin();
   }
@@ -282,6 +326,7 @@ void FlopsProfiler::end_profile() {
   if (impl_->running) impl_->halt();
   if (impl_->gpu) impl_->gpu->stop();
   impl_->gpu.reset();
+  if (impl_->session) impl_->drop_events(impl_->session->buffers);
   impl_->session.reset();
   impl_->spares.clear();
   impl_->collected = Impl::Collected{};

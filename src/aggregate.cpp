@@ -403,9 +403,10 @@ ProfileResult aggregate(const AggregateInput& in, const Attribution& at) {
     }
   }
 
-  // GPU activity: each record belongs to the op that launched it (external correlation id).
+  // Device activity: each CUPTI record belongs to the op that launched it (external correlation
+  // id); each device-event span to its top-level record. Both give per-phase device time.
   std::vector<int64_t> gpu_ns(num_modules, 0), gpu_first(num_modules, INT64_MAX),
-      gpu_last(num_modules, INT64_MIN);
+      gpu_last(num_modules, INT64_MIN), dev_fwd(num_modules, 0), dev_bwd(num_modules, 0);
   std::vector<std::map<std::string, KernelAcc>> gpu_kernels(num_modules);
   if (in.gpu != nullptr) {
     const GpuCollection& g = *in.gpu;
@@ -413,11 +414,48 @@ ProfileResult aggregate(const AggregateInput& in, const Attribution& at) {
     gs.backend = g.backend;
     gs.reason = g.reason;
     gs.device = g.device;
-    gs.measured = !g.records.empty();
+    gs.dropped_records = g.dropped_records;
+    gs.untimed = g.untimed;
+    gs.measured = !g.records.empty() || !g.spans.empty();
+    // Owner and phase of record (t, i); adds `ns` of device time to its phase and modules.
+    auto place = [&](uint32_t t, uint32_t i, int64_t ns) -> int {
+      int m = kUnlinked;
+      Phase ph = Phase::kForward;
+      if (t < in.threads.size() && i < in.threads[t]->events.size()) {
+        std::tie(m, ph) = event_owner(in, at, t, i);
+      }
+      const double sec = static_cast<double>(ns) * 1e-9;
+      const bool bwd = ph == Phase::kBackward || ph == Phase::kRecompute;
+      if (m == kOutsideModel) {
+        gs.outside_s += sec;
+      } else if (ph == Phase::kStep) {
+        gs.step_s += sec;
+      } else if (bwd) {
+        gs.backward_s += sec;
+      } else {
+        gs.forward_s += sec;
+      }
+      for (int a = m; a >= 0 && ph != Phase::kStep; a = tree.nodes[a].parent) {
+        (bwd ? dev_bwd : dev_fwd)[a] += ns;
+      }
+      return m;
+    };
     std::map<std::string, KernelAcc> all;
     int64_t first = INT64_MAX, last = INT64_MIN, unattributed = 0;
     for (const GpuRecord& k : g.records) {
       const int64_t dur = k.end_ns - k.start_ns;  // device ns
+      uint32_t t = UINT32_MAX, i = UINT32_MAX;
+      split_external_id(k.external_id, &t, &i);
+      if (k.kind == GpuKind::kMemcpy) {  // apart from kernels: not "busy"
+        ++gs.memcpys;
+        gs.memcpy_s += static_cast<double>(dur) * 1e-9;
+        continue;
+      }
+      if (k.kind == GpuKind::kMemset) {
+        ++gs.memsets;
+        gs.memset_s += static_cast<double>(dur) * 1e-9;
+        continue;
+      }
       ++gs.kernels;
       gs.busy_s += static_cast<double>(dur) * 1e-9;
       first = std::min(first, k.start_ns);
@@ -425,12 +463,7 @@ ProfileResult aggregate(const AggregateInput& in, const Attribution& at) {
       KernelAcc& ka = all[k.name];
       ++ka.calls;
       ka.ns += dur;
-      uint32_t t = 0, i = 0;
-      int m = kUnlinked;
-      if (split_external_id(k.external_id, &t, &i) && t < in.threads.size() &&
-          i < in.threads[t]->events.size()) {
-        m = event_owner(in, at, t, i).first;
-      }
+      const int m = place(t, i, dur);
       if (m < 0) unattributed += dur;
       for (int a = m; a >= 0; a = tree.nodes[a].parent) {
         gpu_ns[a] += dur;
@@ -441,7 +474,8 @@ ProfileResult aggregate(const AggregateInput& in, const Attribution& at) {
         mk.ns += dur;
       }
     }
-    if (gs.measured) gs.span_s = static_cast<double>(last - first) * 1e-9;
+    for (const DeviceSpan& sp : g.spans) place(sp.thread, sp.event, sp.end_ns - sp.start_ns);
+    if (gs.kernels > 0) gs.span_s = static_cast<double>(last - first) * 1e-9;
     gs.unattributed_s = static_cast<double>(unattributed) * 1e-9;
     gs.top_kernels = top_kernels(all, 10, 1e-9);
   }
@@ -475,6 +509,8 @@ ProfileResult aggregate(const AggregateInput& in, const Attribution& at) {
     s.fwd_alloc_bytes = acc[t].mem_alloc;
     s.fwd_held_bytes = acc[t].mem_held;
     s.gpu_busy_s = static_cast<double>(gpu_ns[t]) * 1e-9;
+    s.device_fwd_s = static_cast<double>(dev_fwd[t]) * 1e-9;
+    s.device_bwd_s = static_cast<double>(dev_bwd[t]) * 1e-9;
     s.gpu_span_s = gpu_ns[t] > 0 ? static_cast<double>(gpu_last[t] - gpu_first[t]) * 1e-9 : 0.0;
     s.top_kernels = top_kernels(gpu_kernels[t], 5, 1e-9);
     if (s.parent >= 0) r.modules[s.parent].children.push_back(remap[t]);

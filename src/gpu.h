@@ -30,14 +30,32 @@ inline bool split_external_id(uint64_t id, uint32_t* thread, uint32_t* event) {
   return true;
 }
 
+/// The device interval of one top-level record (op or autograd node), from device events
+/// recorded on the current stream at its start and end (device-event timing).
+struct DeviceSpan {
+  uint32_t thread = 0, event = 0;    ///< the record: thread buffer and index
+  int64_t start_ns = 0, end_ns = 0;  ///< device time since the profile's first event
+};
+
+/// A start/end device-event pair of one top-level record, kept in its thread's buffer until
+/// resolved at stop (raw handles of the device's c10 guard).
+struct DeviceMark {
+  uint32_t event = 0;  ///< index of the record in the buffer
+  void* start = nullptr;
+  void* end = nullptr;
+};
+
 /// What the GPU backend collected for a profile.
 struct GpuCollection {
-  std::vector<GpuRecord> records;
-  std::string backend;  ///< "cupti" or the fallback
-  std::string reason;   ///< why CUPTI was not used
+  std::vector<GpuRecord> records;  ///< CUPTI: kernels, memcpys, memsets
+  std::vector<DeviceSpan> spans;   ///< device events: one per timed top-level record
+  std::string backend;             ///< "cupti", "cuda events", or the fallback ("host clock")
+  std::string reason;              ///< why CUPTI (and events) were not used
   std::string device;
-  int64_t gpu_origin_ns = 0;  ///< a device timestamp ...
-  int64_t host_origin = 0;    ///< ... and the host timestamp (profile units) taken with it
+  uint64_t dropped_records = 0;  ///< CUPTI records lost (no buffer, or buffers capped)
+  uint64_t untimed = 0;          ///< device events that could not be recorded or resolved
+  int64_t gpu_origin_ns = 0;     ///< a device timestamp ...
+  int64_t host_origin = 0;       ///< ... and the host timestamp (profile units) taken with it
 };
 
 }  // namespace flopsprof::detail

@@ -133,6 +133,8 @@ std::string to_json(const ProfileResult& r, int indent) {
     w.member("fwd_alloc_bytes", m.fwd_alloc_bytes);
     w.member("fwd_held_bytes", m.fwd_held_bytes);
     if (r.gpu.measured) {
+      w.member("device_fwd_s", m.device_fwd_s);
+      w.member("device_bwd_s", m.device_bwd_s);
       w.member("gpu_busy_s", m.gpu_busy_s);
       w.member("gpu_span_s", m.gpu_span_s);
       kernels(w, m.top_kernels);
@@ -198,6 +200,19 @@ std::string to_json(const ProfileResult& r, int indent) {
     w.member("span_s", g.span_s);
     w.member("kernels", g.kernels);
     w.member("unattributed_s", g.unattributed_s);
+    w.member("memcpys", g.memcpys);
+    w.member("memcpy_s", g.memcpy_s);
+    w.member("memsets", g.memsets);
+    w.member("memset_s", g.memset_s);
+    w.member("dropped_records", g.dropped_records);
+    w.member("untimed_events", g.untimed);
+    w.key("device_time_s");
+    w.begin_object();
+    w.member("forward", g.forward_s);
+    w.member("backward", g.backward_s);
+    w.member("step", g.step_s);
+    w.member("outside", g.outside_s);
+    w.end_object();
     kernels(w, g.top_kernels);
     w.end_object();
   }

@@ -140,15 +140,30 @@ void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
          g.reason.empty() ? g.backend : fmt::format("{} ({})", g.backend, g.reason));
     if (g.measured) {
       line(out, "GPU device", g.device.empty() ? "unknown" : g.device);
+      line(out, "device time fwd / bwd / step / outside",
+           fmt::format("{} / {} / {} / {}", duration_to_string(g.forward_s),
+                       duration_to_string(g.backward_s), duration_to_string(g.step_s),
+                       duration_to_string(g.outside_s)));
+      if (g.untimed > 0) line(out, "device events not timed", std::to_string(g.untimed));
+    }
+    if (g.measured && g.backend == "cupti") {
       line(out, "GPU busy (sum of kernel times)", duration_to_string(g.busy_s));
       line(out, "GPU span (first kernel to last)", duration_to_string(g.span_s));
       line(out, "GPU kernels",
            fmt::format("{} ({} not linked to an op)", g.kernels,
                        duration_to_string(g.unattributed_s)));
+      line(out, "GPU memcpy / memset (apart from busy)",
+           fmt::format("{} = {} / {} = {}", g.memcpys, duration_to_string(g.memcpy_s), g.memsets,
+                       duration_to_string(g.memset_s)));
       for (const KernelStats& k : g.top_kernels) {
         line(out, fmt::format("  kernel {}", k.name.substr(0, 40)),
              fmt::format("{} calls, {}", k.calls, duration_to_string(k.gpu_s)));
       }
+    }
+    if (g.dropped_records > 0) {
+      line(
+          out, "GPU records dropped by CUPTI",
+          fmt::format("{} (buffers exhausted: the GPU figures are incomplete)", g.dropped_records));
     }
   }
   uint64_t na_calls = 0;
@@ -250,7 +265,10 @@ void tree_node(std::string& out, const ProfileResult& r, const ReportOptions& o,
       duration_to_string(m.latency_s), percent(m.latency_s, root.latency_s),
       // achieved FLOPS on the device's time when it was measured
       rate(m.flops, r.gpu.measured && m.gpu_busy_s > 0 ? m.gpu_busy_s : m.latency_s));
-  if (r.gpu.measured) {
+  if (r.gpu.measured && r.gpu.backend != "cupti") {
+    stats += fmt::format(", {} device", duration_to_string(m.device_fwd_s));
+  }
+  if (r.gpu.measured && r.gpu.backend == "cupti") {
     stats += fmt::format(", {} GPU", duration_to_string(m.gpu_busy_s));
     size_t dominant = 0;
     for (size_t d = 0; d < m.flops_by_dtype.size(); ++d) {
@@ -263,6 +281,7 @@ void tree_node(std::string& out, const ProfileResult& r, const ReportOptions& o,
   if (r.has_backward) {
     stats += fmt::format(", {} bwd flops, {} bwd latency", flops_to_string(m.bwd_flops),
                          duration_to_string(m.bwd_latency_s));
+    if (r.gpu.measured) stats += fmt::format(", {} bwd device", duration_to_string(m.device_bwd_s));
     if (m.recompute_flops > 0)
       stats += fmt::format(", {} recompute flops", flops_to_string(m.recompute_flops));
   }

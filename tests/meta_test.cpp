@@ -200,26 +200,33 @@ TEST(BadInput, EmptyZeroSizeParameterlessSparseComplex) {
 }
 
 TEST(GpuBackend, SelectionAndCleanFallbackWithoutADevice) {
-  std::string backend, reason;
-  // a model not on CUDA needs no GPU backend
-  EXPECT_EQ(flopsprof::detail::select_gpu_backend(false, &backend, &reason), nullptr);
-  EXPECT_TRUE(backend.empty() && reason.empty());
-  auto selected = flopsprof::detail::select_gpu_backend(true, &backend, &reason);
+  namespace d = flopsprof::detail;
+  // a model not on a device needs no GPU timing
+  d::GpuSelection cpu = d::select_gpu_timing(-1, -1);
+  EXPECT_TRUE(cpu.timing.empty() && cpu.reason.empty() && !cpu.cupti && !cpu.events);
   if (torch::cuda::is_available()) {
     GTEST_SKIP() << "a GPU is present: the fallback path is covered by the gpu-labelled tests";
   }
-  // no driver here: CUPTI (when built in) refuses, timing falls back to the host clock, and the
-  // reason is kept for the report
-  EXPECT_EQ(selected, nullptr);
-  EXPECT_EQ(backend, "host clock");
-  EXPECT_EQ(reason.rfind("CUPTI unavailable: ", 0), 0u) << reason;
-#ifdef FLOPSPROF_HAS_CUPTI
-  auto cupti = flopsprof::detail::make_cupti_backend();
-  ASSERT_NE(cupti, nullptr);
+  // CUDA without a driver: the plugin (when built) loads, CUPTI refuses, CPU LibTorch has no CUDA
+  // device guard for events, timing falls back to the host clock and says why, once
+  d::GpuSelection sel = d::select_gpu_timing(static_cast<int>(c10::DeviceType::CUDA), 0);
+  EXPECT_EQ(sel.cupti, nullptr);
+  EXPECT_FALSE(sel.events);
+  EXPECT_EQ(sel.timing, "host clock");
+  EXPECT_EQ(sel.reason.rfind("CUPTI unavailable: ", 0), 0u) << sel.reason;
+  EXPECT_NE(sel.reason.find("device events unavailable: no CUDA device guard"), std::string::npos)
+      << sel.reason;
   std::string why;
+  const d::GpuPluginV1* plugin = d::load_gpu_plugin(&why);
+#if FLOPSPROF_WITH_CUDA
+  ASSERT_NE(plugin, nullptr) << why;  // found in the build tree
+  std::unique_ptr<d::GpuBackend> cupti(plugin->make_cupti_backend(d::CuptiLimits{}));
   EXPECT_FALSE(cupti->start(&why));
   EXPECT_FALSE(why.empty());
   EXPECT_TRUE(cupti->stop().records.empty());  // stopping a backend that never started is safe
+#else
+  EXPECT_EQ(plugin, nullptr);
+  EXPECT_NE(why.find("FLOPSPROF_WITH_CUDA=ON"), std::string::npos) << why;
 #endif
 }
 

@@ -48,18 +48,32 @@ struct ModuleStats {
                                 ///< allocated (activations kept for backward, outputs)
   double gpu_busy_s = 0;        ///< GPU: sum of the durations of the kernels its ops launched
   double gpu_span_s = 0;        ///< GPU: first kernel start to last kernel end
+  /// Device time of its forward / backward work, seconds: with CUPTI, the kernels its forward
+  /// ops (backward nodes) launched; with device events, the device intervals of its top-level
+  /// forward ops (backward nodes). 0 without device timing.
+  double device_fwd_s = 0;
+  double device_bwd_s = 0;
   std::vector<KernelStats> top_kernels;  ///< GPU: its kernels by total time (at most 5)
 };
 
-/// GPU activity measured by the CUPTI backend (absent on CPU-only runs).
+/// Device activity of a model on a GPU (absent on CPU-only runs). Timing, in fallback order:
+/// "cupti" (every kernel, memcpy and memset), "<device> events" (e.g. "cuda events": device
+/// intervals of top-level ops from events on the current stream), "host clock" (`reason` says why).
 struct GpuStats {
-  bool measured = false;  ///< kernel records were collected
-  std::string backend;    ///< "cupti", or what timing fell back to
-  std::string reason;     ///< why CUPTI was not used, when it was not
+  bool measured = false;  ///< device timing was collected (CUPTI records or device events)
+  std::string backend;    ///< "cupti", "cuda events", "host clock"
+  std::string reason;     ///< why CUPTI (and events) were not used, when they were not
   std::string device;     ///< e.g. "NVIDIA H100 80GB HBM3"
-  double busy_s = 0;      ///< sum of all kernel durations
-  double span_s = 0;      ///< first kernel start to last kernel end
+  double busy_s = 0;      ///< CUPTI: sum of all kernel durations (memcpy and memset apart)
+  double span_s = 0;      ///< CUPTI: first kernel start to last kernel end
   uint64_t kernels = 0;
+  uint64_t memcpys = 0, memsets = 0;
+  double memcpy_s = 0, memset_s = 0;  ///< CUPTI: sums of their durations
+  uint64_t dropped_records = 0;       ///< CUPTI records lost (buffers exhausted or capped)
+  uint64_t untimed = 0;               ///< device events that could not be recorded or read
+  /// Device time per phase, seconds (CUPTI: kernels launched by that phase's ops; events: the
+  /// device intervals of its top-level records). Outside: work outside the model's forward.
+  double forward_s = 0, backward_s = 0, step_s = 0, outside_s = 0;
   double unattributed_s = 0;             ///< kernels whose launching op is unknown
   std::vector<KernelStats> top_kernels;  ///< whole profile, by total time (at most 10)
 };

@@ -1,0 +1,231 @@
+// A fake CUPTI: the part of the activity API flopsprof's backend calls, with records synthesised
+// for every external correlation id pushed (kineto tests its CUPTI layer with mocks the same way).
+// Built as libcupti-compatible shared library for the tests; single-threaded use is enough here
+// (one lock keeps it safe anyway).
+#include "fake_cupti.h"
+
+#include <cupti.h>
+
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+namespace {
+
+#if CUPTI_API_VERSION >= 130000
+using KernelRecord = CUpti_ActivityKernel10;
+using MemcpyRecord = CUpti_ActivityMemcpy6;
+#elif CUPTI_API_VERSION >= 18
+using KernelRecord = CUpti_ActivityKernel9;
+using MemcpyRecord = CUpti_ActivityMemcpy5;
+#else
+using KernelRecord = CUpti_ActivityKernel4;
+using MemcpyRecord = CUpti_ActivityMemcpy;
+#endif
+
+constexpr const char* kNames[] = {"fake_gemm", "fake_elementwise"};
+
+struct State {
+  std::mutex mu;
+  CUpti_BuffersCallbackRequestFunc request = nullptr;
+  CUpti_BuffersCallbackCompleteFunc complete = nullptr;
+  int enable_result = 0;
+  int enabled = 0;
+  int64_t kernel_ns = 1000, memcpy_ns = 300;
+  int memcpy_every = 0;
+  uint64_t clock = 1000000;
+  uint32_t correlation = 0;
+  uint64_t pushes = 0, kernels = 0, memcpys = 0, dropped = 0, requested = 0;
+  std::vector<uint64_t> stack;
+  uint8_t* buffer = nullptr;
+  size_t size = 0, used = 0;
+};
+State g;
+
+size_t record_size(CUpti_ActivityKind kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+      return sizeof(KernelRecord);
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      return sizeof(MemcpyRecord);
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
+      return sizeof(CUpti_ActivityExternalCorrelation);
+    default:
+      return sizeof(CUpti_Activity);
+  }
+}
+size_t aligned(size_t n) { return (n + 7) & ~size_t{7}; }
+
+void complete_current() {
+  if (g.buffer == nullptr) return;
+  uint8_t* b = g.buffer;
+  size_t size = g.size, used = g.used;
+  g.buffer = nullptr;
+  g.size = g.used = 0;
+  g.complete(nullptr, 0, b, size, used);
+}
+
+// Space for one record of `bytes`, asking the backend for a buffer when needed; null: dropped.
+void* space(size_t bytes) {
+  bytes = aligned(bytes);
+  if (g.buffer != nullptr && g.used + bytes > g.size) complete_current();
+  if (g.buffer == nullptr) {
+    size_t max_records = 0;
+    ++g.requested;
+    g.request(&g.buffer, &g.size, &max_records);
+    g.used = 0;
+    if (g.buffer == nullptr || g.size < bytes) {
+      g.buffer = nullptr;
+      g.size = 0;
+      return nullptr;
+    }
+  }
+  void* p = g.buffer + g.used;
+  std::memset(p, 0, bytes);
+  g.used += bytes;
+  return p;
+}
+
+template <class T>
+T* emit(CUpti_ActivityKind kind) {
+  auto* r = static_cast<T*>(space(sizeof(T)));
+  if (r == nullptr) {
+    ++g.dropped;
+    return nullptr;
+  }
+  reinterpret_cast<CUpti_Activity*>(r)->kind = kind;
+  return r;
+}
+
+void correlate(uint32_t correlation, uint64_t external) {
+  auto* e = emit<CUpti_ActivityExternalCorrelation>(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  if (e == nullptr) return;
+  e->externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+  e->externalId = external;
+  e->correlationId = correlation;
+}
+
+}  // namespace
+
+extern "C" {
+
+void fake_cupti_reset() {
+  std::lock_guard<std::mutex> lock(g.mu);
+  g.enable_result = 0;
+  g.kernel_ns = 1000;
+  g.memcpy_ns = 300;
+  g.memcpy_every = 0;
+  g.pushes = g.kernels = g.memcpys = g.dropped = g.requested = 0;
+  g.stack.clear();
+}
+void fake_cupti_set_enable_result(int result) { g.enable_result = result; }
+void fake_cupti_set_timing(int64_t kernel_ns, int64_t memcpy_ns, int memcpy_every) {
+  g.kernel_ns = kernel_ns;
+  g.memcpy_ns = memcpy_ns;
+  g.memcpy_every = memcpy_every;
+}
+uint64_t fake_cupti_kernels() { return g.kernels; }
+uint64_t fake_cupti_memcpys() { return g.memcpys; }
+uint64_t fake_cupti_dropped() { return g.dropped; }
+int fake_cupti_enabled_kinds() { return g.enabled; }
+uint64_t fake_cupti_buffers_requested() { return g.requested; }
+
+CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult result, const char** str) {
+  *str = result == CUPTI_SUCCESS ? "CUPTI_SUCCESS" : "CUPTI_ERROR (fake)";
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
+                                                    CUpti_BuffersCallbackCompleteFunc complete) {
+  std::lock_guard<std::mutex> lock(g.mu);
+  g.request = request;
+  g.complete = complete;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind) {
+  std::lock_guard<std::mutex> lock(g.mu);
+  if (g.enable_result != 0) return static_cast<CUptiResult>(g.enable_result);
+  ++g.enabled;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind) {
+  std::lock_guard<std::mutex> lock(g.mu);
+  if (g.enabled > 0) --g.enabled;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind,
+                                                            uint64_t id) {
+  std::lock_guard<std::mutex> lock(g.mu);
+  g.stack.push_back(id);
+  if (g.enabled == 0 || g.request == nullptr) return CUPTI_SUCCESS;
+  ++g.pushes;
+  // The op "launches" a kernel (and sometimes a memcpy) tagged with its id.
+  const uint32_t c = ++g.correlation;
+  if (auto* k = emit<KernelRecord>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) {
+    k->start = g.clock;
+    k->end = g.clock + static_cast<uint64_t>(g.kernel_ns);
+    k->deviceId = 0;
+    k->streamId = 7;
+    k->correlationId = c;
+    k->name = kNames[g.pushes % 2];
+    ++g.kernels;
+    g.clock = k->end;
+  }
+  if (g.memcpy_every > 0 && g.pushes % static_cast<uint64_t>(g.memcpy_every) == 0) {
+    if (auto* m = emit<MemcpyRecord>(CUPTI_ACTIVITY_KIND_MEMCPY)) {
+      m->bytes = 4096;
+      m->start = g.clock;
+      m->end = g.clock + static_cast<uint64_t>(g.memcpy_ns);
+      m->deviceId = 0;
+      m->streamId = 7;
+      m->correlationId = c;
+      ++g.memcpys;
+      g.clock = m->end;
+    }
+  }
+  correlate(c, id);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind,
+                                                           uint64_t* last) {
+  std::lock_guard<std::mutex> lock(g.mu);
+  if (g.stack.empty()) return CUPTI_ERROR_QUEUE_EMPTY;
+  if (last) *last = g.stack.back();
+  g.stack.pop_back();
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t) {
+  std::lock_guard<std::mutex> lock(g.mu);
+  complete_current();
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid,
+                                                CUpti_Activity** record) {
+  uint8_t* next = *record == nullptr
+                      ? buffer
+                      : reinterpret_cast<uint8_t*>(*record) + aligned(record_size((*record)->kind));
+  if (next >= buffer + valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  *record = reinterpret_cast<CUpti_Activity*>(next);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext context, uint32_t,
+                                                       size_t* dropped) {
+  std::lock_guard<std::mutex> lock(g.mu);
+  *dropped = context == nullptr ? static_cast<size_t>(g.dropped) : 0;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiGetTimestamp(uint64_t* timestamp) {
+  *timestamp = g.clock;
+  return CUPTI_SUCCESS;
+}
+
+}  // extern "C"
