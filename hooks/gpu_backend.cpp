@@ -18,6 +18,7 @@ namespace flopsprof::detail {
 int g_force_device_type = -1;
 CuptiLimits g_cupti_limits;
 bool g_fail_start_after_gpu = false;
+bool g_skip_cupti = false;
 
 namespace {
 
@@ -105,6 +106,10 @@ GpuSelection select_gpu_timing(int device_type, int device_index) {
   const GpuPluginV1* plugin = nullptr;
   if (type == c10::DeviceType::CUDA) {
     plugin = load_gpu_plugin(&why_cupti);
+    if (plugin != nullptr && g_skip_cupti) {
+      why_cupti = "skipped (test hook)";
+      plugin = nullptr;
+    }
     if (plugin != nullptr) {
       char name[256] = {0};
       if (plugin->cuda_device_name(device_index, name, sizeof name)) sel.device = name;

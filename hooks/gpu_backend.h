@@ -80,6 +80,8 @@ extern int g_force_device_type;
 extern CuptiLimits g_cupti_limits;
 /// Test hook: start_profile() throws after the GPU timing started (checks the rollback).
 extern bool g_fail_start_after_gpu;
+/// Test hook: CUPTI is not tried (as when another profiler holds it): device events time the run.
+extern bool g_skip_cupti;
 
 }  // namespace flopsprof::detail
 

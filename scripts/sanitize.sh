@@ -17,7 +17,7 @@ if [ "$what" = all ] || [ "$what" = asan ]; then
   # LibTorch keeps process-lifetime allocations (its registries): leak checking is off; every
   # other report, and any undefined behaviour, fails the run.
   ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE gpu
+    ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE "gpu|slow"
 fi
 
 if [ "$what" = all ] || [ "$what" = tsan ]; then

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include "flopsprof/flopsprof.h"
+#include "gpu_backend.h"
 #include "models/bert.h"
 #include "models/resnet.h"
 
@@ -61,6 +62,25 @@ TEST(GpuCupti, BertLayerKernelsBelongToTheirModules) {
   for (const auto& m : r.modules) {
     if (m.name == "attention.self.query" || m.name == "intermediate.dense")
       EXPECT_GT(m.gpu_busy_s, 0.0) << m.name;
+  }
+}
+
+// CUPTI unavailable (as under Kineto): CUDA events time every top-level op on the current stream.
+TEST(GpuEvents, ResNet18DeviceTimeFromCudaEvents) {
+  FLOPSPROF_REQUIRE_GPU();
+  flopsprof::detail::g_skip_cupti = true;
+  models::ResNet18 model;
+  model->eval();
+  flopsprof::ProfileResult r = profile_on_cuda(model, torch::randn({8, 3, 224, 224}));
+  flopsprof::detail::g_skip_cupti = false;
+  ASSERT_TRUE(r.gpu.measured) << r.gpu.backend << " " << r.gpu.reason;
+  EXPECT_EQ(r.gpu.backend, "cuda events");
+  EXPECT_EQ(r.gpu.untimed, 0u);
+  EXPECT_GT(r.gpu.forward_s, 0.0);
+  EXPECT_NEAR(r.modules[0].device_fwd_s, r.gpu.forward_s, 1e-9);
+  for (const auto& m : r.modules) {
+    if (m.name == "conv1" || m.name == "layer1.0" || m.name == "fc")
+      EXPECT_GT(m.device_fwd_s, 0.0) << m.name;
   }
 }
 
