@@ -48,6 +48,12 @@ struct FlopsProfiler::Impl {
   mutable std::optional<ProfileResult> snapshot;  // while running
   bool running = false;
   int iterations = 0;
+  int64_t wall0_ns = 0;  // wall clock (ns since the epoch) when the profile's clock started
+  struct RankInfo {
+    int rank = 0, world_size = 1;
+    std::string backend;
+  };
+  std::optional<RankInfo> rank;
   double compute_ns = 0;  // how long stop_profile() took to compute the results
 
   static uint64_t next_session_id() {
@@ -62,6 +68,9 @@ struct FlopsProfiler::Impl {
     s->host_clock = detail::is_host_timer(timer.get());
     s->tsc = s->host_clock && detail::invariant_tsc();
     s->start_clock();
+    wall0_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+                   .count();
     s->owners.build(index->owner_entries);
     s->module_index = index->by_ptr;
     s->scope_names = index->scope_names;
@@ -480,7 +489,35 @@ std::string FlopsProfiler::chrome_trace(int level) const {
   }
   std::vector<uint64_t> ids;
   for (const detail::ThreadEvents* b : recs.threads) ids.push_back(b->thread_id);
-  return detail::to_chrome_trace(trace, ids, clock, level, internal);
+  detail::TraceMeta meta;
+  meta.base_time_ns = impl_->wall0_ns;
+  meta.device = impl_->gpu_device;
+  if (impl_->rank) {
+    meta.distributed = true;
+    meta.rank = impl_->rank->rank;
+    meta.world_size = impl_->rank->world_size;
+    meta.backend = impl_->rank->backend;
+  }
+  return detail::to_chrome_trace(trace, ids, clock, level, internal, meta);
+}
+
+void FlopsProfiler::set_rank(int rank, int world_size, const std::string& backend) {
+  if (rank < 0 || world_size < 1 || rank >= world_size) {
+    throw Error(
+        fmt::format("set_rank: rank {} of world size {} is invalid; pass 0 <= rank < "
+                    "world_size",
+                    rank, world_size));
+  }
+  impl_->rank = Impl::RankInfo{rank, world_size, backend};
+}
+
+void FlopsProfiler::attach_distributed(DistributedStats stats) {
+  if (impl_->running || !impl_->result) {
+    throw Error("attach_distributed: no stopped profile; call stop_profile() first");
+  }
+  impl_->result->world_size = stats.world_size;
+  impl_->result->data_parallel_size = stats.data_parallel_size;
+  impl_->result->distributed = std::move(stats);
 }
 
 void FlopsProfiler::export_chrome_trace(const std::string& path, int level) const {

@@ -2,7 +2,7 @@
 # Installs flopsprof's build dependencies from Debian's packages (skips apt-get when all present).
 set -euo pipefail
 packages=(cmake g++ make libtorch-dev libopenblas0-openmp libfmt-dev nlohmann-json3-dev
-          libgtest-dev libbenchmark-dev)
+          libgtest-dev libbenchmark-dev libgloo-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

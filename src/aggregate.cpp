@@ -644,6 +644,9 @@ TraceData build_trace(const AggregateInput& in, const Attribution& at) {
         TraceData::Span& sp = span(tid, e.start_ns, end, in.names->name(e.name_id), "autograd");
         sp.module = module_label(tree, m);
         sp.phase = "backward";
+        sp.external_id = make_external_id(static_cast<uint32_t>(t), static_cast<uint32_t>(i));
+        sp.seq_nr = e.seq_nr;
+        sp.fwd_thread = e.fwd_thread;
         const Origin o = (e.flags & kEngine) ? Origin{} : at.origin[t][i];
         if (o.thread >= 0) {
           const RawEvent& f = in.threads[o.thread]->events[o.event];
@@ -652,6 +655,8 @@ TraceData build_trace(const AggregateInput& in, const Attribution& at) {
         continue;
       }
       TraceData::Span& sp = span(tid, e.start_ns, end, in.names->name(e.name_id), "op");
+      sp.external_id = make_external_id(static_cast<uint32_t>(t), static_cast<uint32_t>(i));
+      sp.seq_nr = e.seq_nr;
       const Phase ph = ta.phase[i];
       if (ph == Phase::kNone) continue;
       sp.module = module_label(tree, m);
@@ -661,7 +666,16 @@ TraceData build_trace(const AggregateInput& in, const Attribution& at) {
         bool declined = false;
         std::optional<FlopCount> fc = counter.count(th, e, &dt, &declined);
         if (fc) sp.flops = static_cast<int64_t>(fc->flops);
-        sp.inputs = format_args(arg_views(th, e));
+        const std::vector<ArgView> args = arg_views(th, e);
+        sp.inputs = format_args(args);
+        for (const ArgView& a : args) {
+          const bool shaped = a.kind == ArgKind::kTensor || a.kind == ArgKind::kIntList;
+          sp.input_dims.emplace_back(shaped ? std::vector<int64_t>(a.shape.begin(), a.shape.end())
+                                            : std::vector<int64_t>{});
+          sp.input_types.push_back(a.kind == ArgKind::kTensor ? dtype_name(a.dtype)
+                                   : a.kind == ArgKind::kNone ? ""
+                                                              : "Scalar");
+        }
       }
     }
     close();
@@ -679,6 +693,13 @@ TraceData build_trace(const AggregateInput& in, const Attribution& at) {
   }
   if (in.gpu != nullptr) {
     const GpuCollection& g = *in.gpu;
+    std::map<std::pair<size_t, uint32_t>, TraceData::GpuSpan> call_gpu;  // (call, stream)
+    std::vector<std::vector<size_t>> calls_of(tree.nodes.size());        // by start
+    for (size_t c = 0; c < at.calls.size(); ++c) calls_of[at.calls[c].module].push_back(c);
+    for (auto& cs : calls_of) {
+      std::sort(cs.begin(), cs.end(),
+                [&](size_t a, size_t b) { return at.calls[a].start < at.calls[b].start; });
+    }
     for (const GpuRecord& k : g.records) {
       uint32_t t = 0, i = 0;
       int m = kUnlinked;
@@ -698,6 +719,34 @@ TraceData build_trace(const AggregateInput& in, const Attribution& at) {
       sp.start = to_host(k.start_ns);
       sp.end = to_host(k.end_ns);
       sp.name = k.name;
+      sp.cat = k.kind == GpuKind::kMemcpy   ? "gpu_memcpy"
+               : k.kind == GpuKind::kMemset ? "gpu_memset"
+                                            : "kernel";
+      sp.external_id = k.external_id;
+      // The module calls that launched it: a gpu_user_annotation span per call and stream.
+      if (launcher != nullptr && k.kind == GpuKind::kKernel) {
+        for (int a = m; a >= 0; a = tree.nodes[a].parent) {
+          const std::vector<size_t>& cs = calls_of[a];
+          auto ub = std::upper_bound(cs.begin(), cs.end(), launcher->start_ns,
+                                     [&](int64_t ts, size_t c) { return ts < at.calls[c].start; });
+          for (auto it = ub; it != cs.begin();) {
+            const CallSpan& call = at.calls[*--it];
+            if (call.thread != static_cast<int>(t)) continue;
+            if (launcher->start_ns > call.end) break;  // its latest call on this thread ended
+            auto [slot, fresh] = call_gpu.try_emplace(std::make_pair(*it, k.stream), sp);
+            if (fresh) {
+              const ModuleNode& node = tree.nodes[a];
+              slot->second.cat = "gpu_user_annotation";
+              slot->second.name = node.type + (node.name.empty() ? "" : " " + node.name);
+              slot->second.module = node.name;
+              slot->second.launcher_thread = -1;
+            }
+            slot->second.start = std::min(slot->second.start, sp.start);
+            slot->second.end = std::max(slot->second.end, sp.end);
+            break;
+          }
+        }
+      }
       sp.module = module_label(tree, m);
       if (launcher != nullptr) {
         sp.launcher_thread = static_cast<int>(t);
@@ -705,6 +754,7 @@ TraceData build_trace(const AggregateInput& in, const Attribution& at) {
       }
       trace.gpu.push_back(std::move(sp));
     }
+    for (auto& [key, sp] : call_gpu) trace.gpu_modules.push_back(std::move(sp));
   }
   if (in.track_memory) {
     std::vector<std::pair<int64_t, int64_t>> deltas;

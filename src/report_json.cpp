@@ -216,6 +216,73 @@ std::string to_json(const ProfileResult& r, int indent) {
     kernels(w, g.top_kernels);
     w.end_object();
   }
+  if (r.distributed) {
+    const DistributedStats& d = *r.distributed;
+    w.key("ranks");
+    w.begin_object();
+    w.member("world_size", static_cast<int64_t>(d.world_size));
+    w.member("data_parallel_size", static_cast<int64_t>(d.data_parallel_size));
+    w.member("backend", d.backend);
+    w.member("straggler_threshold", d.threshold);
+    w.key("per_rank");
+    w.begin_array();
+    for (const RankStats& x : d.ranks) {
+      w.begin_object();
+      w.member("rank", static_cast<int64_t>(x.rank));
+      w.member("host", x.host);
+      w.member("pid", x.pid);
+      w.member("forward_calls", x.forward_calls);
+      w.member("fwd_latency_s", x.fwd_latency_s);
+      w.member("bwd_latency_s", x.bwd_latency_s);
+      w.member("step_latency_s", x.step_latency_s);
+      w.member("iteration_latency_s", x.iteration_latency_s);
+      w.member("flops", x.flops);
+      w.member("macs", x.macs);
+      w.member("bwd_flops", x.bwd_flops);
+      w.end_object();
+    }
+    w.end_array();
+    w.key("modules");
+    w.begin_array();
+    for (const RankModuleStats& m : d.modules) {
+      w.begin_object();
+      w.member("name", m.name);
+      w.member("type", m.type);
+      w.member("depth", static_cast<int64_t>(m.depth));
+      w.member("fwd_min_s", m.fwd_min_s);
+      w.member("fwd_mean_s", m.fwd_mean_s);
+      w.member("fwd_max_s", m.fwd_max_s);
+      w.member("bwd_min_s", m.bwd_min_s);
+      w.member("bwd_mean_s", m.bwd_mean_s);
+      w.member("bwd_max_s", m.bwd_max_s);
+      w.member("slowest_rank", static_cast<int64_t>(m.slowest_rank));
+      w.member("flops", m.flops);
+      w.member("same_flops", m.same_flops);
+      w.end_object();
+    }
+    w.end_array();
+    w.key("stragglers");
+    w.begin_array();
+    for (const Straggler& s : d.stragglers) {
+      w.begin_object();
+      w.member("rank", static_cast<int64_t>(s.rank));
+      w.member("what", s.what);
+      w.member("latency_s", s.value_s);
+      w.member("median_s", s.median_s);
+      w.key("modules");
+      w.begin_array();
+      for (const auto& [name, excess] : s.modules) {
+        w.begin_object();
+        w.member("name", name);
+        w.member("excess_s", excess);
+        w.end_object();
+      }
+      w.end_array();
+      w.end_object();
+    }
+    w.end_array();
+    w.end_object();
+  }
   w.key("problems");
   w.begin_array();
   for (const std::string& p : r.problems) w.value(p);

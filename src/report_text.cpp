@@ -332,6 +332,45 @@ void detailed(std::string& out, const ProfileResult& r, const ReportOptions& o) 
   if (!r.modules.empty()) tree_node(out, r, o, 0, 0);
 }
 
+// The ranks of a multi-rank job: per rank, per module across ranks (to `module_depth`), stragglers.
+void ranks(std::string& out, const DistributedStats& d, const ReportOptions& o) {
+  out += fmt::format("\n-------------------- Ranks ({}, world size {}) --------------------\n",
+                     d.backend.empty() ? "c10d" : d.backend, d.world_size);
+  out += fmt::format("{:<6}{:>14}{:>14}{:>14}{:>14}{:>12}  {}\n", "rank", "fwd latency",
+                     "bwd latency", "step latency", "iteration", "fwd flops", "host (pid)");
+  for (const RankStats& r : d.ranks) {
+    out +=
+        fmt::format("{:<6}{:>14}{:>14}{:>14}{:>14}{:>12}  {} ({})\n", r.rank,
+                    duration_to_string(r.fwd_latency_s), duration_to_string(r.bwd_latency_s),
+                    duration_to_string(r.step_latency_s), duration_to_string(r.iteration_latency_s),
+                    flops_to_string(r.flops), r.host, r.pid);
+  }
+  out += "\nPer module across ranks (fwd latency min / mean / max, bwd mean, slowest rank):\n";
+  for (const RankModuleStats& m : d.modules) {
+    if (o.module_depth >= 0 && m.depth > o.module_depth) continue;
+    out += fmt::format("{}{} ({}): {} / {} / {}, bwd {}, slowest rank {}{}\n",
+                       std::string(static_cast<size_t>(2 * m.depth), ' '),
+                       m.name.empty() ? "(root)" : m.name, m.type, duration_to_string(m.fwd_min_s),
+                       duration_to_string(m.fwd_mean_s), duration_to_string(m.fwd_max_s),
+                       duration_to_string(m.bwd_mean_s), m.slowest_rank,
+                       m.same_flops ? "" : " (FLOPs differ between ranks)");
+  }
+  out += fmt::format("\nStragglers (latency over the median across ranks by more than {:.0f}%):\n",
+                     100 * d.threshold);
+  if (d.stragglers.empty()) out += "  none\n";
+  for (const Straggler& s : d.stragglers) {
+    out += fmt::format("  rank {}: {} {} vs median {} (+{:.0f}%)", s.rank, s.what,
+                       duration_to_string(s.value_s), duration_to_string(s.median_s),
+                       s.median_s > 0 ? 100 * (s.value_s / s.median_s - 1) : 0.0);
+    for (size_t i = 0; i < s.modules.size(); ++i) {
+      out += fmt::format("{} {} +{}", i == 0 ? "; caused by" : ",",
+                         s.modules[i].first.empty() ? "(root)" : s.modules[i].first,
+                         duration_to_string(s.modules[i].second));
+    }
+    out += "\n";
+  }
+}
+
 }  // namespace
 
 std::string format_text_report(const ProfileResult& result, const ReportOptions& options) {
@@ -347,6 +386,7 @@ std::string format_text_report(const ProfileResult& result, const ReportOptions&
   aggregated(out, result, options);
   if (options.detailed) detailed(out, result, options);
   if (result.gpu.measured) kernel_table(out, result, options);
+  if (result.distributed) ranks(out, *result.distributed, options);
   out += "------------------------------------------------------------------------------\n";
   return out;
 }

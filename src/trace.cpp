@@ -2,6 +2,7 @@
 #include "trace.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include "json_writer.h"
 
@@ -39,11 +40,19 @@ void flow(JsonWriter& w, const char* name, const char* cat, int64_t id, double f
   }
 }
 
+// kineto's categories, which Holistic Trace Analysis and Perfetto's views key on.
+const char* kineto_category(const char* cat) {
+  const std::string_view c(cat);
+  if (c == "op" || c == "autograd") return "cpu_op";
+  if (c == "module" || c == "phase") return "user_annotation";
+  return cat;
+}
+
 }  // namespace
 
 std::string to_chrome_trace(const TraceData& trace, const std::vector<uint64_t>& thread_ids,
                             const TraceClock& clock, int level,
-                            const std::vector<InternalSpan>& internal) {
+                            const std::vector<InternalSpan>& internal, const TraceMeta& meta) {
   auto us = [&](int64_t t) {
     return static_cast<double>(t - clock.origin) * clock.ns_per_tick * 1e-3;
   };
@@ -58,6 +67,32 @@ std::string to_chrome_trace(const TraceData& trace, const std::vector<uint64_t>&
                      return a->end > b->end;
                    });
 
+  // kineto's order: schemaVersion, deviceProperties, distributedInfo, baseTimeNanoseconds, then
+  // traceEvents. Written by hand so that "rank": has the space HTA's regex requires.
+  JsonWriter head(-1);
+  head.begin_object();
+  head.member("schemaVersion", int64_t{1});
+  head.key("deviceProperties");
+  head.begin_array();
+  if (!meta.device.empty()) {
+    head.begin_object();
+    head.member("id", int64_t{0});
+    head.member("name", meta.device);
+    head.end_object();
+  }
+  head.end_array();
+  head.end_object();
+  std::string prefix = head.take();
+  prefix.pop_back();  // the closing brace: more members follow
+  if (meta.distributed) {
+    JsonWriter backend(-1);
+    backend.value(meta.backend);
+    prefix += ", \"distributedInfo\": {\"backend\": " + backend.take() +
+              ", \"rank\": " + std::to_string(meta.rank) +
+              ", \"world_size\": " + std::to_string(meta.world_size) + "}";
+  }
+  prefix += ", \"baseTimeNanoseconds\": " + std::to_string(meta.base_time_ns) + ", ";
+
   JsonWriter w(-1);
   w.begin_object();
   w.member("displayTimeUnit", "ms");
@@ -71,7 +106,7 @@ std::string to_chrome_trace(const TraceData& trace, const std::vector<uint64_t>&
   for (const TraceData::Span* s : spans) {
     w.begin_object();
     w.member("name", s->name);
-    w.member("cat", s->cat);
+    w.member("cat", kineto_category(s->cat));
     w.member("ph", "X");
     w.member("ts", us(s->start));
     w.member("dur", static_cast<double>(s->end - s->start) * clock.ns_per_tick * 1e-3);
@@ -83,21 +118,38 @@ std::string to_chrome_trace(const TraceData& trace, const std::vector<uint64_t>&
     if (!s->phase.empty()) w.member("phase", s->phase);
     if (s->flops >= 0) w.member("flops", s->flops);
     if (!s->inputs.empty()) w.member("inputs", s->inputs);
+    if (s->external_id != 0) {
+      w.member("External id", s->external_id);
+      w.member("Sequence number", s->seq_nr);
+      if (s->fwd_thread != 0) w.member("Fwd thread id", s->fwd_thread);
+      w.key("Input Dims");
+      w.begin_array();
+      for (const auto& dims : s->input_dims) {
+        w.begin_array();
+        for (int64_t d : dims) w.value(d);
+        w.end_array();
+      }
+      w.end_array();
+      w.key("Input type");
+      w.begin_array();
+      for (const auto& t : s->input_types) w.value(t);
+      w.end_array();
+    }
     w.end_object();
     w.end_object();
   }
   // Flow arrows: forward op (start) -> backward node (end, bound to the enclosing slice).
   int64_t id = 1;
   for (const TraceData::Flow& f : trace.flows) {
-    flow(w, "autograd", "autograd", id++, us(f.from), 1, f.from_thread + 1, us(f.to), 1,
+    flow(w, "autograd", "fwdbwd", id++, us(f.from), 1, f.from_thread + 1, us(f.to), 1,
          f.to_thread + 1);
   }
   // GPU tracks: process 2, one thread per stream; flow arrows from the launching op.
   if (!trace.gpu.empty()) metadata(w, "process_name", 2, -1, "GPU");
-  for (const TraceData::GpuSpan& k : trace.gpu) {
+  for (const TraceData::GpuSpan& k : trace.gpu_modules) {
     w.begin_object();
     w.member("name", k.name);
-    w.member("cat", "gpu");
+    w.member("cat", k.cat);
     w.member("ph", "X");
     w.member("ts", us(k.start));
     w.member("dur", static_cast<double>(k.end - k.start) * clock.ns_per_tick * 1e-3);
@@ -109,8 +161,26 @@ std::string to_chrome_trace(const TraceData& trace, const std::vector<uint64_t>&
     w.member("device", static_cast<int64_t>(k.device));
     w.end_object();
     w.end_object();
+  }
+  for (const TraceData::GpuSpan& k : trace.gpu) {
+    w.begin_object();
+    w.member("name", k.name);
+    w.member("cat", k.cat);
+    w.member("ph", "X");
+    w.member("ts", us(k.start));
+    w.member("dur", static_cast<double>(k.end - k.start) * clock.ns_per_tick * 1e-3);
+    w.member("pid", 2);
+    w.member("tid", static_cast<int64_t>(k.stream));
+    w.key("args");
+    w.begin_object();
+    w.member("module", k.module);
+    w.member("device", static_cast<int64_t>(k.device));
+    w.member("stream", static_cast<int64_t>(k.stream));
+    if (k.external_id != 0) w.member("External id", k.external_id);
+    w.end_object();
+    w.end_object();
     if (k.launcher_thread < 0) continue;
-    flow(w, "launch", "gpu", id++, us(k.launcher_start), 1, k.launcher_thread + 1, us(k.start), 2,
+    flow(w, "launch", "ac2g", id++, us(k.launcher_start), 1, k.launcher_thread + 1, us(k.start), 2,
          static_cast<int64_t>(k.stream));
   }
   if (level >= 2) {
@@ -140,7 +210,8 @@ std::string to_chrome_trace(const TraceData& trace, const std::vector<uint64_t>&
   }
   w.end_array();
   w.end_object();
-  return w.take();
+  std::string body = w.take();
+  return prefix + body.substr(1);
 }
 
 }  // namespace flopsprof::detail

@@ -238,10 +238,11 @@ TEST_F(FakeCupti, KernelsBelongToTheirOpsAndModulesEndToEnd) {
   // Per module, from the trace's GPU track (a separate consumer of the same attribution): each
   // kernel names the module of the op that launched it, and has a launch flow from that op.
   json trace = json::parse(prof.chrome_trace());
-  std::map<std::string, int> kernels_of;
+  std::map<std::string, int> kernels_of, annotated;
   int kernels = 0, memcpys = 0, launches = 0;
   for (const json& e : trace["traceEvents"]) {
-    if (e.value("cat", "") == "gpu" && e.value("ph", "") == "X") {
+    const std::string cat = e.value("cat", "");
+    if ((cat == "kernel" || cat == "gpu_memcpy") && e.value("ph", "") == "X") {
       const std::string name = e["name"];
       if (name.rfind("fake_", 0) == 0) {
         ++kernels;
@@ -253,6 +254,13 @@ TEST_F(FakeCupti, KernelsBelongToTheirOpsAndModulesEndToEnd) {
       }
     }
     if (e.value("name", "") == "launch" && e.value("ph", "") == "s") ++launches;
+    if (cat == "gpu_user_annotation") {  // a module call's kernels, on the GPU track
+      EXPECT_EQ(e["pid"], 2);
+      ++annotated[e["args"]["module"].get<std::string>()];
+    }
+  }
+  for (const char* name : {"", "0", "1", "2"}) {
+    EXPECT_EQ(annotated[name], 1) << "one gpu_user_annotation span per call of module " << name;
   }
   EXPECT_EQ(kernels, static_cast<int>(r.gpu.kernels));
   EXPECT_EQ(memcpys, static_cast<int>(r.gpu.memcpys));

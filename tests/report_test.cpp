@@ -517,7 +517,8 @@ TEST(GpuRecords, KernelsAreAttributedThroughTheLaunchingOp) {
   nlohmann::json t = nlohmann::json::parse(to_chrome_trace(trace, {1}, TraceClock{0, 1.0}, 1, {}));
   int gpu_spans = 0, launches = 0;
   for (const auto& e : t["traceEvents"]) {
-    if (e.value("cat", "") == "gpu" && e["ph"] == "X") {
+    const std::string cat = e.value("cat", "");
+    if ((cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset") && e["ph"] == "X") {
       ++gpu_spans;
       EXPECT_EQ(e["pid"], 2);
       EXPECT_EQ(e["tid"], 7);

@@ -302,9 +302,12 @@ TEST(ChromeTrace, ModulesOpsPhasesAndFlows) {
   const Span* bwd = nullptr;
   const Span* step = nullptr;
   for (const Span& s : spans) {
-    if (s.cat == "phase" && s.name == "forward" && !fwd) fwd = &s;
-    if (s.cat == "phase" && s.name == "backward") bwd = &s;
-    if (s.cat == "phase" && s.name == "step") step = &s;
+    // kineto's categories: phases and module spans are user annotations (phases without a
+    // module), ops and autograd nodes cpu_op
+    const bool phase = s.cat == "user_annotation" && !s.args.contains("module");
+    if (phase && s.name == "forward" && !fwd) fwd = &s;
+    if (phase && s.name == "backward") bwd = &s;
+    if (phase && s.name == "step") step = &s;
   }
   ASSERT_TRUE(fwd && bwd && step);
   EXPECT_LE(fwd->end, bwd->ts + 1e-6);  // phases in order
@@ -317,13 +320,14 @@ TEST(ChromeTrace, ModulesOpsPhasesAndFlows) {
     if (s.tid == last_tid) EXPECT_GE(s.ts, last_ts);  // sorted per thread
     last_ts = s.ts;
     last_tid = s.tid;
-    if (s.cat != "op" || s.name != "aten::addmm") continue;
+    if (s.cat != "cpu_op" || s.name != "aten::addmm") continue;
     if (s.args.value("phase", "") != "forward") continue;
     ++addmm;
     // nested in its module's span and in the forward phase
     bool in_module = false;
     for (const Span& m : spans)
-      in_module = in_module || (m.cat == "module" && m.module == s.module && inside(s, m));
+      in_module = in_module || (m.cat == "user_annotation" && m.args.contains("module") &&
+                                m.module == s.module && inside(s, m));
     EXPECT_TRUE(in_module) << s.module;
     EXPECT_TRUE(inside(s, *fwd));
     if (s.module == "fc1") {
@@ -339,15 +343,17 @@ TEST(ChromeTrace, ModulesOpsPhasesAndFlows) {
       ++starts;
       bool ok = false;
       for (const Span& s : spans)
-        ok = ok || (s.cat == "op" && s.tid == e["tid"] && s.ts <= e["ts"].get<double>() + 1e-6 &&
-                    e["ts"].get<double>() <= s.end + 1e-6);
+        ok = ok ||
+             (s.cat == "cpu_op" && s.args.value("phase", "") != "backward" && s.tid == e["tid"] &&
+              s.ts <= e["ts"].get<double>() + 1e-6 && e["ts"].get<double>() <= s.end + 1e-6);
       EXPECT_TRUE(ok);
     } else if (e["ph"] == "f") {
       ++ends;
       bool ok = false;
       for (const Span& s : spans)
-        ok = ok || (s.cat == "autograd" && s.tid == e["tid"] &&
-                    s.ts <= e["ts"].get<double>() + 1e-6 && e["ts"].get<double>() <= s.end + 1e-6);
+        ok = ok ||
+             (s.cat == "cpu_op" && s.args.value("phase", "") == "backward" && s.tid == e["tid"] &&
+              s.ts <= e["ts"].get<double>() + 1e-6 && e["ts"].get<double>() <= s.end + 1e-6);
       EXPECT_TRUE(ok);
     }
   }

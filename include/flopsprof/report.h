@@ -132,6 +132,49 @@ struct OutsideStats {
 };
 
 /// Everything a profile measured. Produced at `stop_profile()`; plain data, safe to copy.
+/// One rank of a multi-rank job (see flopsprof/distributed.h): its own totals.
+struct RankStats {
+  int rank = 0;
+  std::string host;
+  int64_t pid = 0;
+  uint64_t forward_calls = 0;  ///< forward calls of the root (the profiled steps)
+  double fwd_latency_s = 0, bwd_latency_s = 0, step_latency_s = 0;
+  double iteration_latency_s = 0;  ///< fwd + bwd + step
+  uint64_t flops = 0, macs = 0, bwd_flops = 0;
+};
+
+/// One module across ranks: forward (and backward) latency min / mean / max and the slowest rank.
+struct RankModuleStats {
+  std::string name, type;
+  int depth = 0;
+  double fwd_min_s = 0, fwd_mean_s = 0, fwd_max_s = 0;
+  double bwd_min_s = 0, bwd_mean_s = 0, bwd_max_s = 0;
+  int slowest_rank = 0;    ///< by fwd + bwd latency
+  uint64_t flops = 0;      ///< forward FLOPs on rank 0
+  bool same_flops = true;  ///< every rank counted the same FLOPs for it
+};
+
+/// A rank slower than the median (the lower median for an even count) by more than the threshold.
+struct Straggler {
+  int rank = 0;
+  std::string what;     ///< "iteration", or "module <name>"
+  double value_s = 0;   ///< its latency
+  double median_s = 0;  ///< the median across ranks
+  /// The modules that account for it: (name, seconds over that module's median), largest first.
+  std::vector<std::pair<std::string, double>> modules;
+};
+
+/// The combined profile of a multi-rank job, gathered over c10d.
+struct DistributedStats {
+  int world_size = 0;
+  int data_parallel_size = 0;
+  std::string backend;                   ///< e.g. "gloo", as given by the job
+  double threshold = 0.10;               ///< straggler threshold: fraction over the median
+  std::vector<RankStats> ranks;          ///< by rank
+  std::vector<RankModuleStats> modules;  ///< tree order of rank 0
+  std::vector<Straggler> stragglers;
+};
+
 struct ProfileResult {
   std::vector<ModuleStats> modules;  ///< tree order (pre-order); `modules[0]` is the root
   std::vector<OpStats> ops;          ///< sorted by descending latency
@@ -166,6 +209,8 @@ struct ProfileResult {
 
   MemoryStats memory;  ///< filled when ProfilerOptions::track_memory
   GpuStats gpu;        ///< filled by the CUPTI backend
+  /// Every rank's profile combined, after flopsprof::gather_profile() (rank 0, or all ranks).
+  std::optional<DistributedStats> distributed;
 
   // Given by the user (ProfilerOptions); shown in the summary as DeepSpeed does.
   int64_t batch_size = 0;  ///< per device; 0: unknown
