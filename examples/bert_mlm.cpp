@@ -1,6 +1,7 @@
 // The main job: profile one forward of a C++ BERT-base masked LM (1 x 128 tokens) and print the
-// full report. Usage: flopsprof_example_bert_mlm [json_output_path]
+// full report. Usage: flopsprof_example_bert_mlm [json_output_path] [--html report.html]
 #include <iostream>
+#include <string>
 
 #include <torch/torch.h>
 
@@ -25,9 +26,15 @@ int main(int argc, char** argv) {
   prof.print_model_profile(/*profile_step=*/1, /*module_depth=*/-1, /*top_modules=*/3,
                            /*detailed=*/true);
   std::cout << "logits: " << logits.sizes() << "\n";
-  if (argc > 1) {
-    prof.save_json(argv[1]);
-    std::cout << "JSON profile written to " << argv[1] << "\n";
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--html" && i + 1 < argc) {
+      prof.save_html(argv[++i]);
+      std::cout << "HTML report written to " << argv[i] << "\n";
+    } else {
+      prof.save_json(arg);
+      std::cout << "JSON profile written to " << arg << "\n";
+    }
   }
   prof.end_profile();
   return 0;

@@ -13,10 +13,12 @@
 #include "device_events.h"
 #include "flopsprof/meta.h"
 #include "flopsprof/scope.h"
+#include "flopsprof/sweep.h"
 #include "gpu_backend.h"
 #include "memory.h"
 #include "module_index.h"
 #include "observer.h"
+#include "report_html.h"
 #include "text_file.h"
 #include "trace.h"
 
@@ -552,6 +554,14 @@ void FlopsProfiler::save_json(const std::string& path) const {
   detail::write_text_file(path, to_json(), "JSON profile");
 }
 
+std::string FlopsProfiler::html(const BatchSweep* sweep) const {
+  return detail::html_report(impl_->current(), sweep ? sweep->csv() : std::string());
+}
+
+void FlopsProfiler::save_html(const std::string& path, const BatchSweep* sweep) const {
+  detail::write_text_file(path, html(sweep), "HTML report");
+}
+
 namespace detail {
 bool on_meta(const torch::nn::Module& model) {
   for (const auto& p : model.parameters()) {
@@ -605,6 +615,7 @@ ModelProfile get_model_profile(std::shared_ptr<torch::nn::Module> model,
     prof.print_model_profile(1, options.module_depth, options.top_modules, options.detailed,
                              options.output_file);
   }
+  if (!options.html_file.empty()) prof.save_html(options.html_file);
   ModelProfile mp;
   mp.result = prof.result();
   mp.flops = mp.result.flops;

@@ -269,5 +269,8 @@ std::string format_text_report(const ProfileResult& result, const ReportOptions&
 
 /// The profile as JSON (schema documented in README.md, `schema_version` 1). `indent` < 0: compact.
 std::string to_json(const ProfileResult& result, int indent = 2);
+/// The self-contained HTML report of `result` (see FlopsProfiler::html); `sweep_csv`: an optional
+/// batch-size sweep as BatchSweep::csv() text.
+std::string to_html(const ProfileResult& result, const std::string& sweep_csv = "");
 
 }  // namespace flopsprof

@@ -1,0 +1,138 @@
+// Renders flopsprof's HTML reports in Debian's Chromium (headless, via playwright-core) and checks
+// them as a user would: no console errors, the summary equals the JSON, clicking a module zooms
+// the icicle to it, sorting by FLOPs puts the largest module first, hostile names stay text, a
+// 10,000-module page opens and stays responsive, the memory peak is marked. Screenshots are left
+// in the output directory.
+//   node report_test.mjs <pages generator> <BERT example> <output directory>
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { chromium } from 'playwright-core';
+
+const [generator, bert, out] = process.argv.slice(2);
+mkdirSync(out, { recursive: true });
+execFileSync(generator, [out], { stdio: 'inherit' });
+execFileSync(bert, [`${out}/bert.json`, '--html', `${out}/bert.html`], { stdio: 'ignore' });
+
+let failures = 0;
+const check = (ok, what) => {
+  console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`);
+  if (!ok) failures++;
+};
+
+const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+
+async function open(name) {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  const errors = [], dialogs = [];
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  page.on('pageerror', (e) => errors.push(e.message));
+  page.on('dialog', async (d) => { dialogs.push(d.message()); await d.dismiss(); });
+  page.on('request', (r) => { if (!r.url().startsWith('file:') && !r.url().startsWith('data:')) errors.push('network: ' + r.url()); });
+  const t0 = Date.now();
+  await page.goto(`file://${out}/${name}.html`);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+  const loadMs = Date.now() - t0;
+  const json = JSON.parse(readFileSync(`${out}/${name}.json`, 'utf8'));
+  return { page, errors, dialogs, json, loadMs };
+}
+
+async function summaryMatches(page, json, name) {
+  const shown = await page.$$eval('#summary [data-key]', (els) => els.map((e) => [e.dataset.key, e.dataset.value]));
+  check(shown.length > 0, `${name}: the summary shows figures`);
+  for (const [key, value] of shown) {
+    const expected = key === 'outside_flops' ? json.outside_model.flops : json.summary[key];
+    check(Number(value) === Number(expected), `${name}: summary ${key} = ${value} (JSON: ${expected})`);
+  }
+}
+
+async function zoomsOnClick(page, json, name, target) {
+  await page.click(`#icicle .cell[data-name="${target}"]`);
+  const zoomed = await page.textContent('#zoomed');
+  check(zoomed === target, `${name}: clicking ${target} zooms to it (heading: ${zoomed})`);
+  const box = await page.$eval(`#icicle .cell[data-name="${target}"]`, (c) => ({ w: c.getBoundingClientRect().width, top: c.offsetTop, full: c.parentElement.clientWidth }));
+  check(box.top === 0 && Math.abs(box.w - box.full) <= 2, `${name}: ${target} spans the whole icicle after the zoom (${box.w} of ${box.full} px)`);
+  await page.click('#crumbs a');  // back to the root
+  check((await page.textContent('#zoomed')) === '(root)', `${name}: the first crumb zooms out`);
+}
+
+async function sortsByFlops(page, json, name) {
+  await page.click('#modules th[data-key="flops"]');
+  const first = await page.$eval('#modules tbody tr', (tr) => Number(tr.dataset.index));
+  const max = Math.max(...json.modules.map((m) => m.flops));
+  check(json.modules[first].flops === max, `${name}: sorted by FLOPs, the first row has the most (${json.modules[first].flops} of ${max})`);
+  const second = await page.$$eval('#modules tbody tr', (trs) => trs.length > 1 ? Number(trs[1].dataset.index) : -1);
+  if (second >= 0) check(json.modules[second].flops <= max, `${name}: descending`);
+}
+
+// BERT-base, the main job's model.
+{
+  const { page, errors, json, loadMs } = await open('bert');
+  const size = readFileSync(`${out}/bert.html`).length;
+  check(size < 1024 * 1024, `bert: page size ${size} bytes < 1 MB`);
+  await summaryMatches(page, json, 'bert');
+  await zoomsOnClick(page, json, 'bert', 'bert.encoder');
+  await sortsByFlops(page, json, 'bert');
+  await page.click('button[data-metric="latency_s"]');
+  check((await page.$$('#icicle .cell')).length > 10, 'bert: the latency view draws');
+  await page.fill('#filter', 'attention.self');
+  const rows = await page.$$eval('#modules tbody tr td.name', (tds) => tds.map((t) => t.title));
+  check(rows.length > 0 && rows.every((r) => r.includes('attention.self')), `bert: the filter keeps matching modules (${rows.length})`);
+  await page.fill('#filter', '');
+  await page.selectOption('#depth', '1');
+  const depths = await page.$$eval('#modules tbody tr', (trs) => trs.length);
+  check(depths === json.modules.filter((m) => m.depth <= 1).length, `bert: the depth limit (${depths} rows)`);
+  await page.screenshot({ path: `${out}/bert.png`, fullPage: true });
+  check(errors.length === 0, `bert: no console errors ${errors.join('; ')}`);
+  console.log(`     bert: ready in ${loadMs} ms`);
+}
+
+// Hostile names: shown as text, no script runs.
+{
+  const { page, errors, dialogs, json } = await open('hostile');
+  const name = json.modules[1].name;
+  const cells = await page.$$eval('#icicle .cell', (cs) => cs.map((c) => c.textContent));
+  check(cells.some((t) => t.includes('<img src=x onerror=alert(2)>')), 'hostile: the type is shown as text');
+  const row = await page.$$eval('#modules tbody td.name', (tds) => tds.map((t) => t.textContent));
+  check(row.includes(name), 'hostile: the name is shown as text in the table');
+  const op = await page.$$eval('#ops tbody td', (tds) => tds.map((t) => t.textContent));
+  check(op.some((t) => t.startsWith('<b onmouseover=alert(3)>op</b>')), 'hostile: the op name is text');
+  check((await page.$$('img')).length === 0 && (await page.$$('#ops b')).length === 0, 'hostile: no element was created from a name');
+  const html = readFileSync(`${out}/hostile.html`, 'utf8');
+  check(!html.includes('</script><script>alert(1)'), 'hostile: the file never contains the name raw');
+  await page.hover('#ops tbody tr');
+  check(dialogs.length === 0, `hostile: no dialog opened ${dialogs.join('; ')}`);
+  await page.screenshot({ path: `${out}/hostile.png`, fullPage: true });
+  check(errors.length === 0, `hostile: no console errors ${errors.join('; ')}`);
+}
+
+// 10,000 modules: opens, and stays responsive.
+{
+  const { page, errors, json, loadMs } = await open('big');
+  check(json.modules.length === 10001, 'big: 10,001 modules');
+  check(loadMs < 10000, `big: ready in ${loadMs} ms (< 10 s)`);
+  const t0 = Date.now();
+  await page.click('#icicle .cell[data-name="block7"]');
+  await page.click('#modules th[data-key="flops"]');
+  const took = Date.now() - t0;
+  check(took < 3000, `big: a zoom and a sort take ${took} ms (< 3 s)`);
+  check((await page.textContent('#shown')).startsWith('showing 1000 of 10001'), 'big: the table says how many it shows');
+  check(errors.length === 0, `big: no console errors ${errors.join('; ')}`);
+  await page.screenshot({ path: `${out}/big.png` });
+}
+
+// Training with memory and a sweep.
+{
+  const { page, errors, json } = await open('train');
+  await summaryMatches(page, json, 'train');
+  check(await page.isVisible('#memory svg polyline'), 'train: the memory footprint is drawn');
+  const peak = await page.textContent('#peak-label');
+  check(peak.startsWith('peak 4.69 MiB'), `train: the peak is marked (${peak})`);
+  check((await page.$$('#sweep svg polyline')).length === 2, 'train: the sweep plots forward and training peaks');
+  check((await page.$$('#modules th[data-key="bwd_latency_s"]')).length === 1, 'train: a bwd latency column');
+  await page.screenshot({ path: `${out}/train.png`, fullPage: true });
+  check(errors.length === 0, `train: no console errors ${errors.join('; ')}`);
+}
+
+await browser.close();
+console.log(failures ? `${failures} check(s) failed` : 'all checks passed');
+process.exit(failures ? 1 : 0);

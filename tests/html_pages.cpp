@@ -1,0 +1,119 @@
+// Writes the HTML report (and its JSON) for synthetic profiles the browser test renders: a module
+// and an op with hostile names, a 10,000-module model, and a training profile with a memory
+// footprint and a batch-size sweep. Usage: flopsprof_html_pages <output directory>
+#include <fstream>
+#include <iostream>
+#include <string>
+
+#include "flopsprof/report.h"
+
+namespace {
+
+using flopsprof::ModuleStats;
+using flopsprof::ProfileResult;
+
+ModuleStats module(const std::string& name, const std::string& type, int depth, int parent,
+                   uint64_t flops, double latency_s) {
+  ModuleStats m;
+  m.name = name;
+  m.type = type;
+  m.depth = depth;
+  m.parent = parent;
+  m.calls = 1;
+  m.flops = flops;
+  m.macs = flops / 2;
+  m.latency_s = latency_s;
+  m.params = flops / 100;
+  return m;
+}
+
+void finish(ProfileResult& r) {
+  for (size_t i = 0; i < r.modules.size(); ++i) {
+    if (r.modules[i].parent >= 0) r.modules[r.modules[i].parent].children.push_back(int(i));
+  }
+  r.flops = r.modules[0].flops;
+  r.macs = r.modules[0].macs;
+  r.params = r.modules[0].params;
+  r.duration_s = r.modules[0].latency_s;
+}
+
+void write(const std::string& dir, const std::string& name, const ProfileResult& r,
+           const std::string& sweep_csv = "") {
+  std::ofstream(dir + "/" + name + ".html") << flopsprof::to_html(r, sweep_csv);
+  std::ofstream(dir + "/" + name + ".json") << flopsprof::to_json(r);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::cerr << "usage: flopsprof_html_pages <output directory>\n";
+    return 2;
+  }
+  const std::string dir = argv[1];
+
+  // Names that would run script if the page inserted them as markup.
+  ProfileResult hostile;
+  hostile.modules.push_back(module("", "Net", 0, -1, 3000, 3e-3));
+  hostile.modules.push_back(module("</script><script>alert(1)</script>",
+                                   "<img src=x onerror=alert(2)>", 1, 0, 2000, 1e-3));
+  hostile.modules.push_back(module("fc", "Linear&amp;<!--", 1, 0, 1000, 2e-3));
+  flopsprof::OpStats op;
+  op.name = "<b onmouseover=alert(3)>op</b>";
+  op.phase = "forward";
+  op.calls = 1;
+  op.latency_s = 1e-3;
+  hostile.ops.push_back(op);
+  finish(hostile);
+  write(dir, "hostile", hostile);
+
+  // 10,000 modules: 100 blocks of 99 layers.
+  ProfileResult big;
+  big.modules.push_back(module("", "Huge", 0, -1, 0, 0));
+  for (int b = 0; b < 100; ++b) {
+    const int parent = static_cast<int>(big.modules.size());
+    big.modules.push_back(module("block" + std::to_string(b), "Block", 1, 0, 0, 0));
+    for (int l = 0; l < 99; ++l) {
+      big.modules.push_back(module("block" + std::to_string(b) + ".layer" + std::to_string(l),
+                                   "Linear", 2, parent, 1000000u * (1 + (l % 7)),
+                                   1e-5 * (1 + (l * 13 + b) % 11)));
+      big.modules[parent].flops += big.modules.back().flops;
+      big.modules[parent].latency_s += big.modules.back().latency_s;
+    }
+    big.modules[0].flops += big.modules[parent].flops;
+    big.modules[0].latency_s += big.modules[parent].latency_s;
+  }
+  finish(big);
+  write(dir, "big", big);
+
+  // Training, with a memory footprint (a peak in the middle) and a batch-size sweep.
+  ProfileResult train;
+  train.modules.push_back(module("", "Net", 0, -1, 8000, 4e-3));
+  train.modules.push_back(module("encoder", "Encoder", 1, 0, 6000, 3e-3));
+  train.modules.push_back(module("head", "Linear", 1, 0, 2000, 1e-3));
+  train.modules[1].bwd_latency_s = 5e-3;
+  train.modules[2].bwd_latency_s = 1e-3;
+  train.modules[0].bwd_latency_s = 6e-3;
+  finish(train);
+  train.has_backward = true;
+  train.bwd_latency_s = 6e-3;
+  train.bwd_flops = 16000;
+  train.memory.tracked = true;
+  for (int i = 0; i <= 2000; ++i) {
+    flopsprof::MemorySample s;
+    s.time_s = i * 1e-5;
+    s.bytes = (i <= 1200 ? i : 2400 - i) * 4096;
+    s.op = "aten::mm";
+    s.module = i < 1000 ? "encoder" : "head";
+    s.phase = i < 1200 ? "forward" : "backward";
+    train.memory.trace.push_back(s);
+  }
+  train.memory.peak_bytes = 1200 * 4096;
+  const std::string sweep =
+      "batch_size,fwd_peak_bytes,train_peak_bytes,fwd_flops,fwd_latency_s\n"
+      "1,1000000,3000000,8000,0.001\n2,2000000,6000000,16000,0.002\n"
+      "4,4000000,12000000,32000,0.004\n8,8000000,24000000,64000,0.008\n";
+  write(dir, "train", train, sweep);
+  std::cout << "pages written to " << dir << "\n";
+  return 0;
+}
