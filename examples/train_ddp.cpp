@@ -10,6 +10,7 @@
 //                               [--mismatch-rank R]             rank R names a module otherwise
 //                               [--skip-gather-rank R]          rank R never gathers
 //                               [--timeout-ms T]                gather timeout
+//                               [--all-ranks 1]                 every rank gets the report
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -38,7 +39,7 @@ namespace {
 
 struct Args {
   int world_size = 2, steps = 3, slow_rank = -1, slow_ms = 0, mismatch_rank = -1;
-  int skip_gather_rank = -1, timeout_ms = 30000;
+  int skip_gather_rank = -1, timeout_ms = 30000, all_ranks = 0;
   std::string out = "ddp_profile";
 };
 
@@ -112,6 +113,7 @@ int worker(const Args& a, int rank, uint16_t port) {
   flopsprof::GatherOptions go;
   go.timeout = std::chrono::milliseconds(a.timeout_ms);
   go.backend = pg->getBackendName();
+  go.all_ranks = a.all_ranks != 0;
   try {
     flopsprof::gather_profile(prof, *store, rank, a.world_size, go);
   } catch (const flopsprof::Error& e) {
@@ -161,6 +163,8 @@ int main(int argc, char** argv) {
       a.skip_gather_rank = std::stoi(v);
     else if (k == "--timeout-ms")
       a.timeout_ms = std::stoi(v);
+    else if (k == "--all-ranks")
+      a.all_ranks = std::stoi(v);
     else if (k == "--out")
       a.out = v;
     else {

@@ -272,6 +272,13 @@ TEST_F(FakeCupti, KernelsBelongToTheirOpsAndModulesEndToEnd) {
     EXPECT_NEAR(m.device_fwd_s + m.device_bwd_s, m.gpu_busy_s, 1e-12) << name;
     EXPECT_GT(m.device_bwd_s, 0.0) << name;
     ASSERT_FALSE(m.top_kernels.empty()) << name;
+    // the span runs from its first kernel's start to its last kernel's end: at least its busy
+    // time, at most the whole profile's span
+    EXPECT_GE(m.gpu_span_s + 1e-12, m.gpu_busy_s) << name;
+    EXPECT_LE(m.gpu_span_s, r.gpu.span_s + 1e-12) << name;
+    double in_table = 0;
+    for (const auto& k : m.top_kernels) in_table += k.gpu_s;
+    EXPECT_NEAR(in_table, m.gpu_busy_s, 1e-12) << name << ": two kernel names, both listed";
   }
   const auto& root = module(r, "");
   EXPECT_NEAR(root.gpu_busy_s,
@@ -281,6 +288,8 @@ TEST_F(FakeCupti, KernelsBelongToTheirOpsAndModulesEndToEnd) {
   const std::string text = prof.model_profile_string();
   EXPECT_NE(text.find("GPU timing"), std::string::npos);
   EXPECT_NE(text.find("GPU memcpy / memset (apart from busy)"), std::string::npos);
+  EXPECT_NE(text.find("GPU kernels per module"), std::string::npos);
+  EXPECT_NE(text.find("fake_gemm"), std::string::npos);
   EXPECT_EQ(text.find("dropped"), std::string::npos);
   json j = json::parse(prof.to_json());
   EXPECT_EQ(j["gpu"]["backend"], "cupti");

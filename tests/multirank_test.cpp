@@ -155,6 +155,18 @@ TEST(MultiRank, ARankThatNeverGathersIsAnErrorWithinTheTimeout) {
   EXPECT_LT(r.seconds, 30.0);
 }
 
+TEST(MultiRank, AllRanksGetTheCombinedProfileWhenAsked) {
+  const fs::path out = scratch("all");
+  JobRun r = run_example("--world-size 2 --all-ranks 1 --out " + out.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  for (int k = 0; k < 2; ++k) {
+    json j = json::parse(read(out / ("rank" + std::to_string(k) + ".json")));
+    ASSERT_TRUE(j.contains("ranks")) << "rank " << k;
+    EXPECT_EQ(j["ranks"]["per_rank"].size(), 2u);
+    EXPECT_EQ(j["summary"]["world_size"].get<int>(), 2);
+  }
+}
+
 // HTA (hta/common/trace_file.py, hta/configs/parser_config.py) reads the metadata before
 // "traceEvents", finds the rank with "rank":\s+(\d+), and keys on kineto's categories and args.
 TEST(MultiRank, PerRankTracesFollowHtaRules) {
