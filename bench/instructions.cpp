@@ -3,8 +3,9 @@
 // requests. bench/instructions.sh runs it under `valgrind --tool=callgrind` for each variant and
 // prints profiled / unprofiled. Workloads (REFERENCE.md): `mlp` = 200 forwards of 8 x
 // (Linear(64,64) + ReLU) at batch 1 under no_grad; `train` = 50 steps of forward + backward + SGD
-// at batch 8. Variants: `plain`, `ours` (flopsprof), `floor` (a no-op RecordFunction callback
-// that boxes inputs for ops and nodes: what any such profiler pays).
+// at batch 8. Variants: `plain`, `ours` (flopsprof), `floor` (no-op RecordFunction callbacks
+// registered as flopsprof registers its own: ops with their inputs boxed, autograd nodes without:
+// what any profiler that reads shapes through RecordFunction pays).
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -66,7 +67,6 @@ int main(int argc, char** argv) {
                                           .needsInputs(true)
                                           .scopes({at::RecordScope::FUNCTION}));
     floor_nodes = at::addGlobalCallback(at::RecordFunctionCallback(noop_start, noop_end)
-                                            .needsInputs(true)
                                             .scopes({at::RecordScope::BACKWARD_FUNCTION}));
   } else if (variant != "plain") {
     std::fprintf(stderr, "unknown variant '%s'\n", variant.c_str());
