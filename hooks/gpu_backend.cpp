@@ -101,6 +101,8 @@ GpuSelection select_gpu_timing(int device_type, int device_index) {
     device_index = 0;
   }
   if (device_type < 0) return sel;
+  sel.device_type = device_type;
+  sel.device_index = device_index;
   const auto type = static_cast<c10::DeviceType>(device_type);
   std::string why_cupti, why_events;
   const GpuPluginV1* plugin = nullptr;

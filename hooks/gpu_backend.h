@@ -65,10 +65,12 @@ const GpuPluginV1* load_gpu_plugin(std::string* why);
 /// function), else nothing; `timing` and `reason` say what was chosen and why not CUPTI.
 struct GpuSelection {
   std::unique_ptr<GpuBackend> cupti;
-  bool events = false;  ///< time top-level ops with device events (see device_events.h)
-  std::string timing;   ///< "cupti", "cuda events", "<device> events" or "host clock"; empty: CPU
-  std::string reason;   ///< why the earlier choices were not used
-  std::string device;   ///< device name when known
+  bool events = false;   ///< time top-level ops with device events (see device_events.h)
+  std::string timing;    ///< "cupti", "cuda events", "<device> events" or "host clock"; empty: CPU
+  std::string reason;    ///< why the earlier choices were not used
+  std::string device;    ///< device name when known
+  int device_type = -1;  ///< the device timed (c10::DeviceType's integer; the forced one in tests)
+  int device_index = 0;
 };
 
 /// `device_type`: the model's device type as c10::DeviceType's integer, or -1 for a CPU model.

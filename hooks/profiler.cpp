@@ -90,11 +90,9 @@ struct FlopsProfiler::Impl {
       gpu_reason = sel.reason;
       gpu_device = sel.device;
       if (sel.events) {
-        const auto t = static_cast<c10::DeviceType>(
-            detail::g_force_device_type >= 0 ? detail::g_force_device_type : type);
+        const auto t = static_cast<c10::DeviceType>(sel.device_type);
         events = std::make_unique<detail::DeviceEvents>(
-            t, static_cast<c10::DeviceIndex>(detail::g_force_device_type >= 0 ? 0 : index),
-            detail::event_elapsed(t));
+            t, static_cast<c10::DeviceIndex>(sel.device_index), detail::event_elapsed(t));
       }
       s->gpu = gpu.get();
       s->events = events.get();

@@ -146,7 +146,9 @@ std::string to_chrome_trace(const TraceData& trace, const std::vector<uint64_t>&
   }
   // GPU tracks: process 2, one thread per stream; flow arrows from the launching op.
   if (!trace.gpu.empty()) metadata(w, "process_name", 2, -1, "GPU");
-  for (const TraceData::GpuSpan& k : trace.gpu_modules) {
+  // A GPU span: kernels, memcpys, memsets (with their stream and launching op) and per-module
+  // call spans (gpu_user_annotation).
+  auto gpu_span = [&](const TraceData::GpuSpan& k, bool launched) {
     w.begin_object();
     w.member("name", k.name);
     w.member("cat", k.cat);
@@ -159,26 +161,14 @@ std::string to_chrome_trace(const TraceData& trace, const std::vector<uint64_t>&
     w.begin_object();
     w.member("module", k.module);
     w.member("device", static_cast<int64_t>(k.device));
+    if (launched) w.member("stream", static_cast<int64_t>(k.stream));
+    if (launched && k.external_id != 0) w.member("External id", k.external_id);
     w.end_object();
     w.end_object();
-  }
+  };
+  for (const TraceData::GpuSpan& k : trace.gpu_modules) gpu_span(k, false);
   for (const TraceData::GpuSpan& k : trace.gpu) {
-    w.begin_object();
-    w.member("name", k.name);
-    w.member("cat", k.cat);
-    w.member("ph", "X");
-    w.member("ts", us(k.start));
-    w.member("dur", static_cast<double>(k.end - k.start) * clock.ns_per_tick * 1e-3);
-    w.member("pid", 2);
-    w.member("tid", static_cast<int64_t>(k.stream));
-    w.key("args");
-    w.begin_object();
-    w.member("module", k.module);
-    w.member("device", static_cast<int64_t>(k.device));
-    w.member("stream", static_cast<int64_t>(k.stream));
-    if (k.external_id != 0) w.member("External id", k.external_id);
-    w.end_object();
-    w.end_object();
+    gpu_span(k, true);
     if (k.launcher_thread < 0) continue;
     flow(w, "launch", "ac2g", id++, us(k.launcher_start), 1, k.launcher_thread + 1, us(k.start), 2,
          static_cast<int64_t>(k.stream));

@@ -101,9 +101,10 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, 
 }
 
 template <class T>
-GpuRecord basic(GpuKind kind, const T* r) {
+GpuRecord basic(GpuKind kind, const T* r, std::string name) {
   GpuRecord g;
   g.kind = kind;
+  g.name = std::move(name);
   g.start_ns = static_cast<int64_t>(r->start);
   g.end_ns = static_cast<int64_t>(r->end);
   g.device = r->deviceId;
@@ -188,25 +189,21 @@ class CuptiBackend final : public GpuBackend {
           case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
           case CUPTI_ACTIVITY_KIND_KERNEL: {
             auto* k = reinterpret_cast<const KernelRecord*>(record);
-            GpuRecord g = basic(GpuKind::kKernel, k);
             auto it = names.find(k->name);
             if (it == names.end()) it = names.emplace(k->name, k->name ? k->name : "kernel").first;
-            g.name = it->second;
-            c.records.push_back(std::move(g));
+            c.records.push_back(basic(GpuKind::kKernel, k, it->second));
             break;
           }
           case CUPTI_ACTIVITY_KIND_MEMCPY: {
             auto* m = reinterpret_cast<const MemcpyRecord*>(record);
-            GpuRecord g = basic(GpuKind::kMemcpy, m);
-            g.name = "memcpy " + std::to_string(m->bytes) + " B";
-            c.records.push_back(std::move(g));
+            c.records.push_back(
+                basic(GpuKind::kMemcpy, m, "memcpy " + std::to_string(m->bytes) + " B"));
             break;
           }
           case CUPTI_ACTIVITY_KIND_MEMSET: {
             auto* m = reinterpret_cast<const MemsetRecord*>(record);
-            GpuRecord g = basic(GpuKind::kMemset, m);
-            g.name = "memset " + std::to_string(m->bytes) + " B";
-            c.records.push_back(std::move(g));
+            c.records.push_back(
+                basic(GpuKind::kMemset, m, "memset " + std::to_string(m->bytes) + " B"));
             break;
           }
           case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
