@@ -160,8 +160,13 @@ struct ThreadLocals {
   TlsBuffer buffers[kMaxSessions];
   ThreadState* state;  // this thread's lifetime-protocol state, null until its first callback
   int depth;           // CallbackGuard nesting
-  int suspended;       // > 0: this thread is taking a snapshot; its callbacks record nothing
-  void* free_head;     // OpContext free list
+  // Per session slot: counted ops open on this thread. Ops nested in one are never recorded, so
+  // the op callback returns before anything else while it is > 0. Raised when a counted op's
+  // record commits, lowered when its OpContext dies (with the RecordFunction, whether or not the
+  // end callback ran), so it cannot leak past the op into a later profile.
+  int counted[kMaxSessions];
+  int suspended;    // > 0: this thread is taking a snapshot; its callbacks record nothing
+  void* free_head;  // OpContext free list
 };
 #if defined(__GNUC__)
 #define FLOPSPROF_TLS_MODEL __attribute__((tls_model("initial-exec")))
@@ -373,7 +378,6 @@ void ThreadBuffer::reset(uint64_t thread) {
   memory.clear();
   dropped_args = 0;
   open_op = -1;
-  counted_depth = 0;
   backward_depth = 0;
   open_scope = -1;
   step_depth = 0;
@@ -481,7 +485,12 @@ struct OpContext final : at::ObserverContext {
   uint64_t session = 0;
   uint32_t index = 0;
   uint8_t pushed = 0;  // 1: counted depth, 2: backward depth, 4: a GPU correlation id
+  int8_t slot = 0;     // the session slot whose counted depth this op raised (pushed & 1)
   int32_t mark = -1;   // device-event mark of a top-level record, else -1
+
+  ~OpContext() override {
+    if (pushed & 1) --tl.counted[slot];
+  }
 
   static void* operator new(size_t size);
   static void operator delete(void* p) noexcept;
@@ -658,6 +667,13 @@ int32_t find_owner(const Session* s, c10::ArrayRef<const c10::IValue> inputs, bo
 
 template <int K>
 std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
+  const at::RecordScope scope = fn.scope();
+  if (tl.counted[K] > 0 && scope != at::RecordScope::BACKWARD_FUNCTION) {
+    // Inside a counted op: never counted, attributed with its parent. Not recorded at all, and
+    // decided from this thread's own state before the lifetime protocol, which keeps the common
+    // case of composite ops (linear > matmul > mm > ...) cheap.
+    return nullptr;
+  }
   OpGuard guard;
   if (!guard.ok()) return nullptr;
   Session* s = g_sessions[K].load(std::memory_order_acquire);
@@ -665,12 +681,6 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
   const TlsBuffer& tls = tl.buffers[K];
   ThreadBuffer* b = tls.session == s->id ? tls.buffer : s->thread_buffer();
   if (b == nullptr) return nullptr;
-  const at::RecordScope scope = fn.scope();
-  if (b->counted_depth > 0 && scope != at::RecordScope::BACKWARD_FUNCTION) {
-    // Inside a counted op: never counted, attributed with its parent. Not recorded at all, which
-    // keeps the common case of composite ops (linear > matmul > mm > ...) cheap.
-    return nullptr;
-  }
   // All or nothing: everything that can throw (name interning, the context, the record and its
   // arguments) happens before any per-thread state changes; on failure the record is rolled back
   // and the op is not recorded, as if unobserved.
@@ -711,7 +721,7 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
       b->marks.reserve(std::max<size_t>(256, 2 * b->marks.size()));  // may throw: before commit
     }
     // Commit (nothing below throws).
-    if (pushed & 1) ++b->counted_depth;
+    if (pushed & 1) ++tl.counted[K];
     if (pushed & 2) ++b->backward_depth;
     b->open_op = static_cast<int32_t>(index);
     if (s->gpu != nullptr) {  // device work launched by this op carries its id
@@ -726,6 +736,7 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
       }
     }
     ctx->buffer = b;
+    ctx->slot = K;
     ctx->session = s->id;
     ctx->index = index;
     ctx->pushed = pushed;
@@ -753,7 +764,6 @@ void on_op_end(const at::RecordFunction& /*fn*/, at::ObserverContext* c) {
   RawEvent& e = b->events[ctx->index];
   e.end_ns = s->now();
   if (e.seq_nr >= 0 && e.kind == EventKind::kOp) e.seq_end = at::sequence_number::peek();
-  if (ctx->pushed & 1) --b->counted_depth;
   if (ctx->pushed & 2) --b->backward_depth;
   if (ctx->pushed & 4) s->gpu->pop();
   if (ctx->mark >= 0) s->events->record(&b->marks[ctx->mark].end);

@@ -108,7 +108,6 @@ struct ThreadBuffer : ThreadEvents {
   /// Empties the records for a new profile, keeping capacity and the name cache.
   void reset(uint64_t thread);
   int32_t open_op = -1;
-  int32_t counted_depth = 0;
   int32_t backward_depth = 0;
   int32_t open_scope = -1;
   int32_t step_depth = 0;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <thread>
 
+#include <ATen/record_function.h>
 #include <torch/torch.h>
 
 #include "flopsprof/flopsprof.h"
@@ -549,6 +550,29 @@ TEST(Lifetime, StopWaitsForAWorkerInsideACallback) {
   stopper.join();
   worker.join();
   EXPECT_TRUE(stopped.load());
+}
+
+// A profile that stops while a counted op is still open on a thread (its end callback then finds
+// no session) leaves nothing behind on that thread: the next profile counts every op. The depth
+// that makes ops nested in a counted op unrecorded is lowered when the op's RecordFunction dies,
+// not by the end callback.
+TEST(Lifetime, StoppingInsideACountedOpLeavesTheNextProfileWhole) {
+  torch::nn::Sequential model(torch::nn::Linear(4, 4));
+  torch::NoGradGuard no_grad;
+  torch::Tensor x = torch::randn({2, 4});
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  {
+    torch::Tensor a = torch::randn({2, 3}), b = torch::randn({3, 5});
+    RECORD_FUNCTION("aten::mm", std::vector<c10::IValue>({a, b}));  // counted: 2*3*5 MACs
+    prof.stop_profile();
+  }
+  prof.reset_profile();
+  prof.start_profile();
+  model->forward(x);
+  prof.stop_profile();
+  EXPECT_EQ(prof.get_total_macs(), 2u * 4 * 4);  // t + addmm, 2 x 4 x 4
+  EXPECT_EQ(prof.get_module_macs("0"), 2u * 4 * 4);
 }
 
 }  // namespace
