@@ -5,7 +5,12 @@
 // (Linear(64,64) + ReLU) at batch 1 under no_grad; `train` = 50 steps of forward + backward + SGD
 // at batch 8. Variants: `plain`, `ours` (flopsprof), `floor` (no-op RecordFunction callbacks
 // registered as flopsprof registers its own: ops with their inputs boxed, autograd nodes without:
-// what any profiler that reads shapes through RecordFunction pays).
+// what any profiler that reads shapes through RecordFunction pays), `machinery` (the same no-op
+// callbacks with no inputs boxed: RecordFunction's own cost, which a profiler that reads no
+// shapes would pay; floor - machinery is the boxing), `toggle` (the floor's op callback switching
+// RecordFunction off on its thread from each op's start to its end, so that LibTorch never
+// creates the records of nested ops: the only way a callback has to skip them, and what it costs
+// on LibTorch 1.13, which rebuilds the thread's callback cache at each switch).
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -21,6 +26,15 @@ namespace {
 std::unique_ptr<at::ObserverContext> noop_start(const at::RecordFunction&) { return nullptr; }
 void noop_end(const at::RecordFunction&, at::ObserverContext*) {}
 
+struct Switched final : at::ObserverContext {};
+std::unique_ptr<at::ObserverContext> switch_off(const at::RecordFunction&) {
+  at::enableRecordFunction(false);  // nested ops: no RecordFunction at all
+  return std::make_unique<Switched>();
+}
+void switch_on(const at::RecordFunction&, at::ObserverContext* ctx) {
+  if (ctx != nullptr) at::enableRecordFunction(true);
+}
+
 torch::nn::Sequential tiny_mlp() {
   torch::nn::Sequential m;
   for (int i = 0; i < 8; ++i) {
@@ -34,7 +48,7 @@ torch::nn::Sequential tiny_mlp() {
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: %s mlp|train plain|ours|floor\n", argv[0]);
+    std::fprintf(stderr, "usage: %s mlp|train plain|ours|floor|machinery|toggle\n", argv[0]);
     return 2;
   }
   const std::string workload = argv[1], variant = argv[2];
@@ -64,6 +78,17 @@ int main(int argc, char** argv) {
     work();  // the profiler's thread buffer and name cache, as in a long profile
   } else if (variant == "floor") {
     floor_ops = at::addGlobalCallback(at::RecordFunctionCallback(noop_start, noop_end)
+                                          .needsInputs(true)
+                                          .scopes({at::RecordScope::FUNCTION}));
+    floor_nodes = at::addGlobalCallback(at::RecordFunctionCallback(noop_start, noop_end)
+                                            .scopes({at::RecordScope::BACKWARD_FUNCTION}));
+  } else if (variant == "machinery") {
+    floor_ops = at::addGlobalCallback(
+        at::RecordFunctionCallback(noop_start, noop_end).scopes({at::RecordScope::FUNCTION}));
+    floor_nodes = at::addGlobalCallback(at::RecordFunctionCallback(noop_start, noop_end)
+                                            .scopes({at::RecordScope::BACKWARD_FUNCTION}));
+  } else if (variant == "toggle") {
+    floor_ops = at::addGlobalCallback(at::RecordFunctionCallback(switch_off, switch_on)
                                           .needsInputs(true)
                                           .scopes({at::RecordScope::FUNCTION}));
     floor_nodes = at::addGlobalCallback(at::RecordFunctionCallback(noop_start, noop_end)

@@ -11,9 +11,9 @@ count() {
 }
 for w in mlp train; do
   plain=$(count "$w" plain)
-  for v in floor ours; do
+  for v in machinery floor toggle ours; do
     n=$(count "$w" "$v")
     awk -v w="$w" -v v="$v" -v n="$n" -v p="$plain" \
-      'BEGIN { printf "%-5s %-5s %12d instructions  %.3f x unprofiled (%d)\n", w, v, n, n / p, p }'
+      'BEGIN { printf "%-5s %-9s %12d instructions  %.3f x unprofiled (%d)\n", w, v, n, n / p, p }'
   done
 done
