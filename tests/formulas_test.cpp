@@ -303,7 +303,10 @@ TEST(AttentionFormula, SdpaIsTwoGemmsPlusSoftmax) {
 TEST(ZeroFormula, ViewsCopiesIndexingAreAKnownZero) {
   for (const char* op :
        {"aten::view", "aten::t", "aten::transpose", "aten::contiguous", "aten::embedding",
-        "aten::index_select", "aten::cat", "aten::dropout", "aten::empty", "aten::copy_"}) {
+        "aten::index_select", "aten::cat", "aten::dropout", "aten::empty", "aten::copy_",
+        // an LSTM's gates (unsafe_chunk > unsafe_split); backward of indexing an RNN's output
+        "aten::unsafe_chunk", "aten::unsafe_split", "aten::slice_backward",
+        "aten::select_backward"}) {
     std::optional<FlopCount> c = compute_flops(op, Args().tensor({4, 4}).inputs());
     ASSERT_TRUE(c.has_value()) << op;  // a known 0, not "no formula"
     EXPECT_EQ(c->flops, 0u) << op;

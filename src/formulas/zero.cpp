@@ -22,10 +22,13 @@ void register_zero_formulas() {
         "aten::type_as", "aten::resize_", "aten::set_", "aten::requires_grad_",
         // indexing and selection
         "aten::slice", "aten::select", "aten::narrow", "aten::split", "aten::split_with_sizes",
-        "aten::chunk", "aten::unbind", "aten::index", "aten::index_select", "aten::gather",
-        "aten::masked_select", "aten::masked_fill", "aten::masked_fill_", "aten::where",
-        "aten::embedding", "aten::take", "aten::item", "aten::_local_scalar_dense",
-        "aten::is_nonzero", "aten::equal", "aten::size", "aten::stride",
+        "aten::chunk", "aten::unsafe_split", "aten::unsafe_split_with_sizes", "aten::unsafe_chunk",
+        "aten::unbind", "aten::index", "aten::index_select", "aten::gather", "aten::masked_select",
+        "aten::masked_fill", "aten::masked_fill_", "aten::where", "aten::embedding", "aten::take",
+        "aten::item", "aten::_local_scalar_dense",
+        // backward of selections: a zero tensor with the gradient copied into the selected part
+        "aten::slice_backward", "aten::select_backward", "aten::is_nonzero", "aten::equal",
+        "aten::size", "aten::stride",
         // joining and layout
         "aten::cat", "aten::_cat", "aten::stack", "aten::repeat", "aten::tile", "aten::flip",
         "aten::roll", "aten::pad", "aten::constant_pad_nd", "aten::zero_", "aten::fill_",
