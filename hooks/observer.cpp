@@ -385,9 +385,9 @@ void ThreadBuffer::reset(uint64_t thread) {
   names.validate();
 }
 
-int32_t ThreadBuffer::open_scope_record(int32_t module, int64_t now) noexcept {
+int32_t ThreadBuffer::open_scope_record(int32_t module, int64_t now, bool window) noexcept {
   try {
-    scopes.push_back(ScopeRecord{module, open_scope, now, 0, backward_depth > 0});
+    scopes.push_back(ScopeRecord{module, open_scope, now, 0, backward_depth > 0, window});
   } catch (...) {
     ++capture_errors;
     return -1;

@@ -589,6 +589,21 @@ ModelProfile get_model_profile(std::shared_ptr<torch::nn::Module> model,
                                const ModelProfileOptions& options) {
   if (!model) throw Error("get_model_profile: the model is null; pass a constructed module");
   if (!run_forward) throw Error("get_model_profile: the forward callable is empty");
+  const torch::nn::Module* m = model.get();
+  return detail::profile_model(
+      std::move(model),
+      [&] {
+        detail::CallWindow window(m);
+        run_forward();
+      },
+      options);
+}
+
+ModelProfile detail::profile_model(std::shared_ptr<torch::nn::Module> model,
+                                   const std::function<void()>& run_forward,
+                                   const ModelProfileOptions& options) {
+  if (!model) throw Error("get_model_profile: the model is null; pass a constructed module");
+  if (!run_forward) throw Error("get_model_profile: the forward callable is empty");
   if (options.warm_up < 0) throw Error("get_model_profile: warm_up must be >= 0");
   ReportOptions check;  // validate before running anything
   check.module_depth = options.module_depth;

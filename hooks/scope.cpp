@@ -18,6 +18,38 @@ std::atomic<int> g_scope_demand{0};
 
 bool foreign_observers_active() noexcept { return at::hasCallbacks(); }
 
+const char* open_scope_records(const torch::nn::Module* module, ScopeHandles& handles,
+                               bool window) noexcept {
+  const char* name = nullptr;
+  CallbackGuard guard;
+  for (int k = 0; k < kMaxSessions && guard.ok(); ++k) {
+    Session* s = g_sessions[k].load(std::memory_order_acquire);
+    if (s == nullptr) continue;
+    auto it = s->module_index.find(module);
+    if (it == s->module_index.end()) continue;
+    ThreadBuffer* b = s->thread_buffer();
+    if (b == nullptr) continue;
+    ScopeHandle& h = handles[k];
+    h.index = b->open_scope_record(it->second, s->now(), window);
+    if (h.index < 0) continue;
+    h.buffer = b;
+    h.session = s->id;
+    if (name == nullptr) name = s->scope_names[it->second].c_str();
+  }
+  return name;
+}
+
+void close_scope_records(ScopeHandles& handles) noexcept {
+  CallbackGuard guard;
+  for (int k = 0; k < kMaxSessions && guard.ok(); ++k) {
+    ScopeHandle& h = handles[k];
+    if (h.session == 0) continue;
+    Session* s = g_sessions[k].load(std::memory_order_acquire);
+    if (s == nullptr || s->id != h.session) continue;  // that profile stopped meanwhile
+    static_cast<ThreadBuffer*>(h.buffer)->close_scope_record(h.index, s->now());
+  }
+}
+
 namespace {
 
 struct HookEntry {
@@ -85,25 +117,11 @@ void ModuleScope::enter(const torch::nn::Module* module) {
   uncaught_ = std::uncaught_exceptions();
   detail::fire_hooks(module, /*pre=*/true);  // may throw: nothing is recorded yet
   active_ = true;
-  const char* scope_name = nullptr;
   {
+    // The guard keeps the sessions, and the name they own, alive until the user-scope range for
+    // other observers (LibTorch's profiler, Kineto, ...) has copied it.
     detail::CallbackGuard guard;
-    for (int k = 0; k < detail::kMaxSessions && guard.ok(); ++k) {
-      detail::Session* s = detail::g_sessions[k].load(std::memory_order_acquire);
-      if (s == nullptr) continue;
-      auto it = s->module_index.find(module);
-      if (it == s->module_index.end()) continue;
-      detail::ThreadBuffer* b = s->thread_buffer();
-      if (b == nullptr) continue;
-      Record& r = records_[k];
-      r.index = b->open_scope_record(it->second, s->now());
-      if (r.index < 0) continue;
-      r.buffer = b;
-      r.session = s->id;
-      if (scope_name == nullptr) scope_name = s->scope_names[it->second].c_str();
-    }
-    // A user-scope range for other observers (LibTorch's profiler, Kineto, ...). The name is
-    // copied by RecordFunction before the guard ends.
+    const char* scope_name = detail::open_scope_records(module, records_, /*window=*/false);
     if (auto callbacks = at::getStepCallbacksUnlessEmpty(at::RecordScope::USER_SCOPE)) {
       auto* rf = new at::RecordFunction(std::move(*callbacks));
       rf->before(std::string(scope_name != nullptr ? scope_name : module->name().c_str()));
@@ -114,16 +132,7 @@ void ModuleScope::enter(const torch::nn::Module* module) {
 
 void ModuleScope::exit() noexcept {
   delete static_cast<at::RecordFunction*>(record_function_);  // runs the observers' end
-  {
-    detail::CallbackGuard guard;
-    for (int k = 0; k < detail::kMaxSessions && guard.ok(); ++k) {
-      Record& r = records_[k];
-      if (r.session == 0) continue;
-      detail::Session* s = detail::g_sessions[k].load(std::memory_order_acquire);
-      if (s == nullptr || s->id != r.session) continue;  // that profile stopped meanwhile
-      static_cast<detail::ThreadBuffer*>(r.buffer)->close_scope_record(r.index, s->now());
-    }
-  }
+  detail::close_scope_records(records_);
   if (std::uncaught_exceptions() != uncaught_) return;  // forward threw: no post hooks
   try {
     detail::fire_hooks(module_, /*pre=*/false);

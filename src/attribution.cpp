@@ -54,6 +54,7 @@ struct Call {
   bool cursor_stay = false;  // that child may take the next op too
   bool ended = false;        // its last op ended a built-in's call (terminal)
   int depth = 0;
+  std::vector<int> ran;  // children given ops out of registration order (rule 4)
 };
 
 // How a parameterless module matches an op: 0 no, 1 its type runs it, 2 it runs anything.
@@ -119,7 +120,7 @@ class ThreadAttributor {
       spans.push_back(CallSpan{c.module, t_, a.start_ns, end_of(b)});
     }
     for (const ScopeRecord& s : th_.scopes) {
-      if (s.module < 0 || s.backward || tree_.nodes[s.module].ignored) continue;
+      if (s.module < 0 || s.backward || tree_.nodes[s.module].ignored || folded(s)) continue;
       spans.push_back(CallSpan{s.module, t_, s.enter_ns, s.exit_ns != 0 ? s.exit_ns : in_.stop_ns});
     }
   }
@@ -153,6 +154,14 @@ class ThreadAttributor {
       if (th_.scopes[s].module == m) return s;
     }
     return -1;
+  }
+
+  // A scope record inside a call window of its own module: part of the window's call.
+  bool folded(const ScopeRecord& r) const {
+    for (int s = r.parent; s >= 0; s = th_.scopes[s].parent) {
+      if (th_.scopes[s].module == r.module && th_.scopes[s].window) return true;
+    }
+    return false;
   }
 
   // An in-place op on a parameter (`add_`, `mul_`, `addcdiv_`, `zero_` on a weight) updates the
@@ -256,7 +265,9 @@ class ThreadAttributor {
       std::reverse(path.begin(), path.end());
       size_t keep = 0;
       for (int x : open) {
-        if (tree_.is_ancestor_or_self(x, m)) {
+        // A scope's op (weak) is somewhere in its module's subtree: the calls of that module's
+        // descendants go on (an attention module's tanh between its Linears, in a scoped root).
+        if (tree_.is_ancestor_or_self(x, m) || (!it.firm && tree_.is_ancestor_or_self(m, x))) {
           open[keep++] = x;
         } else {
           cur[x] = -1;
@@ -379,10 +390,36 @@ class ThreadAttributor {
       }
     }
     if (!fallback) return -1;
-    for (int child : node.children) {  // a module reused out of order (one ReLU, called twice)
-      if (tree_.nodes[child].tensors == 0 && match(tree_, child, op) == 1) return child;
+    return pick_out_of_order(c, op);
+  }
+
+  // A parameterless child of the type that runs `op`, where registration order says nothing: a
+  // module reused (one ReLU called twice), or one of several of a type used in another order
+  // (embedding_dropout once before a loop, lstm_output_dropout in it). Several: the one taken
+  // after the same sibling before, else one this call has not run yet, else the first.
+  int pick_out_of_order(Call& c, const std::string& op) {
+    const ModuleNode& node = tree_.nodes[c.module];
+    int first = -1, unused = -1, count = 0;
+    for (int child : node.children) {
+      if (tree_.nodes[child].tensors != 0 || match(tree_, child, op) != 1) continue;
+      ++count;
+      if (first < 0) first = child;
+      if (unused < 0 && std::find(c.ran.begin(), c.ran.end(), child) == c.ran.end()) {
+        unused = child;
+      }
     }
-    return -1;
+    if (count <= 1) return first;
+    const int64_t key = static_cast<int64_t>(c.module) * (int64_t{1} << 32) + (c.cursor + 1);
+    auto it = after_.find(key);
+    int child = -1;
+    if (it != after_.end() && match(tree_, it->second, op) == 1) {
+      child = it->second;
+    } else {
+      child = unused >= 0 ? unused : first;
+      after_[key] = child;
+    }
+    c.ran.push_back(child);
+    return child;
   }
 
   // Calls grouped by the item where they begin (or end), deepest first.
@@ -547,14 +584,15 @@ class ThreadAttributor {
   // open at each position.
   void sweep() {
     const int n = static_cast<int>(items_.size());
-    // Next anchored item (same forward run) after each position.
-    std::vector<int> next(n + 1, -1);
+    // Next anchored item (same forward run) after each position, and next firm one.
+    std::vector<int> next(n + 1, -1), next_firm(n + 1, -1);
     for (int p = n - 1; p >= 0; --p) {
       if (!items_[p].forward) {
-        next[p] = -1;
+        next[p] = next_firm[p] = -1;
       } else {
-        next[p] =
-            (p + 1 < n && items_[p + 1].forward && items_[p + 1].anchor >= 0) ? p + 1 : next[p + 1];
+        const bool fwd = p + 1 < n && items_[p + 1].forward;
+        next[p] = (fwd && items_[p + 1].anchor >= 0) ? p + 1 : next[p + 1];
+        next_firm[p] = (fwd && items_[p + 1].firm) ? p + 1 : next_firm[p + 1];
       }
     }
     const int derived = static_cast<int>(calls_.size());
@@ -606,8 +644,12 @@ class ThreadAttributor {
       }
       Call& c = calls_[host];
       int hi = INT_MAX;  // children up to the next anchored one are candidates
-      if (next[p] >= 0) {
-        const int m2 = items_[next[p]].anchor;
+      int q = next[p];
+      if (q >= 0 && !items_[q].firm && tree_.is_ancestor_or_self(items_[q].anchor, c.module)) {
+        q = next_firm[p];  // a scope's op at or above the host says nothing about the order
+      }
+      if (q >= 0) {
+        const int m2 = items_[q].anchor;
         if (m2 != c.module && tree_.is_ancestor_or_self(c.module, m2)) {
           int a = m2;
           while (tree_.nodes[a].parent != c.module) a = tree_.nodes[a].parent;
@@ -631,6 +673,9 @@ class ThreadAttributor {
   std::vector<Item> items_;
   std::vector<Call> calls_;
   std::unordered_map<int, int> pl_call_;  // parameterless module -> its latest call
+  // (parent, child index that ran last + 1) -> the parameterless child chosen out of
+  // registration order there (pick_out_of_order)
+  std::unordered_map<int64_t, int> after_;
 };
 
 }  // namespace

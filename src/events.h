@@ -62,13 +62,15 @@ struct RawEvent {
   int32_t scope = -1;  ///< innermost open ScopeRecord on this thread
 };
 
-/// One FLOPSPROF_MODULE() call.
+/// One FLOPSPROF_MODULE() call, or a call window (get_model_profile's call of the model).
 struct ScopeRecord {
   int32_t module = -1;  ///< module index in the tree
   int32_t parent = -1;  ///< enclosing scope record on this thread
   int64_t enter_ns = 0;
   int64_t exit_ns = 0;    ///< 0 while open
   bool backward = false;  ///< entered inside the autograd engine: a recomputed forward
+  /// A call whose bounds the caller knows: records of the same module inside it are this call.
+  bool window = false;
 };
 
 /// One step scope (the optimizer step), on the thread that ran it.

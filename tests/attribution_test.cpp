@@ -42,6 +42,13 @@ struct Events {
   Names& names;
   ThreadEvents th;
   int64_t clock = 0;
+  int32_t scope = -1;  // the scope record open for the next ops
+  // Opens a scope record of `module` (closed at `stop`), nested in the open one.
+  int32_t open_scope(int module, bool window, int64_t stop = 1000000) {
+    th.scopes.push_back(ScopeRecord{module, scope, clock, stop, false, window});
+    scope = static_cast<int32_t>(th.scopes.size() - 1);
+    return scope;
+  }
   int op(const std::string& name, int owner = -1, uint8_t flags = 0, int64_t seq = -1,
          int64_t seq_end = -1) {
     RawEvent e;
@@ -50,6 +57,7 @@ struct Events {
     e.flags = flags;
     e.seq_nr = seq;
     e.seq_end = seq_end;
+    e.scope = scope;
     e.start_ns = clock;
     e.end_ns = clock + 10;
     clock += 10;
@@ -199,6 +207,88 @@ TEST(AttributionRules, ReusedModulesAndFunctional) {
   Result fr = run(ftree, fe, names);
   EXPECT_EQ(fr.module(x), fn);
   EXPECT_EQ(fr.calls(fn), 1);
+}
+
+// Rule 4, several parameterless children of one type used out of registration order (a decoder:
+// embedding_dropout once before its loop, lstm_output_dropout in each step): each op goes to the
+// child taken after the same sibling before, else to one the call has not run yet.
+TEST(AttributionRules, SameTypeChildrenOutOfRegistrationOrder) {
+  Names names;
+  Tree t;
+  const int root = t.add("", "Decoder", -1, false);
+  const int emb = t.add("embedding", "Embedding", root, true);
+  const int cell = t.add("cell", "Linear", root, true);
+  const int out = t.add("out", "Linear", root, true);
+  const int d_emb = t.add("embedding_dropout", "Dropout", root, true);
+  const int d_out = t.add("output_dropout", "Dropout", root, true);
+  const int we = t.own(emb), wc = t.own(cell), wo = t.own(out);
+  const ModuleTree& tree = t.done();
+  Events ev{names};
+  ev.op("aten::embedding", we);
+  const int first = ev.op("aten::dropout");
+  std::vector<int> in_loop;
+  for (int step = 0; step < 3; ++step) {
+    ev.op("aten::t", wc);
+    ev.op("aten::addmm", wc);
+    in_loop.push_back(ev.op("aten::dropout"));
+    ev.op("aten::t", wo);
+    ev.op("aten::addmm", wo);
+  }
+  Result r = run(tree, ev, names);
+  EXPECT_EQ(r.module(first), d_emb);
+  for (int e : in_loop) EXPECT_EQ(r.module(e), d_out);
+  EXPECT_EQ(r.calls(d_emb), 1);
+  EXPECT_EQ(r.calls(d_out), 3);
+  EXPECT_EQ(r.calls(root), 1);
+}
+
+// Rules 1 and 3 with a call window (get_model_profile's call of the model): one call of the root
+// whatever runs inside (a greedy decoding loop's argmax before the first child runs again), a
+// FLOPSPROF_MODULE() record of the root inside it is the same call, and the window's own ops
+// (weakly anchored to the root) neither split a child's call nor hide registration order.
+TEST(AttributionRules, CallWindowIsOneCallOfTheRoot) {
+  for (bool inner_scope : {false, true}) {
+    Names names;
+    Tree t;
+    const int root = t.add("", "Decoder", -1, false);
+    const int emb = t.add("embedding", "Embedding", root, true);
+    const int att = t.add("attention", "Attention", root, false);
+    const int l1 = t.add("attention.a", "Linear", att, true);
+    const int l2 = t.add("attention.b", "Linear", att, true);
+    const int out = t.add("out", "Linear", root, true);
+    const int d_emb = t.add("embedding_dropout", "Dropout", root, true);
+    const int d_out = t.add("output_dropout", "Dropout", root, true);
+    const int we = t.own(emb), w1 = t.own(l1), w2 = t.own(l2), wo = t.own(out);
+    const ModuleTree& tree = t.done();
+    Events ev{names};
+    ev.open_scope(root, /*window=*/true);
+    if (inner_scope) ev.open_scope(root, /*window=*/false);
+    ev.op("aten::ones");
+    ev.op("aten::embedding", we);
+    const int first_drop = ev.op("aten::dropout");
+    std::vector<int> tanh, drops, argmax;
+    for (int step = 0; step < 2; ++step) {
+      ev.op("aten::t", w1);
+      ev.op("aten::addmm", w1);
+      tanh.push_back(ev.op("aten::tanh"));
+      ev.op("aten::t", w2);
+      ev.op("aten::addmm", w2);
+      drops.push_back(ev.op("aten::dropout"));
+      ev.op("aten::view");  // the window's own op: no hint of where the next child stands
+      ev.op("aten::t", wo);
+      ev.op("aten::addmm", wo);
+      argmax.push_back(ev.op("aten::argmax"));
+      ev.op("aten::embedding", we);
+    }
+    Result r = run(tree, ev, names);
+    EXPECT_EQ(r.calls(root), 1) << inner_scope;
+    EXPECT_EQ(r.calls(att), 2) << inner_scope;
+    EXPECT_EQ(r.calls(emb), 3) << inner_scope;
+    EXPECT_EQ(r.module(first_drop), d_emb) << inner_scope;
+    for (int e : drops) EXPECT_EQ(r.module(e), d_out) << inner_scope;
+    for (int e : tanh) EXPECT_EQ(r.module(e), att) << inner_scope;
+    for (int e : argmax) EXPECT_EQ(r.module(e), root) << inner_scope;
+  }
 }
 
 // Rule 3: a built-in's calls end with its op (Linear: `t` starts one), so back-to-back calls are

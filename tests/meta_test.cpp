@@ -27,7 +27,7 @@ void expect_meta_matches_cpu(M model, Make make_input, bool backward, const char
   torch::Tensor x = make_input(torch::kCPU);
   cpu.start_profile();
   if (backward) {  // as get_model_profile runs it: the loss sum is not recorded
-    flopsprof::detail::run_forward([&] { return model->forward(x); }, true);
+    flopsprof::detail::run_forward(model.get(), [&] { return model->forward(x); }, true);
   } else {
     torch::NoGradGuard no_grad;
     model->forward(x);

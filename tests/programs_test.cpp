@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include "flopsprof/flopsprof.h"
+#include "models/caption_decoder.h"
 #include "models/dcgan.h"
 #include "models/lstm_lm.h"
 #include "models/mnist_cnn.h"
@@ -321,6 +322,64 @@ TEST(Programs, LstmLanguageModelWithGradientClipping) {
   for (const auto& op : prof.result().ops)
     clip_outside |= op.name == "aten::norm" && op.phase == "outside";
   EXPECT_TRUE(clip_outside);
+}
+
+// An attention captioning decoder: two Dropout modules of one type used out of registration order
+// (one before the loop, one in each step), a custom attention module called per step, and greedy
+// sampling in a method other than forward, profiled through get_model_profile's callable.
+TEST(Programs, CaptionDecoderTrainingAndGreedySampling) {
+  torch::manual_seed(0);
+  const int64_t B = 2, E = 16, P = 3 * 3, embed = 8, H = 12, V = 20, A = 10, T = 4;
+  models::CaptionDecoder model(V, embed, H, E, A);
+  torch::optim::Adam adam(model->parameters(), 1e-3);
+  flopsprof::ProfilerOptions o;
+  o.profile_step = 2;
+  FlopsProfiler prof(model, o);
+  for (int step = 1; step <= 2; ++step) {
+    auto it = prof.iteration();
+    torch::Tensor features = torch::randn({B, E, 3, 3});
+    torch::Tensor captions = torch::randint(0, V, {B, T});
+    torch::Tensor logits = model->forward(features, captions);
+    torch::Tensor loss = torch::cross_entropy_loss(logits.reshape({-1, V}), captions.reshape({-1}));
+    adam.zero_grad();
+    loss.backward();
+    adam.step();
+  }
+  // per step: attention B*P*E*A + B*H*A + B*P*A = 2880 + 240 + 180; f_beta B*H*E = 384;
+  // lstm_cell B*4H*(E+embed) + B*4H*H = 2304 + 1152; linear B*H*V = 480
+  const uint64_t attention = B * P * E * A + B * H * A + B * P * A;
+  const uint64_t step_macs =
+      attention + B * H * E + (B * 4 * H * (E + embed) + B * 4 * H * H) + B * H * V;
+  const uint64_t init = 2 * (B * E * H);  // init_h, init_c
+  EXPECT_EQ(prof.get_total_macs(), init + T * step_macs);
+  EXPECT_EQ(prof.get_module("").calls, 1u);
+  for (const char* m : {"embedding", "embedding_dropout", "init_h", "init_c"})
+    EXPECT_EQ(prof.get_module(m).calls, 1u) << m;
+  for (const char* m :
+       {"output_dropout", "attention", "attention.linear_encoder", "lstm_cell", "linear", "f_beta"})
+    EXPECT_EQ(prof.get_module(m).calls, uint64_t(T)) << m;
+  EXPECT_EQ(prof.get_module_macs("attention"), T * attention);
+  // init_h reads the features' mean, which needs no gradient: its weight's gradient only
+  EXPECT_EQ(prof.get_module("init_h").bwd_macs, uint64_t(B * E * H));
+  prof.end_profile();
+
+  model->eval();
+  torch::NoGradGuard no_grad;
+  torch::Tensor features = torch::randn({B, E, 3, 3});
+  const int64_t steps = 5;
+  flopsprof::ModelProfile p =
+      flopsprof::get_model_profile(model, [&] { model->sample(features, steps); });
+  EXPECT_EQ(p.macs, init + steps * step_macs);
+  auto calls = [&](const std::string& name) {
+    for (const auto& m : p.result.modules)
+      if (m.name == name) return m.calls;
+    return uint64_t(-1);
+  };
+  EXPECT_EQ(calls(""), 1u);  // one call of the model, its loop's argmax notwithstanding
+  EXPECT_EQ(calls("embedding"), uint64_t(steps + 1));
+  EXPECT_EQ(calls("embedding_dropout"), 1u);
+  EXPECT_EQ(calls("output_dropout"), uint64_t(steps));
+  EXPECT_EQ(calls("attention"), uint64_t(steps));
 }
 
 namespace ns {

@@ -16,6 +16,7 @@
 
 #include "flopsprof/error.h"
 #include "flopsprof/report.h"
+#include "flopsprof/scope.h"
 #include "flopsprof/timer.h"
 
 namespace flopsprof {
@@ -271,19 +272,29 @@ struct ModelProfile {
   ProfileResult result;
 };
 
-/// Profiles one forward run by `run_forward` (after `warm_up` unprofiled runs).
+/// Profiles one run of `run_forward` (after `warm_up` unprofiled runs) as one call of `model`:
+/// everything it runs is the model's forward, however it looks (a method other than forward, a
+/// greedy decoding loop); a submodule's ops still go to the submodule.
 ModelProfile get_model_profile(std::shared_ptr<torch::nn::Module> model,
                                const std::function<void()>& run_forward,
                                const ModelProfileOptions& options = {});
 
 namespace detail {
+/// get_model_profile without the call window: `run` marks the model's call itself.
+ModelProfile profile_model(std::shared_ptr<torch::nn::Module> model,
+                           const std::function<void()>& run, const ModelProfileOptions& options);
 /// Whether any parameter or buffer of `model` is on the meta device.
 bool on_meta(const torch::nn::Module& model);
-/// Runs `forward`, then backward from the sum of its output when `backward` and it is a tensor.
+/// Runs `forward` as one call of `model`, then backward from the sum of its output when
+/// `backward` and it is a tensor.
 template <class F>
-void run_forward(F&& forward, bool backward) {
+void run_forward(const torch::nn::Module* model, F&& forward, bool backward) {
   if constexpr (std::is_same_v<std::decay_t<decltype(forward())>, torch::Tensor>) {
-    torch::Tensor out = forward();
+    torch::Tensor out;
+    {
+      CallWindow window(model);
+      out = forward();
+    }
     if (backward) {
       torch::Tensor loss;
       {
@@ -293,6 +304,7 @@ void run_forward(F&& forward, bool backward) {
       loss.backward();
     }
   } else {
+    CallWindow window(model);
     forward();
   }
 }
@@ -343,9 +355,14 @@ ModelProfile get_model_profile(const M& model, const std::vector<int64_t>& input
   torch::Tensor input = detail::make_input(input_shape, o);
   M m = model;  // a holder's const operator-> would give a const module
   if (o.profiler.batch_size == 0) o.profiler.batch_size = input_shape[0];
-  return get_model_profile(
-      detail::as_module_ptr(model),
-      [&] { detail::run_forward([&] { return m->forward(input); }, o.backward); }, o);
+  std::shared_ptr<torch::nn::Module> ptr = detail::as_module_ptr(model);
+  return detail::profile_model(
+      ptr,
+      [&] {
+        detail::run_forward(
+            ptr.get(), [&] { return m->forward(input); }, o.backward);
+      },
+      o);
 }
 
 /// Profiles `model->forward(args...)` with the arguments in `args`.
@@ -369,17 +386,20 @@ ModelProfile get_model_profile(const M& model, const std::tuple<Args...>& args,
         },
         args);
   }
-  return get_model_profile(
-      detail::as_module_ptr(model),
+  std::shared_ptr<torch::nn::Module> ptr = detail::as_module_ptr(model);
+  return detail::profile_model(
+      ptr,
       [&] {
         detail::run_forward(
+            ptr.get(),
             [&] { return std::apply([&](const auto&... a) { return m->forward(a...); }, moved); },
             o.backward);
       },
       o);
 }
 
-/// Profiles one call of `fn` (any callable with no arguments) that runs the model's forward.
+/// Profiles one call of `fn` (any callable with no arguments) as one call of the model (see the
+/// `std::function` overload).
 template <class M, class F,
           class = std::enable_if_t<
               std::is_invocable_v<F&> && !std::is_convertible_v<F, std::vector<int64_t>> &&

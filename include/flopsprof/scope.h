@@ -21,6 +21,42 @@ constexpr int kMaxSessions = 4;
 extern std::atomic<int> g_scope_demand;
 /// Whether some other RecordFunction observer wants user scopes (e.g. LibTorch's own profiler).
 bool foreign_observers_active() noexcept;
+/// A scope record of one running profile (ModuleScope, CallWindow).
+struct ScopeHandle {
+  void* buffer = nullptr;  // the thread's event buffer of that profile
+  uint64_t session = 0;    // 0: no record in that profile
+  int32_t index = -1;      // the scope record in the buffer
+};
+using ScopeHandles = ScopeHandle[kMaxSessions];
+/// Opens a record of `module` in every running profile that knows it; returns the module's
+/// name in the first such profile (null: none).
+const char* open_scope_records(const torch::nn::Module* module, ScopeHandles& handles,
+                               bool window) noexcept;
+void close_scope_records(ScopeHandles& handles) noexcept;
+
+/// One call of `module` whose bounds the caller knows (get_model_profile's call of the model):
+/// everything that runs inside is that one call, however it looks (a greedy decoding loop, a
+/// metric between two uses of a submodule), and a FLOPSPROF_MODULE() scope of the same module
+/// inside it is the same call. Fires no hooks and opens no user scope. Costs one relaxed atomic
+/// load with no profile running. Not copyable; lives on one thread.
+class CallWindow {
+ public:
+  explicit CallWindow(const torch::nn::Module* module) {
+    if (g_scope_demand.load(std::memory_order_relaxed) != 0) {
+      active_ = true;
+      open_scope_records(module, handles_, /*window=*/true);
+    }
+  }
+  ~CallWindow() {
+    if (active_) close_scope_records(handles_);
+  }
+  CallWindow(const CallWindow&) = delete;
+  CallWindow& operator=(const CallWindow&) = delete;
+
+ private:
+  bool active_ = false;
+  ScopeHandles handles_;
+};
 }  // namespace detail
 
 /// RAII marker of one forward call of `module`. Prefer the `FLOPSPROF_MODULE()` macro.
@@ -47,16 +83,11 @@ class ModuleScope {
   void enter(const torch::nn::Module* module);
   void exit() noexcept;
 
-  struct Record {
-    void* buffer = nullptr;  // the thread's event buffer of that profile (detail)
-    uint64_t session = 0;    // 0: no record in that profile
-    int32_t index = -1;      // the scope record in the buffer
-  };
   bool active_ = false;
   int uncaught_ = 0;  // std::uncaught_exceptions() at entry: skip post-hooks on unwind
   const torch::nn::Module* module_ = nullptr;
-  Record records_[detail::kMaxSessions];  // one per running profile that knows the module
-  void* record_function_ = nullptr;       // at::RecordFunction* when another observer listens
+  detail::ScopeHandles records_;     // one per running profile that knows the module
+  void* record_function_ = nullptr;  // at::RecordFunction* when another observer listens
 };
 
 /// Handle of a registered hook; `remove()` unregisters it (idempotent). Copyable.
