@@ -175,6 +175,17 @@ bool op_in_list(std::string_view list, std::string_view op) noexcept {
   return false;
 }
 
+std::string_view builtin_run_order(std::string_view cpp_type_name) {
+  // LibTorch's torch/csrc/api/src/nn/modules/transformer.cpp: forward() of each layer.
+  if (cpp_type_name == "torch::nn::TransformerEncoderLayerImpl")
+    return "self_attn dropout1 norm1 linear1 dropout linear2 dropout2 norm2";
+  if (cpp_type_name == "torch::nn::TransformerDecoderLayerImpl")
+    return "self_attn dropout1 norm1 multihead_attn dropout2 norm2 linear1 dropout linear2 "
+           "dropout3 "
+           "norm3";
+  return "";
+}
+
 const BuiltinSpec* find_builtin(std::string_view cpp_type_name, std::string_view display_type) {
   if (cpp_type_name.substr(0, 11) != "torch::nn::") return nullptr;
   for (const BuiltinSpec& s : kSpecs) {

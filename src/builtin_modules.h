@@ -29,6 +29,11 @@ struct BuiltinSpec {
 /// `cpp_type_name` must start with "torch::nn::" for a match: a user's own "Linear" is not one.
 const BuiltinSpec* find_builtin(std::string_view cpp_type_name, std::string_view display_type);
 
+/// The attribute names of a LibTorch composite's children in the order its forward runs them
+/// (space-separated), where that differs from registration order; "" otherwise (user types too).
+/// TransformerEncoderLayer registers `dropout` before `dropout1` but runs `dropout1` first.
+std::string_view builtin_run_order(std::string_view cpp_type_name);
+
 /// Whether `op` ("aten::relu") is in the space-separated `list` ("relu relu_").
 bool op_in_list(std::string_view list, std::string_view op) noexcept;
 

@@ -1,6 +1,9 @@
 // Module tree bookkeeping: pre-order ranges, lowest common ancestor, ignored-module folding.
 #include "module_tree.h"
 
+#include <algorithm>
+#include <climits>
+
 namespace flopsprof::detail {
 
 void ModuleTree::finalize() {
@@ -15,6 +18,28 @@ void ModuleTree::finalize() {
     }
     n.ignored = n.ignored && n.parent >= 0;  // the root is never ignored
     n.effective = n.ignored ? nodes[n.parent].effective : i;
+  }
+  for (ModuleNode& n : nodes) {
+    if (n.run_order.empty()) continue;
+    auto rank = [&](int c) {  // position of the child's attribute name in run_order
+      const std::string& name = nodes[c].name;
+      const size_t dot = name.rfind('.');
+      const std::string_view attr = dot == std::string::npos
+                                        ? std::string_view(name)
+                                        : std::string_view(name).substr(dot + 1);
+      size_t pos = 0;
+      for (int r = 0; pos <= n.run_order.size(); ++r) {
+        size_t end = n.run_order.find(' ', pos);
+        if (end == std::string_view::npos) end = n.run_order.size();
+        if (n.run_order.substr(pos, end - pos) == attr) return r;
+        pos = end + 1;
+      }
+      return INT_MAX;  // not named: after the named ones, in registration order
+    };
+    std::stable_sort(n.children.begin(), n.children.end(),
+                     [&](int a, int b) { return rank(a) < rank(b); });
+    for (size_t k = 0; k < n.children.size(); ++k)
+      nodes[n.children[k]].child_index = static_cast<int>(k);
   }
   for (int i = static_cast<int>(nodes.size()) - 1; i >= 0; --i) {
     int end = i + 1;

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "flopsprof/formulas.h"
@@ -18,6 +19,7 @@ struct ModuleNode {
   int parent = -1;
   int depth = 0;
   int subtree_end = 0;  ///< one past the last descendant (pre-order)
+  /// In the order its forward runs them: registration order, or `run_order` when set.
   std::vector<int> children;
   uint64_t params = 0;
   uint64_t trainable_params = 0;
@@ -28,7 +30,10 @@ struct ModuleNode {
   const BuiltinSpec* builtin = nullptr;
   /// Parameters and buffers registered in this subtree (0: a parameterless module).
   uint64_t tensors = 0;
-  int child_index = 0;  ///< position among its parent's children (registration order)
+  int child_index = 0;  ///< position among its parent's children (run order)
+  /// Its children's attribute names in the order its forward runs them (LibTorch composites
+  /// whose registration order differs: builtin_run_order); empty: registration order.
+  std::string_view run_order;
 };
 
 /// Pre-order tree: nodes[0] is the root; a node's descendants follow it contiguously.
@@ -47,8 +52,8 @@ struct ModuleTree {
     return a >= 0 && b >= a && b < nodes[a].subtree_end;
   }
   int lowest_common_ancestor(int a, int b) const;
-  /// Fills depth, subtree_end, children and effective from `parent` and `ignored`. Requires
-  /// pre-order with parents before children.
+  /// Fills depth, subtree_end, children (run order), child_index and effective from `parent`,
+  /// `ignored` and `run_order`. Requires pre-order with parents before children.
   void finalize();
 };
 

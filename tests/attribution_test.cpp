@@ -242,6 +242,48 @@ TEST(AttributionRules, SameTypeChildrenOutOfRegistrationOrder) {
   EXPECT_EQ(r.calls(root), 1);
 }
 
+// Rule 4 in a LibTorch composite whose forward runs its children out of registration order:
+// TransformerEncoderLayer registers self_attn, linear1, dropout, linear2, norm1, norm2, dropout1,
+// dropout2 but runs self_attn, dropout1, norm1, linear1, relu, dropout, linear2, dropout2, norm2.
+TEST(AttributionRules, KnownRunOrderOfALibTorchComposite) {
+  Names names;
+  Tree t;
+  const int layer = t.add("", "TransformerEncoderLayer", -1, false);
+  t.t.nodes[layer].run_order = builtin_run_order("torch::nn::TransformerEncoderLayerImpl");
+  const int attn = t.add("self_attn", "Linear", layer, true);  // stands in for the attention
+  const int l1 = t.add("linear1", "Linear", layer, true);
+  const int drop = t.add("dropout", "Dropout", layer, true);
+  const int l2 = t.add("linear2", "Linear", layer, true);
+  const int n1 = t.add("norm1", "LayerNorm", layer, true);
+  const int n2 = t.add("norm2", "LayerNorm", layer, true);
+  const int drop1 = t.add("dropout1", "Dropout", layer, true);
+  const int drop2 = t.add("dropout2", "Dropout", layer, true);
+  const int wa = t.own(attn), w1 = t.own(l1), w2 = t.own(l2), wn1 = t.own(n1), wn2 = t.own(n2);
+  const ModuleTree& tree = t.done();
+  EXPECT_EQ(tree.nodes[drop1].child_index, 1);  // run order: self_attn, dropout1, ...
+  Events ev{names};
+  ev.op("aten::t", wa);
+  ev.op("aten::addmm", wa);
+  const int d1 = ev.op("aten::dropout");
+  ev.op("aten::add");
+  ev.op("aten::layer_norm", wn1);
+  ev.op("aten::t", w1);
+  ev.op("aten::addmm", w1);
+  const int relu = ev.op("aten::relu");  // F::relu in the layer's forward: its own
+  const int d = ev.op("aten::dropout");
+  ev.op("aten::t", w2);
+  ev.op("aten::addmm", w2);
+  const int d2 = ev.op("aten::dropout");
+  ev.op("aten::add");
+  ev.op("aten::layer_norm", wn2);
+  Result r = run(tree, ev, names);
+  EXPECT_EQ(r.module(d1), drop1);
+  EXPECT_EQ(r.module(d), drop);
+  EXPECT_EQ(r.module(d2), drop2);
+  EXPECT_EQ(r.module(relu), layer);
+  for (int m : {drop1, drop, drop2}) EXPECT_EQ(r.calls(m), 1) << tree.nodes[m].name;
+}
+
 // Rules 1 and 3 with a call window (get_model_profile's call of the model): one call of the root
 // whatever runs inside (a greedy decoding loop's argmax before the first child runs again), a
 // FLOPSPROF_MODULE() record of the root inside it is the same call, and the window's own ops

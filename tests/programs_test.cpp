@@ -382,6 +382,52 @@ TEST(Programs, CaptionDecoderTrainingAndGreedySampling) {
   EXPECT_EQ(calls("attention"), uint64_t(steps));
 }
 
+// LibTorch's TransformerEncoderLayer runs dropout1 (after attention), dropout (in the feedforward)
+// and dropout2 (after it) in an order its registration (dropout before dropout1) does not show.
+struct TinyEncoderImpl : nn::Module {
+  TinyEncoderImpl(int64_t vocab, int64_t d, int64_t heads, int64_t layers, int64_t ff)
+      : emb(register_module("emb", nn::Embedding(vocab, d))),
+        enc(register_module(
+            "enc", nn::TransformerEncoder(nn::TransformerEncoderOptions(
+                       nn::TransformerEncoderLayerOptions(d, heads).dim_feedforward(ff), layers)))),
+        head(register_module("head", nn::Linear(d, vocab))) {}
+  torch::Tensor forward(const torch::Tensor& tokens) { return head(enc(emb(tokens))); }
+  nn::Embedding emb;
+  nn::TransformerEncoder enc;
+  nn::Linear head;
+};
+TORCH_MODULE(TinyEncoder);
+
+TEST(Programs, TransformerEncoderLayersRunTheirDropoutsInForwardOrder) {
+  torch::manual_seed(0);
+  const int64_t V = 50, d = 16, H = 4, L = 2, ff = 32, S = 6, B = 2;
+  TinyEncoder model(V, d, H, L, ff);
+  torch::optim::SGD sgd(model->parameters(), 0.1);
+  flopsprof::ProfilerOptions o;
+  o.profile_step = 2;
+  FlopsProfiler prof(model, o);
+  for (int step = 1; step <= 2; ++step) {
+    auto it = prof.iteration();
+    torch::Tensor tokens = torch::randint(0, V, {S, B});
+    torch::Tensor loss =
+        torch::cross_entropy_loss(model->forward(tokens).view({-1, V}), tokens.view({-1}));
+    sgd.zero_grad();
+    loss.backward();
+    sgd.step();
+  }
+  // attention: in_proj S*B*d*3d, scores and context 2 * B*H*S*S*(d/H), out_proj S*B*d*d
+  const uint64_t attention = S * B * d * 3 * d + 2 * (B * H * S * S * (d / H)) + S * B * d * d;
+  const uint64_t layer = attention + 2 * (S * B * d * ff);  // + linear1, linear2
+  EXPECT_EQ(prof.get_total_macs(), L * layer + S * B * d * V);
+  for (int l = 0; l < L; ++l) {
+    const std::string p = "enc.layers." + std::to_string(l) + ".";
+    EXPECT_EQ(prof.get_module_macs(p + "self_attn"), attention);
+    for (const char* m : {"dropout1", "dropout", "dropout2", "norm1", "norm2", "linear1"})
+      EXPECT_EQ(prof.get_module(p + m).calls, 1u) << p + m;
+  }
+  EXPECT_EQ(prof.get_module("").calls, 1u);
+}
+
 namespace ns {
 struct Narrow {};
 template <class Block>
