@@ -162,17 +162,21 @@ const std::array kSpecs = {
 
 }  // namespace
 
-bool op_in_list(std::string_view list, std::string_view op) noexcept {
-  if (op.substr(0, 6) == "aten::") op.remove_prefix(6);
-  if (op.empty()) return false;
+int word_position(std::string_view list, std::string_view word) noexcept {
+  if (word.empty()) return -1;
   size_t pos = 0;
-  while (pos < list.size()) {
+  for (int k = 0; pos < list.size(); ++k) {
     size_t end = list.find(' ', pos);
     if (end == std::string_view::npos) end = list.size();
-    if (list.substr(pos, end - pos) == op) return true;
+    if (list.substr(pos, end - pos) == word) return k;
     pos = end + 1;
   }
-  return false;
+  return -1;
+}
+
+bool op_in_list(std::string_view list, std::string_view op) noexcept {
+  if (op.substr(0, 6) == "aten::") op.remove_prefix(6);
+  return word_position(list, op) >= 0;
 }
 
 std::string_view builtin_run_order(std::string_view cpp_type_name) {

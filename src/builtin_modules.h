@@ -34,6 +34,9 @@ const BuiltinSpec* find_builtin(std::string_view cpp_type_name, std::string_view
 /// TransformerEncoderLayer registers `dropout` before `dropout1` but runs `dropout1` first.
 std::string_view builtin_run_order(std::string_view cpp_type_name);
 
+/// Position of `word` among the space-separated words of `list`, or -1.
+int word_position(std::string_view list, std::string_view word) noexcept;
+
 /// Whether `op` ("aten::relu") is in the space-separated `list` ("relu relu_").
 bool op_in_list(std::string_view list, std::string_view op) noexcept;
 

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <climits>
 
+#include "builtin_modules.h"
+
 namespace flopsprof::detail {
 
 void ModuleTree::finalize() {
@@ -27,14 +29,8 @@ void ModuleTree::finalize() {
       const std::string_view attr = dot == std::string::npos
                                         ? std::string_view(name)
                                         : std::string_view(name).substr(dot + 1);
-      size_t pos = 0;
-      for (int r = 0; pos <= n.run_order.size(); ++r) {
-        size_t end = n.run_order.find(' ', pos);
-        if (end == std::string_view::npos) end = n.run_order.size();
-        if (n.run_order.substr(pos, end - pos) == attr) return r;
-        pos = end + 1;
-      }
-      return INT_MAX;  // not named: after the named ones, in registration order
+      const int r = word_position(n.run_order, attr);
+      return r >= 0 ? r : INT_MAX;  // not named: after the named ones, in registration order
     };
     std::stable_sort(n.children.begin(), n.children.end(),
                      [&](int a, int b) { return rank(a) < rank(b); });
