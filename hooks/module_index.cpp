@@ -8,6 +8,7 @@
 #include <torch/nn/module.h>
 #include <torch/version.h>
 
+#include "builtin_calls.h"
 #include "builtin_modules.h"
 #include "flopsprof/error.h"
 
@@ -81,6 +82,7 @@ ModelIndex build_model_index(const torch::nn::Module& root,
   tree.nodes[0].type = display_type_name(root.name());
   tree.nodes[0].builtin = find_builtin(root.name(), tree.nodes[0].type);
   tree.nodes[0].run_order = builtin_run_order(root.name());
+  tree.nodes[0].calls_observed = builtin_calls_observed(root);
   modules.push_back(nullptr);
   by_name[""] = 0;
   index.by_ptr.emplace(&root, 0);
@@ -90,6 +92,7 @@ ModelIndex build_model_index(const torch::nn::Module& root,
     node.type = display_type_name(item.value()->name());
     node.builtin = find_builtin(item.value()->name(), node.type);
     node.run_order = builtin_run_order(item.value()->name());
+    node.calls_observed = builtin_calls_observed(*item.value());
     size_t dot = node.name.rfind('.');
     auto parent = by_name.find(dot == std::string::npos ? "" : node.name.substr(0, dot));
     node.parent = parent == by_name.end() ? 0 : parent->second;

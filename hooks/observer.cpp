@@ -385,9 +385,10 @@ void ThreadBuffer::reset(uint64_t thread) {
   names.validate();
 }
 
-int32_t ThreadBuffer::open_scope_record(int32_t module, int64_t now, bool window) noexcept {
+int32_t ThreadBuffer::open_scope_record(int32_t module, int64_t now, ScopeKind kind) noexcept {
   try {
-    scopes.push_back(ScopeRecord{module, open_scope, now, 0, backward_depth > 0, window});
+    scopes.push_back(ScopeRecord{module, open_scope, now, 0, backward_depth > 0,
+                                 kind == ScopeKind::kWindow, kind == ScopeKind::kBuiltin});
   } catch (...) {
     ++capture_errors;
     return -1;
@@ -402,9 +403,9 @@ void ThreadBuffer::close_scope_record(int32_t index, int64_t now) noexcept {
   open_scope = scopes[index].parent;
 }
 
-int32_t ThreadBuffer::begin_step(int64_t now) noexcept {
+int32_t ThreadBuffer::begin_step(int64_t now, bool optimizer) noexcept {
   try {
-    steps.push_back(StepRecord{now, 0});
+    steps.push_back(StepRecord{now, 0, optimizer});
   } catch (...) {
     ++capture_errors;
     return -1;
@@ -665,6 +666,17 @@ int32_t find_owner(const Session* s, c10::ArrayRef<const c10::IValue> inputs, bo
   return -1;
 }
 
+// The first defined tensor among `inputs` that no module owns, as an identity.
+uint64_t first_data(const Session* s, c10::ArrayRef<const c10::IValue> inputs) {
+  for (const c10::IValue& v : inputs) {
+    if (!v.isTensor()) continue;
+    const at::Tensor& t = v.toTensor();
+    if (!t.defined() || owner_of(s->owners, t) >= 0) continue;
+    return reinterpret_cast<uint64_t>(t.unsafeGetTensorImpl());
+  }
+  return 0;
+}
+
 template <int K>
 std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
   const at::RecordScope scope = fn.scope();
@@ -710,6 +722,7 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
     } else {
       c10::ArrayRef<const c10::IValue> inputs = fn.inputs();
       e.owner = find_owner(s, inputs, b->open_op < 0 && e.seq_nr >= 0, e);
+      if (b->open_op < 0) e.data_in = first_data(s, inputs);
       if (name_flags & kNameHasFormula) {
         e.flags |= kCounted | kHasFormula;
         if (!(name_flags & kNameConstant)) capture_args(b, e, inputs);

@@ -121,10 +121,10 @@ struct ThreadBuffer : ThreadEvents {
   // on the buffer's own thread inside a CallbackGuard and never throws: a record that cannot be
   // stored is counted in `capture_errors`.
   /// Opens a FLOPSPROF_MODULE() scope record; its index, or -1 when it could not be stored.
-  int32_t open_scope_record(int32_t module, int64_t now, bool window = false) noexcept;
+  int32_t open_scope_record(int32_t module, int64_t now, ScopeKind kind) noexcept;
   void close_scope_record(int32_t index, int64_t now) noexcept;
   /// Opens a step scope record (ops until end_step are the step phase); index or -1.
-  int32_t begin_step(int64_t now) noexcept;
+  int32_t begin_step(int64_t now, bool optimizer = false) noexcept;
   void end_step(int32_t index, int64_t now) noexcept;
   /// One allocation (bytes > 0) or free, owned by the op and scope open now.
   void add_memory(int64_t now, int64_t bytes, int64_t total_allocated, int64_t total_reserved,

@@ -19,22 +19,25 @@ std::atomic<int> g_scope_demand{0};
 bool foreign_observers_active() noexcept { return at::hasCallbacks(); }
 
 const char* open_scope_records(const torch::nn::Module* module, ScopeHandles& handles,
-                               bool window) noexcept {
+                               ScopeKind kind) noexcept {
   const char* name = nullptr;
   CallbackGuard guard;
   for (int k = 0; k < kMaxSessions && guard.ok(); ++k) {
     Session* s = g_sessions[k].load(std::memory_order_acquire);
     if (s == nullptr) continue;
     auto it = s->module_index.find(module);
-    if (it == s->module_index.end()) continue;
+    // A module of another model: recorded as a foreign call (module -1), evidence that its ops
+    // are not this model's leading or trailing work (B(A(x)) with a profiler each).
+    const bool known = it != s->module_index.end();
+    if (!known && kind == ScopeKind::kWindow) continue;
     ThreadBuffer* b = s->thread_buffer();
     if (b == nullptr) continue;
     ScopeHandle& h = handles[k];
-    h.index = b->open_scope_record(it->second, s->now(), window);
+    h.index = b->open_scope_record(known ? it->second : -1, s->now(), kind);
     if (h.index < 0) continue;
     h.buffer = b;
     h.session = s->id;
-    if (name == nullptr) name = s->scope_names[it->second].c_str();
+    if (name == nullptr && known) name = s->scope_names[it->second].c_str();
   }
   return name;
 }
@@ -121,7 +124,8 @@ void ModuleScope::enter(const torch::nn::Module* module) {
     // The guard keeps the sessions, and the name they own, alive until the user-scope range for
     // other observers (LibTorch's profiler, Kineto, ...) has copied it.
     detail::CallbackGuard guard;
-    const char* scope_name = detail::open_scope_records(module, records_, /*window=*/false);
+    const char* scope_name =
+        detail::open_scope_records(module, records_, detail::ScopeKind::kModule);
     if (auto callbacks = at::getStepCallbacksUnlessEmpty(at::RecordScope::USER_SCOPE)) {
       auto* rf = new at::RecordFunction(std::move(*callbacks));
       rf->before(std::string(scope_name != nullptr ? scope_name : module->name().c_str()));

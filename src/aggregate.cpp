@@ -77,11 +77,46 @@ struct OpAcc {
 
 struct ModuleAcc {
   uint64_t flops = 0, macs = 0, calls = 0, na_ops = 0;
+  uint64_t inferred_ops = 0, inferred_flops = 0;  // placed by inference
+  uint64_t own_inferred_ops = 0, own_inferred_flops = 0;
   uint64_t bwd_flops = 0, bwd_macs = 0, re_flops = 0, re_macs = 0;
   int64_t ns = 0, bwd_ns = 0;
   int64_t mem_alloc = 0, mem_held = 0;
   FlopsByDtype by_dtype{};
 };
+
+// One problems line per module with forward ops placed by inference (op order), naming what
+// would make them exact; the most FLOPs first, at most 8 lines and a count of the rest.
+void placement_problems(const ModuleTree& tree, const std::vector<ModuleAcc>& acc,
+                        std::vector<std::string>& problems) {
+  std::vector<int> marked;
+  for (size_t m = 0; m < acc.size(); ++m) {
+    if (acc[m].own_inferred_ops > 0) marked.push_back(static_cast<int>(m));
+  }
+  std::stable_sort(marked.begin(), marked.end(), [&](int a, int b) {
+    return acc[a].own_inferred_flops > acc[b].own_inferred_flops;
+  });
+  const size_t shown = std::min<size_t>(marked.size(), 8);
+  for (size_t k = 0; k < shown; ++k) {
+    const int m = marked[k];
+    const ModuleNode& n = tree.nodes[m];
+    const std::string who = n.name.empty() ? fmt::format("the model ({})", n.type)
+                                           : fmt::format("'{}' ({})", n.name, n.type);
+    const char* where = m == 0 ? "at the start or end of its forward"
+                               : "that no parameter, observed call or surrounding work places";
+    problems.push_back(fmt::format(
+        "placement inferred from op order: {} op(s), {} FLOPs given to {}, {}; they may be "
+        "the caller's or a sibling's. FLOPSPROF_MODULE() as the first line of its forward makes "
+        "them exact",
+        acc[m].own_inferred_ops, acc[m].own_inferred_flops, who, where));
+  }
+  if (marked.size() > shown) {
+    problems.push_back(
+        fmt::format("placement inferred from op order in {} more module(s) (JSON: "
+                    "modules[].inferred_ops)",
+                    marked.size() - shown));
+  }
+}
 
 // Adds with saturation; records that a total overflowed.
 void add_saturating(uint64_t& total, uint64_t v, bool& overflow) {
@@ -245,8 +280,10 @@ ProfileResult aggregate(const AggregateInput& in, const Attribution& at) {
     for (size_t i = 0; i < n; ++i) {
       if (ev[i].parent >= 0) child_ns[ev[i].parent] += end_of(ev[i]) - ev[i].start_ns;
     }
-    // Backward passes: spans of consecutive top-level backward events.
+    // Backward passes: spans of consecutive top-level backward events, those that ran a node of
+    // this model (another model's backward pass is outside it).
     int64_t bwd_start = -1, bwd_end = -1;
+    bool bwd_ours = false;
     for (size_t i = 0; i < n; ++i) {
       const RawEvent& e = ev[i];
       const int64_t end = end_of(e);
@@ -256,11 +293,13 @@ ProfileResult aggregate(const AggregateInput& in, const Attribution& at) {
           if (bwd_start < 0) bwd_start = e.start_ns;
           bwd_end = std::max(bwd_end, end);
         } else if (bwd_start >= 0) {
-          r.bwd_latency_s += static_cast<double>(bwd_end - bwd_start) * s_per_tick;
+          if (bwd_ours) r.bwd_latency_s += static_cast<double>(bwd_end - bwd_start) * s_per_tick;
           bwd_start = -1;
+          bwd_ours = false;
         }
       }
       const int m = ta.module[i];
+      if (bwd_start >= 0 && m >= 0) bwd_ours = true;
       if (e.kind == EventKind::kBackwardNode) {
         r.has_backward = true;
         // Node time: the evaluate_function wrapper (node + output validation) when there is one.
@@ -314,6 +353,16 @@ ProfileResult aggregate(const AggregateInput& in, const Attribution& at) {
             add_saturating(r.macs, fc->macs, overflow);
             add_saturating(r.flops_by_dtype[static_cast<size_t>(dt)], fc->flops, overflow);
           }
+          if (ta.inferred[i] && m >= 0) {
+            const uint64_t f = fc ? fc->flops : 0;
+            const uint64_t top = e.parent < 0 ? 1 : 0;
+            acc[m].own_inferred_ops += top;
+            add_saturating(acc[m].own_inferred_flops, f, overflow);
+            for (int a = m; a >= 0; a = tree.nodes[a].parent) {
+              acc[a].inferred_ops += top;
+              add_saturating(acc[a].inferred_flops, f, overflow);
+            }
+          }
           for (int a = m; a >= 0; a = tree.nodes[a].parent) {
             if (fc) {
               add_saturating(acc[a].flops, fc->flops, overflow);
@@ -356,8 +405,11 @@ ProfileResult aggregate(const AggregateInput& in, const Attribution& at) {
           break;
       }
     }
-    if (bwd_start >= 0) r.bwd_latency_s += static_cast<double>(bwd_end - bwd_start) * s_per_tick;
-    for (const StepRecord& s : th.steps) {
+    if (bwd_start >= 0 && bwd_ours)
+      r.bwd_latency_s += static_cast<double>(bwd_end - bwd_start) * s_per_tick;
+    for (size_t k = 0; k < th.steps.size(); ++k) {
+      if (!ta.step_counts[k]) continue;  // another model's optimizer
+      const StepRecord& s = th.steps[k];
       r.has_step = true;
       const int64_t end = s.end_ns != 0 ? s.end_ns : in.stop_ns;
       r.step_latency_s += static_cast<double>(end - s.start_ns) * s_per_tick;
@@ -387,7 +439,9 @@ ProfileResult aggregate(const AggregateInput& in, const Attribution& at) {
         x.name = th.events[m.op].name_id;
         std::tie(x.module, x.phase) = event_owner(in, at, t, static_cast<size_t>(m.op));
       } else {
-        const ScopeRecord* sc = m.scope >= 0 ? &th.scopes[m.scope] : nullptr;
+        int known = m.scope;  // foreign calls (module -1) skipped
+        while (known >= 0 && th.scopes[known].module < 0) known = th.scopes[known].parent;
+        const ScopeRecord* sc = known >= 0 ? &th.scopes[known] : nullptr;
         x.phase = sc && sc->backward ? Phase::kRecompute : Phase::kForward;
         x.module = sc ? tree.nodes[sc->module].effective : kOutsideModel;
       }
@@ -500,6 +554,8 @@ ProfileResult aggregate(const AggregateInput& in, const Attribution& at) {
     s.macs = acc[t].macs;
     s.latency_s = static_cast<double>(acc[t].ns) * s_per_tick;
     s.na_ops = acc[t].na_ops;
+    s.inferred_ops = acc[t].inferred_ops;
+    s.inferred_flops = acc[t].inferred_flops;
     s.flops_by_dtype = acc[t].by_dtype;
     s.bwd_flops = acc[t].bwd_flops;
     s.bwd_macs = acc[t].bwd_macs;
@@ -562,6 +618,8 @@ ProfileResult aggregate(const AggregateInput& in, const Attribution& at) {
           "saturated: the memory peak is a lower bound");
     }
   }
+
+  placement_problems(tree, acc, r.problems);
 
   for (auto& [key, a] : ops) {
     OpStats s;
@@ -679,7 +737,9 @@ TraceData build_trace(const AggregateInput& in, const Attribution& at) {
       }
     }
     close();
-    for (const StepRecord& s : th.steps) {
+    for (size_t k = 0; k < th.steps.size(); ++k) {
+      if (!at.threads[t].step_counts[k]) continue;  // another model's optimizer
+      const StepRecord& s = th.steps[k];
       const int64_t end = s.end_ns != 0 ? s.end_ns : in.stop_ns;
       span(tid, s.start_ns, end, "step", "phase").phase = "step";
     }

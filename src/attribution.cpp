@@ -60,6 +60,7 @@ struct Call {
 // How a parameterless module matches an op: 0 no, 1 its type runs it, 2 it runs anything.
 int match(const ModuleTree& tree, int m, const std::string& op) {
   const ModuleNode& n = tree.nodes[m];
+  if (n.calls_observed) return 0;  // its calls are recorded: no rule gives it an op
   const BuiltinSpec* spec = n.builtin;
   if (spec != nullptr && spec->wildcard) return 2;
   if (spec != nullptr && !spec->container && n.children.empty()) return op_in_list(spec->ops, op);
@@ -88,12 +89,14 @@ class ThreadAttributor {
     out.phase.assign(n, Phase::kNone);
     out.module.assign(n, kUnlinked);
     out.node_of.assign(n, -1);
+    out.inferred.assign(n, 0);
     phases(out);
     collect_items(out);
     segment();
     extend_leading();
     extend_trailing();
     extend_root_tail();
+    extend_root_head();
     sweep();
     // Forward and recompute modules per event; nested events inherit their parent's.
     for (const Item& it : items_) {
@@ -102,6 +105,7 @@ class ThreadAttributor {
       if (m == kUnset) m = kOutsideModel;
       out.module[it.event] = m >= 0 ? tree_.nodes[m].effective : m;
     }
+    mark_inferred(out);
     for (size_t i = 0; i < n; ++i) {
       const RawEvent& e = th_.events[i];
       if (e.kind != EventKind::kOp) continue;
@@ -111,6 +115,7 @@ class ThreadAttributor {
       } else if (e.parent >= 0 && (ph == Phase::kForward || ph == Phase::kNone) &&
                  !(e.flags & kBackward) && !(e.flags & kStep)) {
         out.module[i] = out.module[e.parent];
+        out.inferred[i] = out.inferred[e.parent];
       }
     }
     for (const Call& c : calls_) {
@@ -130,14 +135,44 @@ class ThreadAttributor {
   const std::string& name(int event) const { return in_.names->name(th_.events[event].name_id); }
   const std::string& item_name(int pos) const { return name(items_[pos].event); }
 
+  // Which step records are this profile's step: all step_scope()s, and the optimizer steps that
+  // update a parameter or buffer of this model (another model's optimizer is outside it).
+  void steps(ThreadAttribution& out) const {
+    const auto& st = th_.steps;
+    out.step_counts.assign(st.size(), 1);
+    for (size_t k = 0; k < st.size(); ++k) {
+      if (!st[k].optimizer) continue;
+      const int64_t end = st[k].end_ns != 0 ? st[k].end_ns : in_.stop_ns;
+      bool ours = false;
+      for (const RawEvent& e : th_.events) {
+        if (e.start_ns < st[k].start_ns || e.start_ns > end) continue;
+        if ((e.flags & kStep) && e.owner >= 0) ours = true;
+      }
+      out.step_counts[k] = ours;
+    }
+  }
+
+  // Whether op `e` (flagged kStep) ran inside a step of this profile.
+  bool in_counted_step(const ThreadAttribution& out, const RawEvent& e) const {
+    for (size_t k = 0; k < th_.steps.size(); ++k) {
+      const StepRecord& s = th_.steps[k];
+      const int64_t end = s.end_ns != 0 ? s.end_ns : in_.stop_ns;
+      if (out.step_counts[k] && e.start_ns >= s.start_ns && e.start_ns <= end) return true;
+    }
+    return false;
+  }
+
   void phases(ThreadAttribution& out) {
+    steps(out);
     const auto& ev = th_.events;
     for (size_t i = 0; i < ev.size(); ++i) {
       const RawEvent& e = ev[i];
       if (e.kind != EventKind::kOp || (e.flags & kUnderCounted)) continue;
       const ScopeRecord* scope = e.scope >= 0 ? &th_.scopes[e.scope] : nullptr;
       Phase ph = Phase::kForward;
-      if (e.flags & kStep) {
+      if ((e.flags & kStep) && !in_counted_step(out, e)) {
+        ph = Phase::kForward;  // another model's optimizer step: outside this one
+      } else if (e.flags & kStep) {
         ph = Phase::kStep;
       } else if (e.flags & kBackward) {
         const bool parent_re = e.parent >= 0 && out.phase[e.parent] == Phase::kRecompute;
@@ -176,13 +211,95 @@ class ThreadAttributor {
     return op != "aten::embedding_renorm_";
   }
 
+  // The child of `m` on the way to its descendant `d` (calls skip ModuleLists between them).
+  int child_toward(int m, int d) const {
+    while (tree_.nodes[d].parent != m && tree_.nodes[d].parent >= 0) d = tree_.nodes[d].parent;
+    return d;
+  }
+
+  // Whether a parameterless child of `m` whose calls are not observed could have run `op` (then
+  // an op in m's call is m's own or that child's: op order decides, which is inference).
+  bool ambiguous_child(int m, const std::string& op) const {
+    for (int c : tree_.nodes[m].children) {
+      const ModuleNode& n = tree_.nodes[c];
+      if (n.tensors == 0 && !n.calls_observed && match(tree_, c, op) != 0) return true;
+    }
+    return false;
+  }
+
+  // Which forward ops were placed by evidence: the parameters they read (ownership), the observed
+  // call they ran in (a built-in's forward, FLOPSPROF_MODULE(), get_model_profile's window),
+  // or, for a module's own op, observed work of its subtree on both sides within one call of it
+  // (a residual add between a block's layers). Everything else a rule placed is inferred.
+  void mark_inferred(ThreadAttribution& out) const {
+    const int ni = static_cast<int>(items_.size());
+    std::vector<int> placed(ni, kUnset);
+    std::vector<char> evidence(ni, 0);
+    for (int p = 0; p < ni; ++p) {
+      const Item& it = items_[p];
+      if (!it.forward) continue;
+      const int m = it.firm ? it.anchor : it.assigned;
+      placed[p] = m;
+      if (m < 0 || it.firm) {  // outside the model is no module placement
+        evidence[p] = 1;
+        continue;
+      }
+      const RawEvent& e = th_.events[it.event];
+      const int ks = known_scope(e.scope);
+      if (ks >= 0 && !th_.scopes[ks].backward && th_.scopes[ks].module == m &&
+          !ambiguous_child(m, item_name(p)))
+        evidence[p] = 1;
+    }
+    for (const Call& c : calls_) {
+      if (scoped_[c.module]) continue;
+      int lo = -1, hi = -1;
+      for (int q = c.first; q <= c.last; ++q) {
+        if (evidence[q] && placed[q] >= 0 && tree_.is_ancestor_or_self(c.module, placed[q])) {
+          if (lo < 0) lo = q;
+          hi = q;
+        }
+      }
+      for (int q = lo + 1; q > 0 && q < hi; ++q) {
+        if (!evidence[q] && placed[q] == c.module && !ambiguous_child(c.module, item_name(q)))
+          evidence[q] = 1;
+      }
+    }
+    for (int p = 0; p < ni; ++p) {
+      if (items_[p].forward && placed[p] >= 0 && !evidence[p]) out.inferred[items_[p].event] = 1;
+    }
+  }
+
+  // The innermost scope record of this model's modules at or around record `s` (foreign calls,
+  // module -1, skipped), or -1.
+  int known_scope(int s) const {
+    while (s >= 0 && th_.scopes[s].module < 0) s = th_.scopes[s].parent;
+    return s;
+  }
+
+  // Whether op `e` ran inside a call of another model's module (and of none of this model's).
+  bool in_foreign_call(const RawEvent& e) const {
+    return e.scope >= 0 && th_.scopes[e.scope].module < 0 && known_scope(e.scope) < 0;
+  }
+
+  // A holder with no forward (ModuleList, ModuleDict): its children are called by its parent.
+  bool never_called(int m) const {
+    const BuiltinSpec* spec = tree_.nodes[m].builtin;
+    return spec != nullptr && (spec->type == "ModuleList" || spec->type == "ModuleDict");
+  }
+
+  // A container never called itself (ModuleList, ModuleDict) or one that runs no op of its own.
+  bool is_container(int m) const {
+    const BuiltinSpec* spec = tree_.nodes[m].builtin;
+    return spec != nullptr && spec->container;
+  }
+
   // Rules 1-2 for one op: its firm owner, or its scope, or the root when it touches a
   // parameter no owner may claim for this op.
   void anchor(Item& it, bool in_scope_only_backward) const {
     const RawEvent& e = th_.events[it.event];
     int s = -1;
-    if (e.scope >= 0 && th_.scopes[e.scope].backward == in_scope_only_backward)
-      s = th_.scopes[e.scope].module;
+    const int ks = known_scope(e.scope);
+    if (ks >= 0 && th_.scopes[ks].backward == in_scope_only_backward) s = th_.scopes[ks].module;
     bool touch = false;
     if (e.owner >= 0 && static_cast<size_t>(e.owner) < tree_.owner_sets.size()) {
       const std::string& op = name(it.event);
@@ -193,6 +310,23 @@ class ThreadAttributor {
       }
       for (int o : tree_.owner_sets[e.owner]) {
         if (s >= 0 && !tree_.is_ancestor_or_self(s, o)) continue;
+        if (tree_.nodes[o].calls_observed && enclosing_scope(e, o) < 0) {
+          // Its forward was not running (every call of it is recorded): the module holding it
+          // ran the op with its weight (MultiheadAttention's `linear` on out_proj's weight, a
+          // checkpoint wrapper reading a Linear's weight). A tied weight read by an op its type
+          // never runs (a decoder's matmul on an Embedding's weight) is left to the rules.
+          if (module_runs_op(tree_, o, op)) {
+            int holder = tree_.nodes[o].parent;
+            while (holder > 0 && is_container(holder)) holder = tree_.nodes[holder].parent;
+            if (holder >= 0 && (s < 0 || tree_.is_ancestor_or_self(s, holder))) {
+              it.anchor = holder;
+              it.firm = true;
+              return;
+            }
+          }
+          touch = true;
+          continue;
+        }
         if (module_runs_op(tree_, o, op)) {
           it.anchor = o;
           it.firm = true;
@@ -261,7 +395,9 @@ class ThreadAttributor {
       const RawEvent& e = th_.events[it.event];
       const std::string& op = name(it.event);
       path.clear();
-      for (int a = m; a >= 0; a = tree_.nodes[a].parent) path.push_back(a);
+      for (int a = m; a >= 0; a = tree_.nodes[a].parent) {
+        if (a == 0 || a == m || !never_called(a)) path.push_back(a);
+      }
       std::reverse(path.begin(), path.end());
       size_t keep = 0;
       for (int x : open) {
@@ -454,7 +590,7 @@ class ThreadAttributor {
         calls_[ci].first = std::min(calls_[ci].first, reach);
         const int m = calls_[ci].module;
         const int fc = calls_[ci].first_child;
-        int cursor = fc >= 0 ? tree_.nodes[fc].child_index : 0;
+        int cursor = fc >= 0 ? tree_.nodes[child_toward(m, fc)].child_index : 0;
         bool wild = false;
         for (int pos = calls_[ci].first - 1; claimable(pos); --pos) {
           const std::string& op = item_name(pos);
@@ -495,7 +631,7 @@ class ThreadAttributor {
         calls_[ci].last = std::max(calls_[ci].last, reach);
         const int m = calls_[ci].module;
         const int lc = calls_[ci].last_child;
-        int cursor = lc >= 0 ? tree_.nodes[lc].child_index : -1;
+        int cursor = lc >= 0 ? tree_.nodes[child_toward(m, lc)].child_index : -1;
         bool wild = false;
         for (int pos = calls_[ci].last + 1; claimable(pos); ++pos) {
           const std::string& op = item_name(pos);
@@ -545,15 +681,44 @@ class ThreadAttributor {
       }
       for (int pos = c.last + 1; claimable(pos); ++pos) {
         const RawEvent& e = th_.events[items_[pos].event];
+        if (in_foreign_call(e)) break;  // another model's module ran it
         if (e.seq_nr >= 0) {
           // (first_seq unknown: the call ran without grad, e.g. inside a custom Function)
           if ((e.flags & kExternalInput) || e.in_seq < 0) break;
+          if (creates_tensor(item_name(pos))) break;  // backward()'s ones_like(loss)
           if (first_seq != INT64_MAX && e.in_seq < first_seq) break;
         } else if (ends_forward(item_name(pos))) {
           break;
         }
         items_[pos].assigned = 0;
         c.last = pos;
+      }
+    }
+  }
+
+  // The start of the model's forward: ops right before its first claimed op (a resize or a
+  // reshape of the input at the top of the root's forward) are its own, as get_model_profile's
+  // call window sees them, back to the first op that looks like the caller's (a new tensor, a
+  // device copy, a loss, a metric) or an in-place op (zero_grad). The caller's own preparation
+  // written just before `model->forward(x)` looks the same: these ops are marked as inferred.
+  void extend_root_head() {
+    if (scoped_[0]) return;
+    for (Call& c : calls_) {
+      if (c.module != 0) continue;
+      uint64_t model_data = 0;  // the data the model's first op that reads data reads
+      for (int p = c.first; p <= c.last && model_data == 0; ++p) {
+        model_data = th_.events[items_[p].event].data_in;
+      }
+      for (int pos = c.first - 1; claimable(pos); --pos) {
+        const std::string& op = item_name(pos);
+        if (ends_forward(op) || (op.size() > 1 && op.back() == '_')) break;
+        const RawEvent& e = th_.events[items_[pos].event];
+        if (in_foreign_call(e)) break;  // another model's forward
+        // It read what the model reads: the caller's work on the model's input (targets
+        // computed from the batch), not a step producing that input.
+        if (e.data_in != 0 && e.data_in == model_data) break;
+        items_[pos].assigned = 0;
+        c.first = pos;
       }
     }
   }
@@ -565,6 +730,11 @@ class ThreadAttributor {
     const RawEvent& e = th_.events[items_[pos].event];
     if (e.seq_nr >= 0) return (e.flags & kExternalInput) || e.in_seq < 0;
     return ends_forward(item_name(pos));
+  }
+
+  // A new tensor shaped like another (the implicit gradient of `loss.backward()`).
+  static bool creates_tensor(const std::string& op) {
+    return op_in_list("zeros_like ones_like empty_like full_like randn_like rand_like", op);
   }
 
   static bool ends_forward(const std::string& op) {
@@ -758,6 +928,34 @@ Attribution attribute(const AttributionInput& in) {
       }
       ta.module[i] = m;
     }
+    // A backward pass (consecutive top-level backward events) that runs no node of this model
+    // (another model's backward, in a loop with several profilers) is outside it entirely: its
+    // gradient accumulation is not this model's "(autograd)" work.
+    size_t pass_start = 0;
+    bool in_pass = false, ours = false;
+    auto close_pass = [&](size_t end) {
+      if (in_pass && !ours) {
+        for (size_t k = pass_start; k < end; ++k) {
+          if (ta.module[k] == kUnlinked) ta.module[k] = kOutsideModel;
+        }
+      }
+      in_pass = false;
+    };
+    for (size_t i = 0; i < th.events.size(); ++i) {
+      const RawEvent& e = th.events[i];
+      const bool bwd = (e.flags & kBackward) != 0;
+      if (e.parent < 0) {
+        if (bwd && !in_pass) {
+          in_pass = true;
+          ours = false;
+          pass_start = i;
+        } else if (!bwd) {
+          close_pass(i);
+        }
+      }
+      if (in_pass && bwd && ta.module[i] >= 0) ours = true;
+    }
+    close_pass(th.events.size());
   }
   return out;
 }

@@ -53,6 +53,12 @@ struct ThreadAttribution {
   /// Module (effective: ignored modules folded into their parent), kOutsideModel, or kUnlinked.
   /// Autograd nodes and the ops inside them carry their node's module.
   std::vector<int> module;
+  /// 1: a forward op whose module a rule inferred from op order (no parameter it reads, no
+  /// observed call it ran in, no observed work of its module on both sides of it); 0 otherwise.
+  std::vector<uint8_t> inferred;
+  /// Per step record of the thread: 1 when it is this profile's step (step_scope(), or an
+  /// optimizer step that updated this model's parameters), 0 for another model's optimizer.
+  std::vector<uint8_t> step_counts;
   /// Innermost enclosing autograd node (backward work), -1 otherwise.
   std::vector<int> node_of;
 };

@@ -42,7 +42,7 @@ struct ArgRecord {
   ArgRecord() : i(0) {}
 };
 
-/// One op call as the observer saw it. 80 bytes, no pointers into torch.
+/// One op call as the observer saw it. 88 bytes, no pointers into torch.
 struct RawEvent {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
@@ -52,6 +52,10 @@ struct RawEvent {
   int64_t in_seq = -1;      ///< top-level forward op in grad mode: the smallest sequence number
                             ///< of its inputs' grad_fn (where they were computed); -1: none
   uint64_t fwd_thread = 0;  ///< forward thread id of a backward node
+  /// Top-level forward op: identity (never dereferenced) of the first tensor it read that no
+  /// module owns (its data); 0: none. Tells a caller's `y = x.sum()` before `model(x)` (both read
+  /// x) from a resize at the top of the forward (the model reads the resize's output).
+  uint64_t data_in = 0;
   uint32_t name_id = 0;     ///< into the name table
   int32_t parent = -1;      ///< enclosing event on the same thread
   uint32_t args_begin = 0;  ///< into `ThreadEvents::args`
@@ -62,21 +66,28 @@ struct RawEvent {
   int32_t scope = -1;  ///< innermost open ScopeRecord on this thread
 };
 
-/// One FLOPSPROF_MODULE() call, or a call window (get_model_profile's call of the model).
+/// One FLOPSPROF_MODULE() call, a call window (get_model_profile's call of the model), or an
+/// observed call of a built-in module.
 struct ScopeRecord {
-  int32_t module = -1;  ///< module index in the tree
+  int32_t module = -1;  ///< module index in the tree; -1: a module of another model (foreign)
   int32_t parent = -1;  ///< enclosing scope record on this thread
   int64_t enter_ns = 0;
   int64_t exit_ns = 0;    ///< 0 while open
   bool backward = false;  ///< entered inside the autograd engine: a recomputed forward
   /// A call whose bounds the caller knows: records of the same module inside it are this call.
   bool window = false;
+  /// A built-in module's forward observed at its function (hooks/builtin_calls.cpp): exact
+  /// bounds, like FLOPSPROF_MODULE(), for a module whose every call is observed.
+  bool builtin = false;
 };
 
 /// One step scope (the optimizer step), on the thread that ran it.
 struct StepRecord {
   int64_t start_ns = 0;
   int64_t end_ns = 0;  ///< 0 while open
+  /// An optimizer's step() observed at its function (no step_scope()): the step of this profile
+  /// only if it updates this model's parameters (another model's optimizer is outside it).
+  bool optimizer = false;
 };
 
 /// One allocation (bytes > 0) or free (bytes < 0) reported by LibTorch's allocators.

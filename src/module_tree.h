@@ -34,6 +34,9 @@ struct ModuleNode {
   /// Its children's attribute names in the order its forward runs them (LibTorch composites
   /// whose registration order differs: builtin_run_order); empty: registration order.
   std::string_view run_order;
+  /// Every call of its forward is observed (a built-in whose forward flopsprof interposes,
+  /// hooks/builtin_calls.h): its calls are its scope records, and no rule gives it an op.
+  bool calls_observed = false;
 };
 
 /// Pre-order tree: nodes[0] is the root; a node's descendants follow it contiguously.

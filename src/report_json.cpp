@@ -124,6 +124,8 @@ std::string to_json(const ProfileResult& r, int indent) {
     w.member("flops", m.flops);
     w.member("latency_s", m.latency_s);
     w.member("na_ops", m.na_ops);
+    w.member("inferred_ops", m.inferred_ops);
+    w.member("inferred_flops", m.inferred_flops);
     by_dtype(w, "flops_by_dtype", m.flops_by_dtype);
     w.member("bwd_flops", m.bwd_flops);
     w.member("bwd_macs", m.bwd_macs);

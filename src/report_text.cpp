@@ -167,15 +167,34 @@ void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
     }
   }
   uint64_t na_calls = 0;
-  size_t na_names = 0;
+  size_t na_names = 0, na_elsewhere = 0;
   for (const OpStats& op : r.ops) {
-    if (op.has_formula || op.phase != "forward") continue;
+    if (op.has_formula) continue;
+    if (op.phase != "forward") {
+      ++na_elsewhere;
+      continue;
+    }
     na_calls += op.calls;
     ++na_names;
   }
-  line(out, "ops without a formula (n/a, not counted)",
-       fmt::format("{} op(s), {} call(s), {} = {} of fwd latency", na_names, na_calls,
-                   duration_to_string(r.no_formula_s), percent(r.no_formula_s, r.duration_s)));
+  // The model's forward only; the table below also lists those of the other phases.
+  line(out, "fwd ops without a formula (n/a, not counted)",
+       fmt::format("{} op(s), {} call(s), {} = {} of fwd latency{}", na_names, na_calls,
+                   duration_to_string(r.no_formula_s), percent(r.no_formula_s, r.duration_s),
+                   na_elsewhere > 0 ? fmt::format("; {} more in backward, step or outside the "
+                                                  "model (table below)",
+                                                  na_elsewhere)
+                                    : std::string()));
+  if (!r.modules.empty()) {
+    const ModuleStats& root = r.modules[0];
+    line(out, "fwd ops placed by inference (op order)",
+         root.inferred_ops == 0
+             ? std::string("none: every op placed by evidence")
+             : fmt::format("{} op(s), {} FLOPs = {} of fwd flops (see problems)", root.inferred_ops,
+                           number_to_string(root.inferred_flops),
+                           percent(static_cast<double>(root.inferred_flops),
+                                   static_cast<double>(r.flops))));
+  }
   line(out, "timer", r.timer);
   bool any_na = false;
   for (const OpStats& op : r.ops) any_na = any_na || !op.has_formula;

@@ -335,8 +335,10 @@ TEST(TextReport, MatchesLineByLine) {
       "fwd flops of model = fwd flops per device * mp_size:          3.02 M",
       "fwd latency:                                                  4.00 ms",
       "fwd FLOPS per device = fwd flops per device / fwd latency:    755.00 MFLOPS",
-      "ops without a formula (n/a, not counted):                     1 op(s), 1 call(s), 500.00 us "
+      "fwd ops without a formula (n/a, not counted):                 1 op(s), 1 call(s), 500.00 us "
       "= 12.50% of fwd latency",
+      "fwd ops placed by inference (op order):                       none: every op placed by "
+      "evidence",
       "timer:                                                        test",
       "",
       "Ops without a formula (listed with their time; their FLOPs are n/a):",

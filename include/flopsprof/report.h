@@ -29,7 +29,8 @@ struct ModuleStats {
   int parent = -1;            ///< index into `ProfileResult::modules`; -1 for the root
   std::vector<int> children;  ///< indices into `ProfileResult::modules`
   uint64_t calls = 0;         ///< forward calls seen (README: "How work is attributed")
-  bool scoped = false;        ///< boundaries came from FLOPSPROF_MODULE() (exact)
+  bool scoped = false;        ///< calls came from observed boundaries (FLOPSPROF_MODULE(), the call
+                              ///< window, or a built-in module's observed forward): exact
   uint64_t params = 0;        ///< parameters in this subtree, shared ones once
   uint64_t trainable_params = 0;
   uint64_t param_bytes = 0;
@@ -37,6 +38,11 @@ struct ModuleStats {
   uint64_t macs = 0;
   double latency_s = 0;  ///< forward latency: sum of the spans of its calls, seconds
   uint64_t na_ops = 0;   ///< forward op calls in this subtree with no formula
+  /// Forward ops in this subtree (top-level calls) and their FLOPs whose module was inferred from
+  /// op order, not established by evidence (README: "Which module an op belongs to"); the
+  /// problems list names each module concerned and what would make it exact.
+  uint64_t inferred_ops = 0;
+  uint64_t inferred_flops = 0;
   FlopsByDtype flops_by_dtype{};
   uint64_t bwd_flops = 0;  ///< measured: backward ops linked to this subtree's forward ops
   uint64_t bwd_macs = 0;

@@ -28,10 +28,16 @@ struct ScopeHandle {
   int32_t index = -1;      // the scope record in the buffer
 };
 using ScopeHandles = ScopeHandle[kMaxSessions];
+/// What a scope record stands for.
+enum class ScopeKind : uint8_t {
+  kModule,   ///< FLOPSPROF_MODULE(): one call of a user's module
+  kWindow,   ///< CallWindow: one call of the model whose bounds the caller knows
+  kBuiltin,  ///< one call of a LibTorch built-in module's forward, observed at its function
+};
 /// Opens a record of `module` in every running profile that knows it; returns the module's
 /// name in the first such profile (null: none).
 const char* open_scope_records(const torch::nn::Module* module, ScopeHandles& handles,
-                               bool window) noexcept;
+                               ScopeKind kind) noexcept;
 void close_scope_records(ScopeHandles& handles) noexcept;
 
 /// One call of `module` whose bounds the caller knows (get_model_profile's call of the model):
@@ -44,7 +50,7 @@ class CallWindow {
   explicit CallWindow(const torch::nn::Module* module) {
     if (g_scope_demand.load(std::memory_order_relaxed) != 0) {
       active_ = true;
-      open_scope_records(module, handles_, /*window=*/true);
+      open_scope_records(module, handles_, ScopeKind::kWindow);
     }
   }
   ~CallWindow() {

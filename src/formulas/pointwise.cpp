@@ -8,9 +8,18 @@
 namespace flopsprof::detail {
 namespace {
 
-// binary(a, b): numel(broadcast(a, b)); b may be a scalar
+// Whether argument `i` is an integer (or bool) tensor or scalar: integer arithmetic is no FLOP
+// (a training BatchNorm's `num_batches_tracked += 1`, index arithmetic).
+bool integral(const OpInputs& in, size_t i) {
+  const ArgView& a = in[i];
+  if (a.kind == ArgKind::kTensor) return a.dtype != DType::kUnknown && !is_floating(a.dtype);
+  return a.kind == ArgKind::kInt || a.kind == ArgKind::kBool;
+}
+
+// binary(a, b): numel(broadcast(a, b)); b may be a scalar; 0 when both are integers
 std::optional<FlopCount> binary(const OpInputs& in) {
   if (!in.is_tensor(0) && !in.is_tensor(1)) return std::nullopt;
+  if (integral(in, 0) && integral(in, 1)) return FlopCount{};
   auto n = broadcast_numel({in.shape(0), in.shape(1)});
   if (!n) return std::nullopt;
   return flops_only(*n);
