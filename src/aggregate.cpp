@@ -102,13 +102,12 @@ void placement_problems(const ModuleTree& tree, const std::vector<ModuleAcc>& ac
     const ModuleNode& n = tree.nodes[m];
     const std::string who = n.name.empty() ? fmt::format("the model ({})", n.type)
                                            : fmt::format("'{}' ({})", n.name, n.type);
-    const char* where = m == 0 ? "at the start or end of its forward"
-                               : "that no parameter, observed call or surrounding work places";
     problems.push_back(fmt::format(
-        "placement inferred from op order: {} op(s), {} FLOPs given to {}, {}; they may be "
-        "the caller's or a sibling's. FLOPSPROF_MODULE() as the first line of its forward makes "
-        "them exact",
-        acc[m].own_inferred_ops, acc[m].own_inferred_flops, who, where));
+        "placement inferred from op order: {} op(s), {} FLOPs given to {}; op order cannot tell "
+        "whether they are its own, a submodule's or {}. FLOPSPROF_MODULE() as the first line of "
+        "its forward (and of its submodules') makes them exact",
+        acc[m].own_inferred_ops, acc[m].own_inferred_flops, who,
+        m == 0 ? "the caller's" : "its parent's"));
   }
   if (marked.size() > shown) {
     problems.push_back(
@@ -620,6 +619,14 @@ ProfileResult aggregate(const AggregateInput& in, const Attribution& at) {
   }
 
   placement_problems(tree, acc, r.problems);
+  if (at.root_calls_inferred && !at.scoped[0]) {
+    r.problems.push_back(fmt::format(
+        "the model's call count ({}) is inferred: its first submodule ran again with nothing "
+        "between that shows the forward returned (the model called twice in a row, or a block "
+        "applied twice in one forward); FLOPSPROF_MODULE() as the first line of its forward "
+        "makes it exact",
+        acc[0].calls));
+  }
 
   for (auto& [key, a] : ops) {
     OpStats s;

@@ -84,7 +84,7 @@ class ThreadAttributor {
   ThreadAttributor(const AttributionInput& in, const std::vector<bool>& scoped, int t)
       : in_(in), tree_(*in.tree), th_(*in.threads[t]), scoped_(scoped), t_(t) {}
 
-  void run(ThreadAttribution& out, std::vector<CallSpan>& spans) {
+  void run(ThreadAttribution& out, std::vector<CallSpan>& spans, bool& root_calls_inferred) {
     const size_t n = th_.events.size();
     out.phase.assign(n, Phase::kNone);
     out.module.assign(n, kUnlinked);
@@ -98,6 +98,7 @@ class ThreadAttributor {
     extend_root_tail();
     extend_root_head();
     sweep();
+    containers_own_nothing();
     // Forward and recompute modules per event; nested events inherit their parent's.
     for (const Item& it : items_) {
       if (!it.forward) continue;
@@ -118,6 +119,7 @@ class ThreadAttributor {
         out.inferred[i] = out.inferred[e.parent];
       }
     }
+    root_calls_inferred = root_calls_inferred || root_restart_ambiguous_;
     for (const Call& c : calls_) {
       if (scoped_[c.module] || tree_.nodes[c.module].ignored) continue;
       const RawEvent& a = th_.events[items_[c.first].event];
@@ -227,6 +229,13 @@ class ThreadAttributor {
     return false;
   }
 
+  // The module of the innermost observed call of this model around item `p` (-1: none).
+  int innermost_scope_module(int p) const {
+    const RawEvent& e = th_.events[items_[p].event];
+    const int ks = known_scope(e.scope);
+    return ks >= 0 && !th_.scopes[ks].backward ? th_.scopes[ks].module : -1;
+  }
+
   // Which forward ops were placed by evidence: the parameters they read (ownership), the observed
   // call they ran in (a built-in's forward, FLOPSPROF_MODULE(), get_model_profile's window),
   // or, for a module's own op, observed work of its subtree on both sides within one call of it
@@ -244,24 +253,40 @@ class ThreadAttributor {
         evidence[p] = 1;
         continue;
       }
-      const RawEvent& e = th_.events[it.event];
-      const int ks = known_scope(e.scope);
-      if (ks >= 0 && !th_.scopes[ks].backward && th_.scopes[ks].module == m &&
-          !ambiguous_child(m, item_name(p)))
-        evidence[p] = 1;
+      // inside an observed call of a module with no children: its own op
+      if (tree_.nodes[m].children.empty() && innermost_scope_module(p) == m) evidence[p] = 1;
     }
     for (const Call& c : calls_) {
-      if (scoped_[c.module]) continue;
-      int lo = -1, hi = -1;
-      for (int q = c.first; q <= c.last; ++q) {
+      // an observed call's bounds are exact: its own ops at its edges are its own
+      const bool exact = scoped_[c.module];
+      int lo = exact ? c.first : -1, hi = exact ? c.last : -1;
+      for (int q = c.first; q <= c.last && !exact; ++q) {
         if (evidence[q] && placed[q] >= 0 && tree_.is_ancestor_or_self(c.module, placed[q])) {
           if (lo < 0) lo = q;
           hi = q;
         }
       }
-      for (int q = lo + 1; q > 0 && q < hi; ++q) {
-        if (!evidence[q] && placed[q] == c.module && !ambiguous_child(c.module, item_name(q)))
-          evidence[q] = 1;
+      // Between them, an op of the module's own is its own only if the calls of its children
+      // next to it are observed at that end (else it may be a child block's `return x + f(x)`).
+      int prev_child = -1;  // the called child of the nearest evidence before q (-1: own)
+      for (int q = lo; q >= 0 && q <= hi; ++q) {
+        if (evidence[q] && placed[q] >= 0 && tree_.is_ancestor_or_self(c.module, placed[q])) {
+          prev_child = placed[q] == c.module ? -1 : called_child(c.module, placed[q]);
+          continue;
+        }
+        if (evidence[q] || placed[q] != c.module || ambiguous_child(c.module, item_name(q)))
+          continue;
+        if (exact && innermost_scope_module(q) != c.module) continue;
+        if (prev_child >= 0 && !end_exact(prev_child)) continue;
+        int next_child = -1;
+        for (int r = q + 1; r <= hi; ++r) {
+          if (evidence[r] && placed[r] >= 0 && tree_.is_ancestor_or_self(c.module, placed[r])) {
+            next_child = placed[r] == c.module ? -1 : called_child(c.module, placed[r]);
+            break;
+          }
+        }
+        if (next_child >= 0 && !start_exact(next_child)) continue;
+        evidence[q] = 1;
       }
     }
     for (int p = 0; p < ni; ++p) {
@@ -431,6 +456,11 @@ class ThreadAttributor {
           // module applied twice inside one forward is not taken for two forwards.
           fresh[j] = cur[a] < 0 || (fresh[j + 1] && calls_[cur[a]].first_child == path[j + 1] &&
                                     (j > 0 || returned));
+          // The root's first child ran again with nothing between that shows a return: one call
+          // of the model or two (net(net(x))) cannot be told apart.
+          if (j == 0 && cur[a] >= 0 && !returned && fresh[j + 1] &&
+              calls_[cur[a]].first_child == path[j + 1])
+            root_restart_ambiguous_ = true;
         }
       }
       returned = false;
@@ -458,10 +488,15 @@ class ThreadAttributor {
     }
   }
 
-  bool claimable(int pos) const {
+  // Whether a rule may give item `pos` to a call of module `m`: a forward op no evidence placed,
+  // or one that ran inside an observed call of an ancestor of `m` (get_model_profile's window, a
+  // FLOPSPROF_MODULE() scope), which says only that it belongs somewhere in that subtree.
+  bool claimable(int pos, int m = 0) const {
     if (pos < 0 || pos >= static_cast<int>(items_.size())) return false;
     const Item& it = items_[pos];
-    return it.forward && it.anchor < 0 && it.assigned == kUnset;
+    if (!it.forward || it.firm || it.assigned != kUnset) return false;
+    return it.anchor < 0 || (!it.touch && tree_.is_ancestor_or_self(it.anchor, m) &&
+                             !tree_.nodes[it.anchor].calls_observed);
   }
 
   // A parameterless module `m` (and the descendants that match) takes item `pos`: extends its
@@ -592,7 +627,7 @@ class ThreadAttributor {
         const int fc = calls_[ci].first_child;
         int cursor = fc >= 0 ? tree_.nodes[child_toward(m, fc)].child_index : 0;
         bool wild = false;
-        for (int pos = calls_[ci].first - 1; claimable(pos); --pos) {
+        for (int pos = calls_[ci].first - 1; claimable(pos, m); --pos) {
           const std::string& op = item_name(pos);
           if (builtin_leaf(m)) {
             if (!op_in_list(tree_.nodes[m].builtin->leading, op)) break;
@@ -633,7 +668,7 @@ class ThreadAttributor {
         const int lc = calls_[ci].last_child;
         int cursor = lc >= 0 ? tree_.nodes[child_toward(m, lc)].child_index : -1;
         bool wild = false;
-        for (int pos = calls_[ci].last + 1; claimable(pos); ++pos) {
+        for (int pos = calls_[ci].last + 1; claimable(pos, m); ++pos) {
           const std::string& op = item_name(pos);
           if (builtin_leaf(m)) break;  // its own ops read its parameters: they are anchored
           const ModuleNode& node = tree_.nodes[m];
@@ -750,6 +785,90 @@ class ThreadAttributor {
     return op.find("loss") != std::string::npos || op_in_list(kStops, op);
   }
 
+  // Whether the end (start) of every call of `a` is observed: a built-in whose calls are
+  // recorded, a built-in with parameters whose forward runs only ops that read them (Linear,
+  // BatchNorm, LSTM), or a Sequential whose last (first) child's is (it runs nothing after
+  // (before) it).
+  bool owned_builtin(int a, bool start) const {
+    const ModuleNode& n = tree_.nodes[a];
+    return builtin_leaf(a) && n.tensors > 0 && (!start || n.builtin->leading.empty());
+  }
+  bool end_exact(int a) const {
+    const ModuleNode& n = tree_.nodes[a];
+    if (n.calls_observed || owned_builtin(a, false)) return true;
+    return is_container(a) && !never_called(a) && !n.children.empty() &&
+           end_exact(n.children.back());
+  }
+  bool start_exact(int a) const {
+    const ModuleNode& n = tree_.nodes[a];
+    if (n.calls_observed || owned_builtin(a, true)) return true;
+    return is_container(a) && !never_called(a) && !n.children.empty() &&
+           start_exact(n.children.front());
+  }
+
+  // The module an item was placed in so far (kUnset / kOutsideModel when none).
+  int placed_module(int q) const {
+    const Item& it = items_[q];
+    if (it.firm) return it.anchor;
+    return it.assigned != kUnset ? it.assigned : it.anchor;
+  }
+
+  // The outermost module below `m` on the way to its descendant `d` that is ever called (a
+  // ModuleList between them is skipped).
+  int called_child(int m, int d) const {
+    int child = -1;
+    for (int a = d; a >= 0 && a != m; a = tree_.nodes[a].parent) {
+      if (!never_called(a)) child = a;
+    }
+    return child;
+  }
+
+  // A Sequential runs its children and nothing else: an op the rules left to it (a block's
+  // trailing `return x + f(x)` seen after the block's last placed op, or a leading one) is the
+  // child's before it whose call end is not observed, else the child's after it whose start is
+  // not; that child's call extends over it. Inferred (marked).
+  void containers_own_nothing() {
+    const int n = static_cast<int>(items_.size());
+    for (int p = 0; p < n; ++p) {
+      Item& it = items_[p];
+      const int m = it.forward && !it.firm ? it.assigned : kUnset;
+      if (m < 0 || !is_container(m) || never_called(m)) continue;
+      int before = -1, after = -1;
+      for (int q = p - 1; q >= 0 && items_[q].forward && before < 0; --q) {
+        const int pm = placed_module(q);
+        if (pm > m && tree_.is_ancestor_or_self(m, pm)) before = called_child(m, pm);
+      }
+      for (int q = p + 1; q < n && items_[q].forward && after < 0; ++q) {
+        const int pm = placed_module(q);
+        if (pm > m && tree_.is_ancestor_or_self(m, pm)) after = called_child(m, pm);
+      }
+      int child = -1;
+      bool extend_last = true;
+      if (before >= 0 && !end_exact(before)) {
+        child = before;
+      } else if (after >= 0 && !start_exact(after)) {
+        child = after;
+        extend_last = false;
+      }
+      if (child < 0) continue;
+      it.assigned = child;
+      int best = -1;  // the child's call just before (after) the op
+      for (int ci = 0; ci < static_cast<int>(calls_.size()); ++ci) {
+        const Call& c = calls_[ci];
+        if (c.module != child) continue;
+        if (extend_last && c.last < p && (best < 0 || c.last > calls_[best].last)) best = ci;
+        if (!extend_last && c.first > p && (best < 0 || c.first < calls_[best].first)) best = ci;
+      }
+      if (best >= 0) {
+        if (extend_last) {
+          calls_[best].last = p;
+        } else {
+          calls_[best].first = p;
+        }
+      }
+    }
+  }
+
   // Rule 4 inside calls, rule 5 outside them: one pass over the items with the stack of calls
   // open at each position.
   void sweep() {
@@ -843,6 +962,7 @@ class ThreadAttributor {
   std::vector<Item> items_;
   std::vector<Call> calls_;
   std::unordered_map<int, int> pl_call_;  // parameterless module -> its latest call
+  bool root_restart_ambiguous_ = false;
   // (parent, child index that ran last + 1) -> the parameterless child chosen out of
   // registration order there (pick_out_of_order)
   std::unordered_map<int64_t, int> after_;
@@ -862,7 +982,8 @@ Attribution attribute(const AttributionInput& in) {
   }
   out.threads.resize(in.threads.size());
   for (size_t t = 0; t < in.threads.size(); ++t) {
-    ThreadAttributor(in, out.scoped, static_cast<int>(t)).run(out.threads[t], out.calls);
+    ThreadAttributor(in, out.scoped, static_cast<int>(t))
+        .run(out.threads[t], out.calls, out.root_calls_inferred);
   }
 
   // Rule 6. A node carries the sequence number the forward op took from its thread's counter; the

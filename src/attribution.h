@@ -75,6 +75,9 @@ struct Attribution {
   std::vector<CallSpan> calls;
   /// Modules whose calls came from FLOPSPROF_MODULE() scopes.
   std::vector<bool> scoped;
+  /// The root's first child ran again inside what the rules took for one call of the model, with
+  /// nothing between that shows a return: one call or two (net(net(x))) cannot be told apart.
+  bool root_calls_inferred = false;
   /// The forward op that created each autograd node, per thread per event (-1 elsewhere).
   std::vector<std::vector<Origin>> origin;
 };

@@ -312,7 +312,7 @@ TEST(RealShapes, AmbiguousLeadingOpIsMarkedInferredWithTheFix) {
   bool named = false;
   for (const std::string& p : r.problems) {
     named = named || (p.find("placement inferred from op order: 1 op(s), 8 FLOPs given to the "
-                             "model (SeqNet)") != std::string::npos &&
+                             "model (SeqNet);") != std::string::npos &&
                       p.find("FLOPSPROF_MODULE()") != std::string::npos);
   }
   EXPECT_TRUE(named);
@@ -409,6 +409,113 @@ TEST(RealShapes, ChainedModelsMarkTheOpBetweenThem) {
   EXPECT_EQ(module(pa.result(), "s").flops, 88u);
   EXPECT_EQ(module(pa.result(), "").inferred_flops, own_flops(pa.result(), ""));
   EXPECT_GT(module(pa.result(), "").inferred_ops, 0u);
+}
+
+// A block ending in `return x + f(x)` (YOLOv3's Darknet residuals, the CycleGAN ResNet block):
+// nothing observed follows the add inside the block. In a Sequential, which runs its children
+// and nothing else, the add is the block's; in a user loop over a ModuleList it may be the
+// block's or the loop's: marked.
+struct TailAddImpl : nn::Module {
+  nn::Conv2d conv{nn::Conv2dOptions(4, 4, 3).padding(1)};
+  TailAddImpl() { register_module("conv", conv); }
+  torch::Tensor forward(const torch::Tensor& x) { return x + conv->forward(x); }
+};
+TORCH_MODULE(TailAdd);
+
+TEST(RealShapes, BlockEndingInAResidualAddInsideASequential) {
+  for (bool grad : {false, true}) {
+    torch::manual_seed(0);
+    nn::Sequential model{TailAdd(), TailAdd()};
+    const Both b = profile_both(model, torch::randn({1, 4, 8, 8}), grad);
+    expect_same(b);
+    // conv 4->4 k3 p1 on [1,4,8,8]: MACs 256*4*9 = 9216, FLOPs 2*9216 + 256; the add 256
+    for (const ProfileResult* r : {&b.window, &b.plain}) {
+      for (const char* blk : {"0", "1"}) {
+        EXPECT_EQ(module(*r, blk).flops, 2u * 9216 + 256 + 256) << blk << " grad " << grad;
+        EXPECT_EQ(own_flops(*r, blk), 256u) << blk << " grad " << grad;
+      }
+      EXPECT_EQ(own_flops(*r, ""), 0u) << "a Sequential has no work of its own";
+    }
+  }
+}
+
+struct LoopNetImpl : nn::Module {
+  nn::ModuleList blocks{TailAdd(), TailAdd()};
+  nn::Linear head{4, 2};
+  LoopNetImpl() {
+    register_module("blocks", blocks);
+    register_module("head", head);
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    for (const auto& blk : *blocks) x = blk->as<TailAddImpl>()->forward(x);
+    return head->forward(x.mean({2, 3}));
+  }
+};
+TORCH_MODULE(LoopNet);
+
+TEST(RealShapes, BlockEndingInAResidualAddCalledFromALoopIsMarked) {
+  torch::manual_seed(0);
+  LoopNet model;
+  const Both b = profile_both(model, torch::randn({1, 4, 8, 8}), /*grad=*/false);
+  expect_same(b);
+  for (const ProfileResult* r : {&b.window, &b.plain}) {
+    // the adds (256 each) after each block's conv: the block's or the loop's, op order cannot
+    // tell; wherever they went, they are marked (and so is the mean after the last block)
+    EXPECT_GE(module(*r, "").inferred_flops, 512u);
+    EXPECT_EQ(own_flops(*r, "blocks"), 0u);
+  }
+}
+
+// Unobservable parameterless modules at the ends of a Sequential (InstanceNorm2d without affine
+// parameters, a user's Swish) under get_model_profile: the window is evidence that the op is the
+// model's, not of which child; the children take their ops as without the window.
+struct SwishImpl : nn::Module {
+  torch::Tensor forward(const torch::Tensor& x) { return x * torch::sigmoid(x); }
+};
+TORCH_MODULE(Swish);
+
+struct NormResImpl : nn::Module {  // the CycleGAN ResNet block's shape
+  nn::Sequential m{nn::Conv2d(nn::Conv2dOptions(4, 4, 3).padding(1)), nn::InstanceNorm2d(4)};
+  NormResImpl() { register_module("m", m); }
+  torch::Tensor forward(const torch::Tensor& x) { return x + m->forward(x); }
+};
+TORCH_MODULE(NormRes);
+
+TEST(RealShapes, UnobservableParameterlessLastChildrenUnderGetModelProfile) {
+  torch::manual_seed(0);
+  nn::Sequential norm_blocks{NormRes(), NormRes()};
+  const Both b = profile_both(norm_blocks, torch::randn({1, 4, 8, 8}), /*grad=*/false);
+  expect_same(b);
+  for (const char* n : {"0.m.1", "1.m.1"}) {
+    EXPECT_EQ(module(b.window, n).calls, 1u) << n;
+    EXPECT_EQ(module(b.window, n).flops, 4u * 256) << n;  // instance_norm, no affine: 4 x numel
+  }
+  for (const char* n : {"0", "1"}) EXPECT_EQ(own_flops(b.window, n), 256u) << n;  // the add
+  EXPECT_EQ(own_flops(b.window, ""), 0u);
+  nn::Sequential swish{nn::Linear(8, 8), Swish(), nn::Linear(8, 8), Swish()};
+  const Both s = profile_both(swish, torch::randn({2, 8}), /*grad=*/false);
+  expect_same(s);
+  for (const char* n : {"1", "3"}) {
+    EXPECT_EQ(module(s.window, n).calls, 1u) << n;
+    EXPECT_EQ(module(s.window, n).flops, 32u) << n;  // sigmoid 16 + mul 16 on [2,8]
+  }
+}
+
+// The model called twice in one profile with nothing between: one call or two cannot be told
+// apart from op order; the call count is marked.
+TEST(RealShapes, ModelCalledTwiceInARowMarksItsCallCount) {
+  torch::manual_seed(0);
+  SeqNet net;
+  FlopsProfiler prof(net);
+  prof.start_profile();
+  torch::Tensor x = torch::randn({2, 4});
+  net->forward(net->forward(x));
+  prof.stop_profile();
+  EXPECT_EQ(module(prof.result(), "s.1").calls, 2u);
+  bool marked = false;
+  for (const std::string& p : prof.result().problems)
+    marked = marked || p.find("the model's call count") != std::string::npos;
+  EXPECT_TRUE(marked);
 }
 
 // (8) A GAN-shaped loop with a profiler per model: each reports its own model's backward only.
