@@ -237,6 +237,14 @@ class OptimizerStep {
   ScopeHandles handles_;
 };
 
+// The start of a call of `module` (its forward is inline): a start-only record.
+void mark_call_start(const torch::nn::Module* module) noexcept {
+  if (g_scope_demand.load(std::memory_order_relaxed) == 0) return;
+  ScopeHandles handles;
+  open_scope_records(module, handles, ScopeKind::kStart);
+  close_scope_records(handles);
+}
+
 template <typename Fn>
 Fn next_definition(const char* mangled) {
   void* p = dlsym(RTLD_NEXT, mangled);
@@ -273,6 +281,31 @@ Fn next_definition(const char* mangled) {
 FLOPSPROF_BUILTIN_FORWARDS(FLOPSPROF_DEFINE)
 #undef FLOPSPROF_DEFINE
 
+// BatchNorm's and InstanceNorm's forwards are inline in LibTorch's headers; each begins with a
+// virtual `_check_input_dim(input)` defined in libtorch, reached through libtorch's vtable: the
+// start of a call, with its instance.
+#define FLOPSPROF_INPUT_CHECKS(X)                                                                 \
+  X("_ZN5torch2nn15BatchNorm1dImpl16_check_input_dimERKN2at6TensorE", torch::nn::BatchNorm1dImpl) \
+  X("_ZN5torch2nn15BatchNorm2dImpl16_check_input_dimERKN2at6TensorE", torch::nn::BatchNorm2dImpl) \
+  X("_ZN5torch2nn15BatchNorm3dImpl16_check_input_dimERKN2at6TensorE", torch::nn::BatchNorm3dImpl) \
+  X("_ZN5torch2nn18InstanceNorm1dImpl16_check_input_dimERKN2at6TensorE",                          \
+    torch::nn::InstanceNorm1dImpl)                                                                \
+  X("_ZN5torch2nn18InstanceNorm2dImpl16_check_input_dimERKN2at6TensorE",                          \
+    torch::nn::InstanceNorm2dImpl)                                                                \
+  X("_ZN5torch2nn18InstanceNorm3dImpl16_check_input_dimERKN2at6TensorE",                          \
+    torch::nn::InstanceNorm3dImpl)
+#define FLOPSPROF_DEFINE_CHECK(mangled, type)                                               \
+  void FLOPSPROF_CAT(flopsprof_check_, __LINE__)(type * self,                               \
+                                                 const at::Tensor& input) __asm__(mangled); \
+  void FLOPSPROF_CAT(flopsprof_check_, __LINE__)(type * self, const at::Tensor& input) {    \
+    using Real = void (*)(type*, const at::Tensor&);                                        \
+    static const Real real = flopsprof::detail::next_definition<Real>(mangled);             \
+    real(self, input); /* a wrong input throws: no call starts */                           \
+    flopsprof::detail::mark_call_start(static_cast<const torch::nn::Module*>(self));        \
+  }
+FLOPSPROF_INPUT_CHECKS(FLOPSPROF_DEFINE_CHECK)
+#undef FLOPSPROF_DEFINE_CHECK
+
 // The optimizers' step(closure): the step phase without step_scope().
 #define FLOPSPROF_OPTIMIZERS(X)                                                         \
   X("_ZN5torch5optim3SGD4stepESt8functionIFN2at6TensorEvEE", torch::optim::SGD)         \
@@ -299,6 +332,7 @@ namespace {
 
 struct Table {
   std::unordered_set<std::type_index> observed;
+  std::unordered_set<std::type_index> starts;  // only the start of each call
   bool any = false;
 };
 
@@ -320,6 +354,16 @@ const Table& table() {
   }
     FLOPSPROF_BUILTIN_FORWARDS(FLOPSPROF_CHECK)
 #undef FLOPSPROF_CHECK
+#define FLOPSPROF_CHECK_START(mangled, type)                                                   \
+  {                                                                                            \
+    void* bound = dlsym(RTLD_DEFAULT, mangled);                                                \
+    Dl_info where{};                                                                           \
+    if (bound != nullptr && dladdr(bound, &where) != 0 && where.dli_fbase == self.dli_fbase) { \
+      t.starts.insert(std::type_index(typeid(type)));                                          \
+    }                                                                                          \
+  }
+    FLOPSPROF_INPUT_CHECKS(FLOPSPROF_CHECK_START)
+#undef FLOPSPROF_CHECK_START
     return t;
   }();
   return t;
@@ -332,5 +376,9 @@ bool builtin_calls_observed(const torch::nn::Module& module) {
 }
 
 bool builtin_calls_interposed() { return table().any; }
+
+bool builtin_call_starts_observed(const torch::nn::Module& module) {
+  return table().starts.count(std::type_index(typeid(module))) != 0;
+}
 
 }  // namespace flopsprof::detail

@@ -15,6 +15,11 @@ namespace flopsprof::detail {
 /// of that type with no record was not called. Thread-safe; the first call resolves the table.
 bool builtin_calls_observed(const torch::nn::Module& module);
 
+/// Whether the start of every call of `module` is observed (BatchNorm, InstanceNorm: their
+/// forward is inline, the virtual input check it begins with is not): a start-only record per
+/// call, and the next op its type runs on that thread is that call's.
+bool builtin_call_starts_observed(const torch::nn::Module& module);
+
 /// Whether the program's calls of built-in forwards reach flopsprof at all (false when libtorch
 /// precedes libflopsprof in the program's link order).
 bool builtin_calls_interposed();

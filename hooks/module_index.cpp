@@ -93,6 +93,7 @@ ModelIndex build_model_index(const torch::nn::Module& root,
     node.builtin = find_builtin(item.value()->name(), node.type);
     node.run_order = builtin_run_order(item.value()->name());
     node.calls_observed = builtin_calls_observed(*item.value());
+    node.starts_observed = builtin_call_starts_observed(*item.value());
     size_t dot = node.name.rfind('.');
     auto parent = by_name.find(dot == std::string::npos ? "" : node.name.substr(0, dot));
     node.parent = parent == by_name.end() ? 0 : parent->second;

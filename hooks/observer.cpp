@@ -388,7 +388,8 @@ void ThreadBuffer::reset(uint64_t thread) {
 int32_t ThreadBuffer::open_scope_record(int32_t module, int64_t now, ScopeKind kind) noexcept {
   try {
     scopes.push_back(ScopeRecord{module, open_scope, now, 0, backward_depth > 0,
-                                 kind == ScopeKind::kWindow, kind == ScopeKind::kBuiltin});
+                                 kind == ScopeKind::kWindow, kind == ScopeKind::kBuiltin,
+                                 kind == ScopeKind::kStart});
   } catch (...) {
     ++capture_errors;
     return -1;

@@ -60,7 +60,8 @@ struct Call {
 // How a parameterless module matches an op: 0 no, 1 its type runs it, 2 it runs anything.
 int match(const ModuleTree& tree, int m, const std::string& op) {
   const ModuleNode& n = tree.nodes[m];
-  if (n.calls_observed) return 0;  // its calls are recorded: no rule gives it an op
+  // its calls (or their starts) are recorded: no rule gives it an op
+  if (n.calls_observed || n.starts_observed) return 0;
   const BuiltinSpec* spec = n.builtin;
   if (spec != nullptr && spec->wildcard) return 2;
   if (spec != nullptr && !spec->container && n.children.empty()) return op_in_list(spec->ops, op);
@@ -92,6 +93,7 @@ class ThreadAttributor {
     out.inferred.assign(n, 0);
     phases(out);
     collect_items(out);
+    apply_starts();
     segment();
     extend_leading();
     extend_trailing();
@@ -127,7 +129,8 @@ class ThreadAttributor {
       spans.push_back(CallSpan{c.module, t_, a.start_ns, end_of(b)});
     }
     for (const ScopeRecord& s : th_.scopes) {
-      if (s.module < 0 || s.backward || tree_.nodes[s.module].ignored || folded(s)) continue;
+      if (s.module < 0 || s.backward || s.start_only || tree_.nodes[s.module].ignored || folded(s))
+        continue;
       spans.push_back(CallSpan{s.module, t_, s.enter_ns, s.exit_ns != 0 ? s.exit_ns : in_.stop_ns});
     }
   }
@@ -224,7 +227,8 @@ class ThreadAttributor {
   bool ambiguous_child(int m, const std::string& op) const {
     for (int c : tree_.nodes[m].children) {
       const ModuleNode& n = tree_.nodes[c];
-      if (n.tensors == 0 && !n.calls_observed && match(tree_, c, op) != 0) return true;
+      if (n.tensors == 0 && !n.calls_observed && !n.starts_observed && match(tree_, c, op) != 0)
+        return true;
     }
     return false;
   }
@@ -379,6 +383,27 @@ class ThreadAttributor {
         if (it.anchor < 0 && tree_.nodes[0].tensors == 0 && !scoped_[0]) it.anchor = 0;
       }
       items_.push_back(it);
+    }
+  }
+
+  // Start-only records (BatchNorm, InstanceNorm): the first op after the start that the module's
+  // type runs is that call's, by evidence (an InstanceNorm without parameters reads nothing that
+  // would place it).
+  void apply_starts() {
+    size_t p = 0;
+    for (const ScopeRecord& r : th_.scopes) {
+      if (!r.start_only || r.module < 0 || r.backward) continue;
+      while (p < items_.size() && th_.events[items_[p].event].start_ns < r.enter_ns) ++p;
+      for (size_t q = p; q < items_.size(); ++q) {
+        Item& it = items_[q];
+        if (!it.forward) break;
+        if (!module_runs_op(tree_, r.module, item_name(static_cast<int>(q)))) continue;
+        if (!it.firm) {
+          it.anchor = r.module;
+          it.firm = true;
+        }
+        break;
+      }
     }
   }
 
@@ -795,13 +820,13 @@ class ThreadAttributor {
   }
   bool end_exact(int a) const {
     const ModuleNode& n = tree_.nodes[a];
-    if (n.calls_observed || owned_builtin(a, false)) return true;
+    if (n.calls_observed || n.starts_observed || owned_builtin(a, false)) return true;
     return is_container(a) && !never_called(a) && !n.children.empty() &&
            end_exact(n.children.back());
   }
   bool start_exact(int a) const {
     const ModuleNode& n = tree_.nodes[a];
-    if (n.calls_observed || owned_builtin(a, true)) return true;
+    if (n.calls_observed || n.starts_observed || owned_builtin(a, true)) return true;
     return is_container(a) && !never_called(a) && !n.children.empty() &&
            start_exact(n.children.front());
   }
@@ -977,7 +1002,8 @@ Attribution attribute(const AttributionInput& in) {
   out.scoped.assign(nm, false);
   for (const ThreadEvents* th : in.threads) {
     for (const ScopeRecord& s : th->scopes) {
-      if (s.module >= 0 && s.module < nm && !s.backward) out.scoped[s.module] = true;
+      if (s.module >= 0 && s.module < nm && !s.backward && !s.start_only)
+        out.scoped[s.module] = true;
     }
   }
   out.threads.resize(in.threads.size());

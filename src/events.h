@@ -79,6 +79,10 @@ struct ScopeRecord {
   /// A built-in module's forward observed at its function (hooks/builtin_calls.cpp): exact
   /// bounds, like FLOPSPROF_MODULE(), for a module whose every call is observed.
   bool builtin = false;
+  /// Only the start of a call is known (a BatchNorm's or InstanceNorm's forward is inline; its
+  /// virtual input check is observed): the next op its type runs on this thread is that call's.
+  /// enter_ns == exit_ns; it encloses no op.
+  bool start_only = false;
 };
 
 /// One step scope (the optimizer step), on the thread that ran it.

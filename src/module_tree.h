@@ -37,6 +37,9 @@ struct ModuleNode {
   /// Every call of its forward is observed (a built-in whose forward flopsprof interposes,
   /// hooks/builtin_calls.h): its calls are its scope records, and no rule gives it an op.
   bool calls_observed = false;
+  /// The start of every call is observed (a start-only scope record per call): BatchNorm,
+  /// InstanceNorm.
+  bool starts_observed = false;
 };
 
 /// Pre-order tree: nodes[0] is the root; a node's descendants follow it contiguously.

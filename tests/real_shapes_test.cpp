@@ -79,8 +79,11 @@ TEST(RealShapes, BuiltinForwardsAreObservedInTheTestBinary) {
   EXPECT_TRUE(flopsprof::detail::builtin_calls_interposed());
   EXPECT_TRUE(flopsprof::detail::builtin_calls_observed(*nn::ReLU()));
   EXPECT_TRUE(flopsprof::detail::builtin_calls_observed(*nn::ReflectionPad2d(1)));
-  // BatchNorm's forward is inline in LibTorch's headers: not observable at a function
+  // BatchNorm's and InstanceNorm's forwards are inline in LibTorch's headers: only the start of
+  // each call is observed (the virtual input check they begin with)
   EXPECT_FALSE(flopsprof::detail::builtin_calls_observed(*nn::BatchNorm2d(4)));
+  EXPECT_TRUE(flopsprof::detail::builtin_call_starts_observed(*nn::BatchNorm2d(4)));
+  EXPECT_TRUE(flopsprof::detail::builtin_call_starts_observed(*nn::InstanceNorm2d(4)));
 }
 
 // (1) A Sequential's first and last parameterless children inside a parent, get_model_profile.
@@ -218,6 +221,37 @@ TEST(RealShapes, ReflectionPadBeforeAnUnpaddedConvIsThePads) {
     EXPECT_EQ(module(*r, "3").flops, 32u);
     EXPECT_EQ(module(*r, "6").calls, 1u);
     EXPECT_EQ(module(*r, "6").flops, 32u);
+  }
+}
+
+// InstanceNorm without affine parameters reads nothing that places it, and its forward is inline;
+// the start of each call is observed, so two of them used out of registration order are exact.
+struct TwoNormsImpl : nn::Module {
+  nn::Conv2d down{nn::Conv2dOptions(2, 2, 2).stride(2)};
+  nn::InstanceNorm2d n1{2}, n2{2};
+  TwoNormsImpl() {
+    register_module("down", down);
+    register_module("n1", n1);
+    register_module("n2", n2);
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    return n1->forward(down->forward(n2->forward(x)));
+  }
+};
+TORCH_MODULE(TwoNorms);
+
+TEST(RealShapes, InstanceNormsOutOfRegistrationOrderAreExact) {
+  torch::manual_seed(0);
+  TwoNorms model;
+  const Both b = profile_both(model, torch::randn({1, 2, 8, 8}), /*grad=*/false);
+  expect_same(b);
+  for (const ProfileResult* r : {&b.window, &b.plain}) {
+    // instance_norm (no affine) 4 x numel: n2 on [1,2,8,8] = 512, n1 on [1,2,4,4] = 128
+    EXPECT_EQ(module(*r, "n2").flops, 4u * 128);
+    EXPECT_EQ(module(*r, "n1").flops, 4u * 32);
+    EXPECT_EQ(module(*r, "n1").calls, 1u);
+    EXPECT_EQ(module(*r, "n2").calls, 1u);
+    EXPECT_EQ(module(*r, "").inferred_ops, 0u);
   }
 }
 

@@ -33,6 +33,8 @@ enum class ScopeKind : uint8_t {
   kModule,   ///< FLOPSPROF_MODULE(): one call of a user's module
   kWindow,   ///< CallWindow: one call of the model whose bounds the caller knows
   kBuiltin,  ///< one call of a LibTorch built-in module's forward, observed at its function
+  kStart,    ///< the start of a call of a built-in whose forward is inline (BatchNorm,
+             ///< InstanceNorm), observed at the virtual input check it begins with
 };
 /// Opens a record of `module` in every running profile that knows it; returns the module's
 /// name in the first such profile (null: none).
