@@ -3,6 +3,9 @@
 #   scripts/test_libtorch2.sh [ctest args...]   e.g. -R Attention, or -E gpu
 # The source tree is bind-mounted read-only at /src inside the root; the build folder lives in the root
 # (/build/<checkout>), kept between runs so a second run only rebuilds what changed.
+# The host's CUDA toolkit (FLOPSPROF_CUDA_HOME, default /usr/local/cuda; a plain folder of NVIDIA's, not a
+# Debian package) is bind-mounted at /usr/local/cuda inside when present, so that the GPU plugin and its
+# fake-CUPTI tests build against LibTorch 2.6 too; without it they are skipped at configure time (said so).
 # Environment: FLOPSPROF_TRIXIE_ROOT (see trixie_root.sh), JOBS (default 2), BUILD_TYPE (default Release).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,7 +24,10 @@ torch_version=$(python3 -c 'import torch; print(torch.__version__)' 2>/dev/null 
 echo "test_libtorch2: $(g++ --version | head -n1), $(cmake --version | head -n1), torch $torch_version"
 mkdir -p "$build"
 t0=$(date +%s)
-cmake -S /src -B "$build" -DCMAKE_BUILD_TYPE="$build_type" > "$build.configure.log" 2>&1 ||
+cuda=OFF
+[ -x /usr/local/cuda/bin/nvcc ] && cuda=ON
+cmake -S /src -B "$build" -DCMAKE_BUILD_TYPE="$build_type" -DFLOPSPROF_WITH_CUDA=$cuda \
+  > "$build.configure.log" 2>&1 ||
   { cat "$build.configure.log"; exit 1; }
 grep -E "flopsprof|CUDA" "$build.configure.log" || true
 cmake --build "$build" -j "$jobs" 2>&1 | grep -E "warning|error|Error" || true
@@ -46,8 +52,15 @@ echo "test_libtorch2: build (${build_type}, -j${jobs}) $((t1 - t0)) s, ctest $((
 exit $rc
 EOF
 )
+binds=(--bind "$here:/src")
+cuda_home=${FLOPSPROF_CUDA_HOME:-/usr/local/cuda}
+if [ -d "$cuda_home" ]; then
+  binds+=(--bind "$(readlink -f "$cuda_home"):/usr/local/cuda")
+else
+  echo "test_libtorch2: no CUDA toolkit at $cuda_home: the GPU plugin is not built in the root"
+fi
 set +e
-"$here/scripts/trixie_root.sh" --bind "$here:/src" \
+"$here/scripts/trixie_root.sh" "${binds[@]}" \
   bash -c "$inner" _ "/build/$key" "$jobs" "$build_type" "$@"
 rc=$?
 set -e
