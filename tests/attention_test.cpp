@@ -31,10 +31,11 @@ struct SdpaImpl : torch::nn::Module {
 };
 TORCH_MODULE(Sdpa);
 
-bool saw_op(const FlopsProfiler& prof, const std::string& name, const std::string& phase) {
+const flopsprof::OpStats* find_op(const FlopsProfiler& prof, const std::string& name,
+                                  const std::string& phase) {
   for (const auto& op : prof.result().ops)
-    if (op.name == name && op.phase == phase) return true;
-  return false;
+    if (op.name == name && op.phase == phase) return &op;
+  return nullptr;
 }
 #endif
 
@@ -59,12 +60,17 @@ TEST(Attention2x, SdpaCpuFlashKernelCountsAsFlopCounterMode) {
     const flopsprof::ModuleStats& root = prof.get_module("");
     EXPECT_EQ(2 * root.macs, 6720u) << "causal " << causal;
     EXPECT_EQ(2 * root.bwd_macs, 16800u) << "causal " << causal;
-    // FLOPs add the softmax (forward) and its backward, 6*5*7 = 210 each
-    EXPECT_EQ(root.flops, 6720u + 210);
+    // FLOPs add the softmax (forward) and its backward, 6*5*7 = 210 each; the forward's total also
+    // has the loss's sum over the [2,3,5,8] output, 240
+    EXPECT_EQ(root.flops, 6720u + 210 + 240);
     EXPECT_EQ(root.bwd_flops, 16800u + 210);
-    EXPECT_TRUE(saw_op(prof, "aten::scaled_dot_product_attention", "forward"));
-    EXPECT_TRUE(
-        saw_op(prof, "aten::_scaled_dot_product_flash_attention_for_cpu_backward", "backward"));
+    const flopsprof::OpStats* fwd = find_op(prof, "aten::scaled_dot_product_attention", "forward");
+    const flopsprof::OpStats* bwd =
+        find_op(prof, "aten::_scaled_dot_product_flash_attention_for_cpu_backward", "backward");
+    ASSERT_NE(fwd, nullptr);
+    ASSERT_NE(bwd, nullptr);
+    EXPECT_EQ(fwd->flops, 6720u + 210);
+    EXPECT_EQ(bwd->flops, 16800u + 210);
   }
 #endif
 }
@@ -88,8 +94,8 @@ TEST(Attention2x, SdpaMathBackendCountsAsFlopCounterMode) {
   const flopsprof::ModuleStats& root = prof.get_module("");
   EXPECT_EQ(2 * root.macs, 5040u);
   EXPECT_EQ(2 * root.bwd_macs, 10080u);
-  EXPECT_FALSE(
-      saw_op(prof, "aten::_scaled_dot_product_flash_attention_for_cpu_backward", "backward"));
+  EXPECT_EQ(find_op(prof, "aten::_scaled_dot_product_flash_attention_for_cpu_backward", "backward"),
+            nullptr);
 #endif
 }
 
