@@ -13,8 +13,11 @@ jobs=${JOBS:-2}
 build_type=${BUILD_TYPE:-Release}
 # One build folder per checkout, so two clones on one machine do not share a CMake cache.
 key=$(basename "$here")-$(printf '%s' "$here" | cksum | cut -d' ' -f1)
+# The root needs root (mmdebstrap, mount, chroot), as scripts/install_deps.sh needs it for apt-get.
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
 start=$(date +%s)
-root=$("$here/scripts/trixie_root.sh")
+root=$($sudo "$here/scripts/trixie_root.sh")
 created=$(($(date +%s) - start))
 
 inner=$(cat <<'EOF'
@@ -60,7 +63,7 @@ else
   echo "test_libtorch2: no CUDA toolkit at $cuda_home: the GPU plugin is not built in the root"
 fi
 set +e
-"$here/scripts/trixie_root.sh" "${binds[@]}" \
+$sudo "$here/scripts/trixie_root.sh" "${binds[@]}" \
   bash -c "$inner" _ "/build/$key" "$jobs" "$build_type" "$@"
 rc=$?
 set -e

@@ -37,8 +37,8 @@ host_mirror() {
 
 create_root() {
   command -v mmdebstrap > /dev/null || {
-    echo "trixie_root: installing mmdebstrap"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mmdebstrap
+    echo "trixie_root: installing mmdebstrap" >&2
+    apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mmdebstrap >&2
   }
   local mirror tmp
   mirror=$(host_mirror)
@@ -46,10 +46,10 @@ create_root() {
   # Build beside the final place and rename at the end: an interrupted run never leaves a half root in use.
   tmp="$root_dir.partial.$$"
   trap 'rm -rf --one-file-system "$tmp"' EXIT
-  echo "trixie_root: creating $root_dir from $mirror (about 2 minutes)"
+  echo "trixie_root: creating $root_dir from $mirror (about 2 minutes)" >&2
   local joined
   joined=$(IFS=,; echo "${packages[*]}")
-  mmdebstrap --quiet --variant=apt --include="$joined" trixie "$tmp" "$mirror"
+  mmdebstrap --quiet --variant=apt --include="$joined" trixie "$tmp" "$mirror" >&2
   printf '%s\n' "${packages[@]}" > "$tmp/.flopsprof-root"
   mv "$tmp" "$root_dir"
   trap - EXIT
@@ -74,12 +74,12 @@ if [ ! -f "$stamp" ]; then
   create_root
 elif ! diff -q <(printf '%s\n' "${packages[@]}") "$stamp" > /dev/null; then
   # The package list grew since the root was made: add what is missing rather than rebuilding.
-  echo "trixie_root: updating packages in $root_dir"
+  echo "trixie_root: updating packages in $root_dir" >&2
   cp /etc/resolv.conf "$root_dir/etc/resolv.conf" 2>/dev/null || true
   unshare --mount --propagation private -- bash -c '
     mount -t proc proc "$1/proc" && mount --bind /dev "$1/dev" &&
     chroot "$1" sh -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $2"' \
-    _ "$root_dir" "${packages[*]}"
+    _ "$root_dir" "${packages[*]}" >&2
   printf '%s\n' "${packages[@]}" > "$stamp"
 fi
 flock -u 9
