@@ -33,7 +33,7 @@ cmake -S /src -B "$build" -DCMAKE_BUILD_TYPE="$build_type" -DFLOPSPROF_WITH_CUDA
   > "$build.configure.log" 2>&1 ||
   { cat "$build.configure.log"; exit 1; }
 grep -E "flopsprof|CUDA" "$build.configure.log" || true
-cmake --build "$build" -j "$jobs" 2>&1 | grep -E "warning|error|Error" || true
+cmake --build "$build" -j "$jobs" 2>&1 | grep -E "warning|error|Error|^/src/[^ ]*: In " || true
 cmake --build "$build" -j "$jobs" > /dev/null 2>&1 || { cmake --build "$build" -j 1 2>&1 | tail -n 60; exit 1; }
 t1=$(date +%s)
 set +e
