@@ -27,6 +27,9 @@ def load(source):
     return json.loads(out.stdout)
 
 
+KEPT_SECTION = "## Instruction counts"
+
+
 def main():
     if len(sys.argv) < 2:
         print(__doc__)
@@ -80,8 +83,16 @@ def main():
             f"| print the detailed profile | {report['print_detailed_ms']:.1f} |",
             f"| write JSON | {report['json_ms']:.1f} |",
         ]
+    # Sections written by hand after the generated part (instruction counts per LibTorch version) are kept.
+    kept = ""
+    if os.path.exists(path):
+        with open(path) as f:
+            old = f.read()
+        marker = old.find(KEPT_SECTION)
+        if marker >= 0:
+            kept = "\n" + old[marker:]
     with open(path, "w") as f:
-        f.write("\n".join(lines) + "\n")
+        f.write("\n".join(lines) + "\n" + kept)
     print(f"wrote {path}")
     return 0
 

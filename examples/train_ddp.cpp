@@ -22,6 +22,8 @@
 #include <iostream>
 #include <string>
 #include <thread>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <torch/torch.h>
@@ -36,6 +38,20 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 namespace {
+
+// LibTorch 2.4+ TCPStore defaults to its libuv backend, and a LibTorch built without libuv
+// (Debian's 2.6) then fails with "use_libuv was requested but PyTorch was build without libuv
+// support". Older releases have no such option. Detected from the struct itself, so this compiles
+// against both.
+template <typename T, typename = void>
+struct HasUseLibUV : std::false_type {};
+template <typename T>
+struct HasUseLibUV<T, std::void_t<decltype(std::declval<T&>().useLibUV)>> : std::true_type {};
+
+template <typename Options>
+void use_classic_tcp_store(Options& options) {
+  if constexpr (HasUseLibUV<Options>::value) options.useLibUV = false;
+}
 
 struct Args {
   int world_size = 2, steps = 3, slow_rank = -1, slow_ms = 0, mismatch_rank = -1;
@@ -75,6 +91,7 @@ int worker(const Args& a, int rank, uint16_t port) {
   so.isServer = rank == 0;
   so.numWorkers = a.world_size;
   so.timeout = std::chrono::milliseconds(60000);
+  use_classic_tcp_store(so);  // works whether or not this LibTorch was built with libuv
   auto store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", so);
   auto options = c10d::ProcessGroupGloo::Options::create();
   options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));

@@ -300,6 +300,63 @@ TEST(AttentionFormula, SdpaIsTwoGemmsPlusSoftmax) {
   EXPECT_EQ(c.flops, 135168u);
 }
 
+// The numbers FlopCounterMode gives (PyTorch 2.6, tests/fcm_attention.py) for q[2,3,5,8],
+// k[2,3,7,8], v[2,3,7,8]: forward 6720 for the flash and efficient kernels, causal or not;
+// backward 16800. By hand: B = 6, L = 5, S = 7, E = Ev = 8, scores = 6*5*7 = 210;
+// forward MACs = 210*(8 + 8) = 3360, 2*MACs = 6720; backward MACs = 210*(3*8 + 2*8) = 8400,
+// 2*MACs = 16800. FLOPs add the softmax (forward) or its backward: 210.
+TEST(AttentionFormula, FusedKernelsCountAsFlopCounterMode) {
+  Args q_k_v = Args().tensor({2, 3, 5, 8}).tensor({2, 3, 7, 8}).tensor({2, 3, 7, 8});
+  for (const char* op :
+       {"aten::_scaled_dot_product_flash_attention",
+        "aten::_scaled_dot_product_flash_attention_for_cpu",
+        "aten::_scaled_dot_product_efficient_attention",
+        "aten::_scaled_dot_product_cudnn_attention", "aten::_scaled_dot_product_attention_math"}) {
+    FlopCount c = count(op, q_k_v);
+    EXPECT_EQ(2 * c.macs, 6720u) << op;
+    EXPECT_EQ(c.flops, 6720u + 210) << op;
+  }
+  // grad_out, query, key, value, out, logsumexp
+  Args backward = Args()
+                      .tensor({2, 3, 5, 8})
+                      .tensor({2, 3, 5, 8})
+                      .tensor({2, 3, 7, 8})
+                      .tensor({2, 3, 7, 8})
+                      .tensor({2, 3, 5, 8})
+                      .tensor({2, 3, 5});
+  for (const char* op : {"aten::_scaled_dot_product_flash_attention_backward",
+                         "aten::_scaled_dot_product_flash_attention_for_cpu_backward",
+                         "aten::_scaled_dot_product_efficient_attention_backward",
+                         "aten::_scaled_dot_product_cudnn_attention_backward"}) {
+    FlopCount c = count(op, backward);
+    EXPECT_EQ(2 * c.macs, 16800u) << op;
+    EXPECT_EQ(c.flops, 16800u + 210) << op;
+  }
+}
+
+TEST(AttentionFormula, CudaKernelsTakeHeadsAfterLength) {
+  // _flash_attention_forward(query[B, L, H, E], key[B, S, H, E], value[B, S, H, Ev]): the same
+  // attention as above, laid out [2,5,3,8] / [2,7,3,8]: 2*MACs = 6720; backward 16800.
+  FlopCount f = count("aten::_flash_attention_forward",
+                      Args().tensor({2, 5, 3, 8}).tensor({2, 7, 3, 8}).tensor({2, 7, 3, 8}));
+  EXPECT_EQ(2 * f.macs, 6720u);
+  FlopCount e = count("aten::_efficient_attention_forward",
+                      Args().tensor({2, 5, 3, 8}).tensor({2, 7, 3, 8}).tensor({2, 7, 3, 8}));
+  EXPECT_EQ(2 * e.macs, 6720u);
+  for (const char* op :
+       {"aten::_flash_attention_backward", "aten::_efficient_attention_backward"}) {
+    FlopCount b = count(
+        op,
+        Args().tensor({2, 5, 3, 8}).tensor({2, 5, 3, 8}).tensor({2, 7, 3, 8}).tensor({2, 7, 3, 8}));
+    EXPECT_EQ(2 * b.macs, 16800u) << op;
+  }
+  // nested (jagged) inputs are packed [sum of lengths, H, E]: their lengths are not in the shapes
+  EXPECT_FALSE(
+      compute_flops("aten::_flash_attention_forward",
+                    Args().tensor({12, 3, 8}).tensor({14, 3, 8}).tensor({14, 3, 8}).inputs())
+          .has_value());
+}
+
 TEST(ZeroFormula, ViewsCopiesIndexingAreAKnownZero) {
   for (const char* op :
        {"aten::view", "aten::t", "aten::transpose", "aten::contiguous", "aten::embedding",

@@ -158,8 +158,8 @@ TEST(BadInput, EmptyZeroSizeParameterlessSparseComplex) {
   prof.stop_profile();
   EXPECT_EQ(prof.get_total_flops(), 0u);
   EXPECT_EQ(prof.get_total_params(), 0u);
-  EXPECT_NO_THROW(nlohmann::json::parse(prof.to_json()));
-  EXPECT_NO_THROW(nlohmann::json::parse(prof.chrome_trace(2)));
+  EXPECT_TRUE(nlohmann::json::accept(prof.to_json()));
+  EXPECT_TRUE(nlohmann::json::accept(prof.chrome_trace(2)));
   EXPECT_NE(prof.model_profile_string().find("Identity("), std::string::npos);
 
   // zero-size tensors: counted as 0, not an error

@@ -9,6 +9,7 @@
 #include <ATen/record_function.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include "flopsprof/flopsprof.h"
 #include "models/bert.h"
@@ -595,11 +596,22 @@ TEST(Memory, TrainingPeakExceedsForwardPeak) {
   EXPECT_GE(m.final_bytes, static_cast<int64_t>(prof.get_total_params() * 4) - 32 * 256 * 4 * 4);
 }
 
+// LibTorch's own profiler, started as its C++ API wants: prepareProfiler, then enableProfiler. In
+// 2.x, enableProfiler without prepareProfiler dereferences a null kineto activity profiler when
+// nothing initialised kineto before (a CPU-only LibTorch such as Debian's 2.6); it crashes the same
+// way in a program without flopsprof, and in Python through torch.autograd._enable_profiler.
+namespace {
+void start_libtorch_profiler() {
+  using namespace torch::profiler::impl;
+  ProfilerConfig config(ProfilerState::KINETO, true, false, false, true);
+  torch::autograd::profiler::prepareProfiler(config, {ActivityType::CPU});
+  torch::autograd::profiler::enableProfiler(config, {ActivityType::CPU});
+}
+}  // namespace
+
 TEST(Memory, SlotTakenByLibTorchProfilerIsAClearError) {
   models::Mlp model = small_mlp();
-  using namespace torch::profiler::impl;
-  torch::autograd::profiler::enableProfiler(
-      ProfilerConfig(ProfilerState::KINETO, true, false, false, true), {ActivityType::CPU});
+  start_libtorch_profiler();
   flopsprof::ProfilerOptions options;
   options.track_memory = true;
   FlopsProfiler prof(model, options);
@@ -620,6 +632,30 @@ TEST(Memory, SlotTakenByLibTorchProfilerIsAClearError) {
   prof.stop_profile();
   EXPECT_EQ(prof.get_total_flops(), kMlpFlops);
   EXPECT_GT(prof.result().memory.allocations, 0u);
+}
+
+// The other order: flopsprof tracks memory first, then LibTorch's profiler starts on that thread.
+// It finds the slot taken and refuses with its own error; flopsprof's profile goes on unharmed.
+TEST(Memory, LibTorchProfilerStartedWhileTrackingMemoryIsRefused) {
+#if TORCH_VERSION_MAJOR < 2
+  GTEST_SKIP() << "LibTorch 1.13's enableProfiler casts whatever holds the slot to its own state "
+                  "type and reads it (profilerEnabled): undefined behaviour, not a clear error; "
+                  "2.x only checks the slot is empty";
+#endif
+  models::Mlp model = small_mlp();
+  flopsprof::ProfilerOptions options;
+  options.track_memory = true;
+  FlopsProfiler prof(model, options);
+  prof.start_profile();
+  EXPECT_THROW(start_libtorch_profiler(), c10::Error);
+  {
+    torch::NoGradGuard no_grad;
+    model->forward(torch::randn({3, 8}));
+  }
+  prof.stop_profile();
+  EXPECT_EQ(prof.get_total_flops(), kMlpFlops);
+  EXPECT_GT(prof.result().memory.allocations, 0u);
+  EXPECT_FALSE(at::hasCallbacks());
 }
 
 TEST(Memory, BatchSizeSweepTableCsvAndPlot) {
