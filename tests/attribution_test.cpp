@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "attribution.h"
-#include "builtin_modules.h"
+#include "attribution/attribution.h"
+#include "attribution/builtin_modules.h"
 #include "test_names.h"
 
 namespace flopsprof::detail {

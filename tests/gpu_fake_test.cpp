@@ -12,9 +12,9 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/torch.h>
 
-#include "device_events.h"
+#include "capture/device_events.h"
 #include "flopsprof/flopsprof.h"
-#include "gpu_backend.h"
+#include "capture/gpu_backend.h"
 #ifdef FLOPSPROF_TEST_FAKE_PLUGIN
 #include <cupti_result.h>
 

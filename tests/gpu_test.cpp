@@ -5,7 +5,7 @@
 #include <torch/torch.h>
 
 #include "flopsprof/flopsprof.h"
-#include "gpu_backend.h"
+#include "capture/gpu_backend.h"
 #include "models/bert.h"
 #include "models/resnet.h"
 

@@ -9,7 +9,7 @@
 #include <torch/torch.h>
 
 #include "flopsprof/flopsprof.h"
-#include "gpu_backend.h"
+#include "capture/gpu_backend.h"
 #include "models/bert.h"
 #include "models/mlp.h"
 #include "models/resnet.h"

@@ -14,7 +14,7 @@
 #include "models/dcgan.h"
 #include "models/lstm_lm.h"
 #include "models/mnist_cnn.h"
-#include "observer.h"
+#include "capture/observer.h"
 
 namespace {
 

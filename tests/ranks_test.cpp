@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "flopsprof/error.h"
-#include "ranks.h"
+#include "aggregation/ranks.h"
 
 namespace {
 

@@ -6,7 +6,7 @@
 
 #include <torch/torch.h>
 
-#include "builtin_calls.h"
+#include "capture/builtin_calls.h"
 #include "flopsprof/flopsprof.h"
 
 namespace {

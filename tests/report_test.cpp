@@ -5,11 +5,11 @@
 
 #include <sstream>
 
-#include "aggregate.h"
+#include "aggregation/aggregate.h"
 #include "flopsprof/report.h"
-#include "gpu.h"
+#include "capture/gpu.h"
 #include "test_names.h"
-#include "trace.h"
+#include "reports/trace.h"
 
 namespace flopsprof::detail {
 namespace {

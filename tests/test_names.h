@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "events.h"
+#include "capture/events.h"
 
 namespace flopsprof::detail::testing {
 

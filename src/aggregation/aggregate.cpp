@@ -1,0 +1,843 @@
+// The consumers of the attribution: module and op statistics, outside work, memory, GPU, trace.
+#include "aggregation/aggregate.h"
+
+#include <algorithm>
+#include <climits>
+#include <map>
+#include <optional>
+#include <tuple>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "formulas/registry.h"
+
+namespace flopsprof::detail {
+
+std::vector<ArgView> arg_views(const ThreadEvents& thread, const RawEvent& event) {
+  std::vector<ArgView> views(event.args_count);
+  for (uint32_t k = 0; k < event.args_count; ++k) {
+    const ArgRecord& a = thread.args[event.args_begin + k];
+    ArgView& v = views[k];
+    v.kind = a.kind;
+    v.dtype = a.dtype;
+    v.b = a.b;
+    switch (a.kind) {
+      case ArgKind::kTensor:
+      case ArgKind::kIntList:
+        v.shape = IntSpan(thread.dims.data() + a.offset, a.count);
+        break;
+      case ArgKind::kDoubleList: {
+        // The values are doubles (`dlist`); `shape` only carries their count.
+        static const int64_t kZeros[64] = {};
+        v.shape = IntSpan(kZeros, std::min<size_t>(a.count, 64));
+        v.dlist = thread.doubles.data() + a.offset;
+        break;
+      }
+      case ArgKind::kDouble:
+        v.d = a.d;
+        break;
+      case ArgKind::kInt:
+      case ArgKind::kString:
+      case ArgKind::kTensorList:
+        v.i = a.i;
+        break;
+      default:
+        break;
+    }
+  }
+  return views;
+}
+
+namespace {
+
+// The dtype an op computes in: its first floating-point tensor's, else its first tensor's.
+DType op_dtype(const std::vector<ArgView>& args) {
+  DType first = DType::kUnknown;
+  for (const ArgView& a : args) {
+    if (a.kind != ArgKind::kTensor) continue;
+    if (is_floating(a.dtype)) return a.dtype;
+    if (first == DType::kUnknown) first = a.dtype;
+  }
+  return first;
+}
+
+// Op-table phases: the attribution's, plus forward work outside the model.
+constexpr int kOutsidePhase = 5;
+
+const char* op_phase_name(int p) {
+  return p == kOutsidePhase ? "outside" : phase_name(static_cast<Phase>(p));
+}
+
+struct OpAcc {
+  uint64_t calls = 0, flops = 0, macs = 0, declined = 0;
+  int64_t ns = 0, uncovered_ns = 0;
+  bool has_formula = false;
+};
+
+struct ModuleAcc {
+  uint64_t flops = 0, macs = 0, calls = 0, na_ops = 0;
+  uint64_t inferred_ops = 0, inferred_flops = 0;  // placed by inference
+  uint64_t own_inferred_ops = 0, own_inferred_flops = 0;
+  uint64_t bwd_flops = 0, bwd_macs = 0, re_flops = 0, re_macs = 0;
+  int64_t ns = 0, bwd_ns = 0;
+  int64_t mem_alloc = 0, mem_held = 0;
+  FlopsByDtype by_dtype{};
+};
+
+// One problems line per module with forward ops placed by inference (op order), naming what
+// would make them exact; the most FLOPs first, at most 8 lines and a count of the rest.
+void placement_problems(const ModuleTree& tree, const std::vector<ModuleAcc>& acc,
+                        std::vector<std::string>& problems) {
+  std::vector<int> marked;
+  for (size_t m = 0; m < acc.size(); ++m) {
+    if (acc[m].own_inferred_ops > 0) marked.push_back(static_cast<int>(m));
+  }
+  std::stable_sort(marked.begin(), marked.end(), [&](int a, int b) {
+    return acc[a].own_inferred_flops > acc[b].own_inferred_flops;
+  });
+  const size_t shown = std::min<size_t>(marked.size(), 8);
+  for (size_t k = 0; k < shown; ++k) {
+    const int m = marked[k];
+    const ModuleNode& n = tree.nodes[m];
+    const std::string who = n.name.empty() ? fmt::format("the model ({})", n.type)
+                                           : fmt::format("'{}' ({})", n.name, n.type);
+    problems.push_back(fmt::format(
+        "placement inferred from op order: {} op(s), {} FLOPs given to {}; op order cannot tell "
+        "whether they are its own, a submodule's or {}. FLOPSPROF_MODULE() as the first line of "
+        "its forward (and of its submodules') makes them exact",
+        acc[m].own_inferred_ops, acc[m].own_inferred_flops, who,
+        m == 0 ? "the caller's" : "its parent's"));
+  }
+  if (marked.size() > shown) {
+    problems.push_back(
+        fmt::format("placement inferred from op order in {} more module(s) (JSON: "
+                    "modules[].inferred_ops)",
+                    marked.size() - shown));
+  }
+}
+
+// Adds with saturation; records that a total overflowed.
+void add_saturating(uint64_t& total, uint64_t v, bool& overflow) {
+  if (__builtin_add_overflow(total, v, &total)) {
+    total = UINT64_MAX;
+    overflow = true;
+  }
+}
+
+struct KernelAcc {
+  uint64_t calls = 0;
+  int64_t ns = 0;
+};
+
+std::vector<KernelStats> top_kernels(const std::map<std::string, KernelAcc>& by_name, size_t n,
+                                     double ns_per_tick_s) {
+  std::vector<KernelStats> out;
+  for (const auto& [name, a] : by_name)
+    out.push_back(KernelStats{name, a.calls, static_cast<double>(a.ns) * ns_per_tick_s});
+  std::sort(out.begin(), out.end(), [](const KernelStats& a, const KernelStats& b) {
+    return a.gpu_s != b.gpu_s ? a.gpu_s > b.gpu_s : a.name < b.name;
+  });
+  if (out.size() > n) out.resize(n);
+  return out;
+}
+
+// The module and phase of event `i` on thread `t`.
+std::pair<int, Phase> event_owner(const AggregateInput& in, const Attribution& at, size_t t,
+                                  size_t i) {
+  const RawEvent& e = in.threads[t]->events[i];
+  const ThreadAttribution& ta = at.threads[t];
+  if (e.kind == EventKind::kBackwardNode) return {ta.module[i], Phase::kBackward};
+  return {ta.module[i], ta.phase[i] == Phase::kNone ? Phase::kForward : ta.phase[i]};
+}
+
+std::string module_label(const ModuleTree& tree, int m) {
+  if (m >= 0) return tree.nodes[m].name;
+  return m == kOutsideModel ? "(outside the model)" : "(autograd)";
+}
+
+// Evaluates the formulas of counted ops, caching the formula per name id.
+class Counter {
+ public:
+  explicit Counter(const NameLookup* names) : names_(names) {}
+  // The count of event `e` (nullopt: no formula, declined, or failed) and its dtype.
+  std::optional<FlopCount> count(const ThreadEvents& th, const RawEvent& e, DType* dtype,
+                                 bool* declined) {
+    *declined = false;
+    if (!(e.flags & kCounted)) return std::nullopt;
+    const FormulaFn& f = formula(e.name_id);
+    if (!f) return std::nullopt;
+    std::vector<ArgView> args = arg_views(th, e);
+    *dtype = op_dtype(args);
+    try {
+      std::optional<FlopCount> fc = f(OpInputs(args.data(), args.size()));
+      *declined = !fc;
+      return fc;
+    } catch (const std::exception& ex) {
+      ++errors[fmt::format("{}: {}", names_->name(e.name_id), ex.what())];
+      return std::nullopt;
+    }
+  }
+  std::map<std::string, uint64_t> errors;  // message -> count
+
+ private:
+  const FormulaFn& formula(uint32_t id) {
+    auto it = formulas_.find(id);
+    if (it == formulas_.end()) it = formulas_.emplace(id, find_formula(names_->name(id))).first;
+    return it->second;
+  }
+  const NameLookup* names_;
+  std::unordered_map<uint32_t, FormulaFn> formulas_;
+};
+
+}  // namespace
+
+std::string format_args(const std::vector<ArgView>& args) {
+  std::string out;
+  for (const ArgView& a : args) {
+    if (!out.empty()) out += ", ";
+    switch (a.kind) {
+      case ArgKind::kTensor: {
+        static const char* kShort[] = {"?",   "f64", "f32", "f16", "bf16", "f8", "c64", "c128",
+                                       "i64", "i32", "i16", "i8",  "u8",   "b",  "q"};
+        out += "T<";
+        for (size_t d = 0; d < a.shape.size(); ++d)
+          out += (d ? "x" : "") + std::to_string(a.shape[d]);
+        out += (a.shape.empty() ? "" : "x");
+        out += kShort[static_cast<size_t>(a.dtype) < 15 ? static_cast<size_t>(a.dtype) : 0];
+        out += ">";
+        break;
+      }
+      case ArgKind::kDouble:
+        out += fmt::format("{}", a.d);
+        break;
+      case ArgKind::kInt:
+        out += std::to_string(a.i);
+        break;
+      case ArgKind::kBool:
+        out += a.b ? "True" : "False";
+        break;
+      case ArgKind::kIntList:
+        out += fmt::format("[{}]", fmt::join(a.shape, ", "));
+        break;
+      case ArgKind::kDoubleList:
+        out += fmt::format("[{}]", fmt::join(a.dlist, a.dlist + a.shape.size(), ", "));
+        break;
+      case ArgKind::kTensorList:
+        out += fmt::format("TensorList[{}]", a.i);
+        break;
+      case ArgKind::kUndefinedTensor:
+      case ArgKind::kNone:
+        out += "None";
+        break;
+      default:
+        out += "...";
+        break;
+    }
+  }
+  return out;
+}
+
+AttributionInput attribution_input(const AggregateInput& in) {
+  AttributionInput a;
+  a.tree = in.tree;
+  a.threads = in.threads;
+  a.names = in.names;
+  a.stop_ns = in.stop_ns;
+  return a;
+}
+
+ProfileResult aggregate(const AggregateInput& in, TraceData* trace) {
+  Attribution at = attribute(attribution_input(in));
+  if (trace != nullptr) *trace = build_trace(in, at);
+  return aggregate(in, at);
+}
+
+ProfileResult aggregate(const AggregateInput& in, const Attribution& at) {
+  const ModuleTree& tree = *in.tree;
+  const int num_modules = static_cast<int>(tree.nodes.size());
+  ProfileResult r;
+  r.timer = in.timer;
+  r.problems = in.problems;
+  std::vector<ModuleAcc> acc(num_modules);
+  std::map<std::pair<int, uint32_t>, OpAcc> ops;  // (op-table phase, name id)
+  Counter counter(in.names);
+  const double s_per_tick = in.ns_per_tick * 1e-9;
+  bool overflow = false;
+  auto end_of = [&](const RawEvent& e) { return e.end_ns != 0 ? e.end_ns : in.stop_ns; };
+  OutsideStats& outside = r.outside;
+
+  for (size_t t = 0; t < in.threads.size(); ++t) {
+    const ThreadEvents& th = *in.threads[t];
+    const std::vector<RawEvent>& ev = th.events;
+    const ThreadAttribution& ta = at.threads[t];
+    const size_t n = ev.size();
+    if (n == 0 && th.scopes.empty() && th.steps.empty()) continue;
+    ++r.threads;
+    r.op_events += n;
+    std::vector<int64_t> child_ns(n, 0);
+    for (size_t i = 0; i < n; ++i) {
+      if (ev[i].parent >= 0) child_ns[ev[i].parent] += end_of(ev[i]) - ev[i].start_ns;
+    }
+    // Backward passes: spans of consecutive top-level backward events, those that ran a node of
+    // this model (another model's backward pass is outside it).
+    int64_t bwd_start = -1, bwd_end = -1;
+    bool bwd_ours = false;
+    for (size_t i = 0; i < n; ++i) {
+      const RawEvent& e = ev[i];
+      const int64_t end = end_of(e);
+      const int64_t dur = end - e.start_ns;
+      if (e.parent < 0) {
+        if (e.flags & kBackward) {
+          if (bwd_start < 0) bwd_start = e.start_ns;
+          bwd_end = std::max(bwd_end, end);
+        } else if (bwd_start >= 0) {
+          if (bwd_ours) r.bwd_latency_s += static_cast<double>(bwd_end - bwd_start) * s_per_tick;
+          bwd_start = -1;
+          bwd_ours = false;
+        }
+      }
+      const int m = ta.module[i];
+      if (bwd_start >= 0 && m >= 0) bwd_ours = true;
+      if (e.kind == EventKind::kBackwardNode) {
+        r.has_backward = true;
+        // Node time: the evaluate_function wrapper (node + output validation) when there is one.
+        const bool wrapped =
+            !(e.flags & kEngine) && e.parent >= 0 && (ev[e.parent].flags & kEngine);
+        if (wrapped) continue;
+        if (m >= 0) {
+          for (int a = m; a >= 0; a = tree.nodes[a].parent) acc[a].bwd_ns += dur;
+        } else if (m == kOutsideModel) {
+          outside.bwd_latency_s += static_cast<double>(dur) * s_per_tick;
+        } else {
+          r.autograd_latency_s += static_cast<double>(dur) * s_per_tick;
+        }
+        continue;
+      }
+      const Phase ph = ta.phase[i];
+      if (ph == Phase::kNone) continue;
+      const bool out_fwd = ph == Phase::kForward && m == kOutsideModel;
+      OpAcc& op = ops[{out_fwd ? kOutsidePhase : static_cast<int>(ph), e.name_id}];
+      ++op.calls;
+      op.ns += dur;
+      op.has_formula = op.has_formula || (e.flags & kHasFormula);
+      DType dt = DType::kUnknown;
+      bool declined = false;
+      std::optional<FlopCount> fc = counter.count(th, e, &dt, &declined);
+      if (declined) ++op.declined;
+      if (fc) {
+        add_saturating(op.flops, fc->flops, overflow);
+        add_saturating(op.macs, fc->macs, overflow);
+      } else {
+        const int64_t self = dur - child_ns[i];
+        op.uncovered_ns += self;
+        if (ph == Phase::kForward && !out_fwd)
+          r.no_formula_s += static_cast<double>(self) * s_per_tick;
+      }
+      switch (ph) {
+        case Phase::kForward:
+          if (out_fwd) {
+            if (e.parent < 0) {
+              ++outside.ops;
+              outside.latency_s += static_cast<double>(dur) * s_per_tick;
+            }
+            if (fc) {
+              add_saturating(outside.flops, fc->flops, overflow);
+              add_saturating(outside.macs, fc->macs, overflow);
+            }
+            break;
+          }
+          if (fc) {
+            add_saturating(r.flops, fc->flops, overflow);
+            add_saturating(r.macs, fc->macs, overflow);
+            add_saturating(r.flops_by_dtype[static_cast<size_t>(dt)], fc->flops, overflow);
+          }
+          if (ta.inferred[i] && m >= 0) {
+            const uint64_t f = fc ? fc->flops : 0;
+            const uint64_t top = e.parent < 0 ? 1 : 0;
+            acc[m].own_inferred_ops += top;
+            add_saturating(acc[m].own_inferred_flops, f, overflow);
+            for (int a = m; a >= 0; a = tree.nodes[a].parent) {
+              acc[a].inferred_ops += top;
+              add_saturating(acc[a].inferred_flops, f, overflow);
+            }
+          }
+          for (int a = m; a >= 0; a = tree.nodes[a].parent) {
+            if (fc) {
+              add_saturating(acc[a].flops, fc->flops, overflow);
+              add_saturating(acc[a].macs, fc->macs, overflow);
+              add_saturating(acc[a].by_dtype[static_cast<size_t>(dt)], fc->flops, overflow);
+            } else {
+              ++acc[a].na_ops;
+            }
+          }
+          break;
+        case Phase::kBackward:
+          if (!fc) break;
+          if (m == kOutsideModel) {
+            add_saturating(outside.bwd_flops, fc->flops, overflow);
+            add_saturating(outside.bwd_macs, fc->macs, overflow);
+            break;
+          }
+          add_saturating(r.bwd_flops, fc->flops, overflow);
+          add_saturating(r.bwd_macs, fc->macs, overflow);
+          if (m < 0) add_saturating(r.autograd_flops, fc->flops, overflow);
+          for (int a = m; a >= 0; a = tree.nodes[a].parent) {
+            add_saturating(acc[a].bwd_flops, fc->flops, overflow);
+            add_saturating(acc[a].bwd_macs, fc->macs, overflow);
+          }
+          break;
+        case Phase::kRecompute:
+          if (!fc) break;
+          add_saturating(r.recompute_flops, fc->flops, overflow);
+          add_saturating(r.recompute_macs, fc->macs, overflow);
+          for (int a = m; a >= 0; a = tree.nodes[a].parent) {
+            add_saturating(acc[a].re_flops, fc->flops, overflow);
+            add_saturating(acc[a].re_macs, fc->macs, overflow);
+          }
+          break;
+        case Phase::kStep:
+          r.has_step = true;
+          if (fc) add_saturating(r.step_flops, fc->flops, overflow);
+          break;
+        default:
+          break;
+      }
+    }
+    if (bwd_start >= 0 && bwd_ours)
+      r.bwd_latency_s += static_cast<double>(bwd_end - bwd_start) * s_per_tick;
+    for (size_t k = 0; k < th.steps.size(); ++k) {
+      if (!ta.step_counts[k]) continue;  // another model's optimizer
+      const StepRecord& s = th.steps[k];
+      r.has_step = true;
+      const int64_t end = s.end_ns != 0 ? s.end_ns : in.stop_ns;
+      r.step_latency_s += static_cast<double>(end - s.start_ns) * s_per_tick;
+    }
+  }
+  for (const CallSpan& c : at.calls) {
+    ++acc[c.module].calls;
+    acc[c.module].ns += c.end - c.start;
+  }
+
+  // Memory: each allocation or free belongs to the op that was open on its thread.
+  struct MemSample {
+    int64_t time = 0, bytes = 0, reserved = 0;
+    uint32_t name = UINT32_MAX;  // op name id; UINT32_MAX: between ops
+    int module = kOutsideModel;
+    Phase phase = Phase::kForward;
+  };
+  std::vector<MemSample> mem;
+  for (size_t t = 0; t < in.threads.size() && in.track_memory; ++t) {
+    const ThreadEvents& th = *in.threads[t];
+    for (const MemRecord& m : th.memory) {
+      MemSample x;
+      x.time = m.time_ns;
+      x.bytes = m.bytes;
+      x.reserved = m.total_reserved;
+      if (m.op >= 0 && static_cast<size_t>(m.op) < th.events.size()) {
+        x.name = th.events[m.op].name_id;
+        std::tie(x.module, x.phase) = event_owner(in, at, t, static_cast<size_t>(m.op));
+      } else {
+        int known = m.scope;  // foreign calls (module -1) skipped
+        while (known >= 0 && th.scopes[known].module < 0) known = th.scopes[known].parent;
+        const ScopeRecord* sc = known >= 0 ? &th.scopes[known] : nullptr;
+        x.phase = sc && sc->backward ? Phase::kRecompute : Phase::kForward;
+        x.module = sc ? tree.nodes[sc->module].effective : kOutsideModel;
+      }
+      if (x.phase == Phase::kForward) {
+        for (int a = x.module; a >= 0; a = tree.nodes[a].parent) {
+          if (x.bytes > 0 && __builtin_add_overflow(acc[a].mem_alloc, x.bytes, &acc[a].mem_alloc))
+            acc[a].mem_alloc = INT64_MAX;
+          if (__builtin_add_overflow(acc[a].mem_held, x.bytes, &acc[a].mem_held))
+            acc[a].mem_held = x.bytes > 0 ? INT64_MAX : INT64_MIN;
+        }
+      }
+      mem.push_back(x);
+    }
+  }
+
+  // Device activity: each CUPTI record belongs to the op that launched it (external correlation
+  // id); each device-event span to its top-level record. Both give per-phase device time.
+  std::vector<int64_t> gpu_ns(num_modules, 0), gpu_first(num_modules, INT64_MAX),
+      gpu_last(num_modules, INT64_MIN), dev_fwd(num_modules, 0), dev_bwd(num_modules, 0);
+  std::vector<std::map<std::string, KernelAcc>> gpu_kernels(num_modules);
+  if (in.gpu != nullptr) {
+    const GpuCollection& g = *in.gpu;
+    GpuStats& gs = r.gpu;
+    gs.backend = g.backend;
+    gs.reason = g.reason;
+    gs.device = g.device;
+    gs.dropped_records = g.dropped_records;
+    gs.untimed = g.untimed;
+    gs.measured = !g.records.empty() || !g.spans.empty();
+    // Owner and phase of record (t, i); adds `ns` of device time to its phase and modules.
+    auto place = [&](uint32_t t, uint32_t i, int64_t ns) -> int {
+      int m = kUnlinked;
+      Phase ph = Phase::kForward;
+      if (t < in.threads.size() && i < in.threads[t]->events.size()) {
+        std::tie(m, ph) = event_owner(in, at, t, i);
+      }
+      const double sec = static_cast<double>(ns) * 1e-9;
+      const bool bwd = ph == Phase::kBackward || ph == Phase::kRecompute;
+      if (m == kOutsideModel) {
+        gs.outside_s += sec;
+      } else if (ph == Phase::kStep) {
+        gs.step_s += sec;
+      } else if (bwd) {
+        gs.backward_s += sec;
+      } else {
+        gs.forward_s += sec;
+      }
+      for (int a = m; a >= 0 && ph != Phase::kStep; a = tree.nodes[a].parent) {
+        (bwd ? dev_bwd : dev_fwd)[a] += ns;
+      }
+      return m;
+    };
+    std::map<std::string, KernelAcc> all;
+    int64_t first = INT64_MAX, last = INT64_MIN, unattributed = 0;
+    for (const GpuRecord& k : g.records) {
+      const int64_t dur = k.end_ns - k.start_ns;  // device ns
+      uint32_t t = UINT32_MAX, i = UINT32_MAX;
+      split_external_id(k.external_id, &t, &i);
+      if (k.kind == GpuKind::kMemcpy) {  // apart from kernels: not "busy"
+        ++gs.memcpys;
+        gs.memcpy_s += static_cast<double>(dur) * 1e-9;
+        continue;
+      }
+      if (k.kind == GpuKind::kMemset) {
+        ++gs.memsets;
+        gs.memset_s += static_cast<double>(dur) * 1e-9;
+        continue;
+      }
+      ++gs.kernels;
+      gs.busy_s += static_cast<double>(dur) * 1e-9;
+      first = std::min(first, k.start_ns);
+      last = std::max(last, k.end_ns);
+      KernelAcc& ka = all[k.name];
+      ++ka.calls;
+      ka.ns += dur;
+      const int m = place(t, i, dur);
+      if (m < 0) unattributed += dur;
+      for (int a = m; a >= 0; a = tree.nodes[a].parent) {
+        gpu_ns[a] += dur;
+        gpu_first[a] = std::min(gpu_first[a], k.start_ns);
+        gpu_last[a] = std::max(gpu_last[a], k.end_ns);
+        KernelAcc& mk = gpu_kernels[a][k.name];
+        ++mk.calls;
+        mk.ns += dur;
+      }
+    }
+    for (const DeviceSpan& sp : g.spans) place(sp.thread, sp.event, sp.end_ns - sp.start_ns);
+    if (gs.kernels > 0) gs.span_s = static_cast<double>(last - first) * 1e-9;
+    gs.unattributed_s = static_cast<double>(unattributed) * 1e-9;
+    gs.top_kernels = top_kernels(all, 10, 1e-9);
+  }
+
+  // Modules in tree order, ignored ones folded away.
+  std::vector<int> remap(num_modules, -1);
+  for (int t = 0; t < num_modules; ++t) {
+    const ModuleNode& node = tree.nodes[t];
+    if (node.ignored) continue;
+    remap[t] = static_cast<int>(r.modules.size());
+    ModuleStats s;
+    s.name = node.name;
+    s.type = node.type;
+    s.depth = node.depth;
+    s.parent = node.parent >= 0 ? remap[node.parent] : -1;
+    s.calls = acc[t].calls;
+    s.scoped = at.scoped[t];
+    s.params = node.params;
+    s.trainable_params = node.trainable_params;
+    s.param_bytes = node.param_bytes;
+    s.flops = acc[t].flops;
+    s.macs = acc[t].macs;
+    s.latency_s = static_cast<double>(acc[t].ns) * s_per_tick;
+    s.na_ops = acc[t].na_ops;
+    s.inferred_ops = acc[t].inferred_ops;
+    s.inferred_flops = acc[t].inferred_flops;
+    s.flops_by_dtype = acc[t].by_dtype;
+    s.bwd_flops = acc[t].bwd_flops;
+    s.bwd_macs = acc[t].bwd_macs;
+    s.bwd_latency_s = static_cast<double>(acc[t].bwd_ns) * s_per_tick;
+    s.recompute_flops = acc[t].re_flops;
+    s.recompute_macs = acc[t].re_macs;
+    s.fwd_alloc_bytes = acc[t].mem_alloc;
+    s.fwd_held_bytes = acc[t].mem_held;
+    s.gpu_busy_s = static_cast<double>(gpu_ns[t]) * 1e-9;
+    s.device_fwd_s = static_cast<double>(dev_fwd[t]) * 1e-9;
+    s.device_bwd_s = static_cast<double>(dev_bwd[t]) * 1e-9;
+    s.gpu_span_s = gpu_ns[t] > 0 ? static_cast<double>(gpu_last[t] - gpu_first[t]) * 1e-9 : 0.0;
+    s.top_kernels = top_kernels(gpu_kernels[t], 5, 1e-9);
+    if (s.parent >= 0) r.modules[s.parent].children.push_back(remap[t]);
+    r.modules.push_back(std::move(s));
+  }
+  r.params = tree.params;
+  r.trainable_params = tree.trainable_params;
+  r.param_bytes = tree.param_bytes;
+  r.param_bytes_by_dtype = tree.param_bytes_by_dtype;
+  r.duration_s = r.modules.empty() ? 0.0 : r.modules[0].latency_s;
+
+  // The footprint: all threads' records merged by time, net bytes since the profile started.
+  if (in.track_memory) {
+    MemoryStats& ms = r.memory;
+    ms.tracked = true;
+    std::stable_sort(mem.begin(), mem.end(),
+                     [](const MemSample& a, const MemSample& b) { return a.time < b.time; });
+    int64_t in_use = 0;
+    bool saturated = false;
+    const int64_t t0 = mem.empty() ? 0 : mem.front().time;
+    ms.trace.reserve(mem.size());
+    for (const MemSample& x : mem) {
+      if (__builtin_add_overflow(in_use, x.bytes, &in_use)) {  // absurd meta shapes
+        in_use = x.bytes > 0 ? INT64_MAX : INT64_MIN;
+        saturated = true;
+      }
+      (x.bytes >= 0 ? ms.allocations : ms.frees) += 1;
+      MemorySample sample;
+      sample.time_s = static_cast<double>(x.time - t0) * s_per_tick;
+      sample.bytes = in_use;
+      sample.reserved = x.reserved;
+      sample.op = x.name == UINT32_MAX ? "" : in.names->name(x.name);
+      sample.module = module_label(tree, x.module);
+      sample.phase = phase_name(x.phase);
+      if (in_use > ms.peak_bytes) {
+        ms.peak_bytes = in_use;
+        ms.peak_op = sample.op;
+        ms.peak_module = sample.module;
+        ms.peak_phase = sample.phase;
+      }
+      if (x.phase == Phase::kForward) ms.fwd_peak_bytes = std::max(ms.fwd_peak_bytes, in_use);
+      ms.peak_reserved_bytes = std::max(ms.peak_reserved_bytes, x.reserved);
+      ms.trace.push_back(std::move(sample));
+    }
+    ms.final_bytes = in_use;
+    if (saturated) {
+      r.problems.push_back(
+          "the bytes in use overflowed 64 bits (sizes of absurd shapes, e.g. on meta) and were "
+          "saturated: the memory peak is a lower bound");
+    }
+  }
+
+  placement_problems(tree, acc, r.problems);
+  if (at.root_calls_inferred && !at.scoped[0]) {
+    r.problems.push_back(fmt::format(
+        "the model's call count ({}) is inferred: its first submodule ran again with nothing "
+        "between that shows the forward returned (the model called twice in a row, or a block "
+        "applied twice in one forward); FLOPSPROF_MODULE() as the first line of its forward "
+        "makes it exact",
+        acc[0].calls));
+  }
+
+  for (auto& [key, a] : ops) {
+    OpStats s;
+    s.name = in.names->name(key.second);
+    s.phase = op_phase_name(key.first);
+    s.has_formula = a.has_formula;
+    s.calls = a.calls;
+    s.flops = a.flops;
+    s.macs = a.macs;
+    s.latency_s = static_cast<double>(a.ns) * s_per_tick;
+    s.uncovered_s = static_cast<double>(a.uncovered_ns) * s_per_tick;
+    if (a.declined > 0) {
+      r.problems.push_back(fmt::format(
+          "{}: the formula could not count {} call(s) (arguments not understood); their FLOPs "
+          "are n/a",
+          s.name, a.declined));
+    }
+    r.ops.push_back(std::move(s));
+  }
+  std::sort(r.ops.begin(), r.ops.end(), [](const OpStats& a, const OpStats& b) {
+    return a.latency_s != b.latency_s ? a.latency_s > b.latency_s : a.name < b.name;
+  });
+  for (const OpStats& s : r.ops) {
+    if (s.phase == "outside" && outside.top_ops.size() < 5) outside.top_ops.push_back(s);
+  }
+  for (const auto& [msg, count] : counter.errors) {
+    r.problems.push_back(fmt::format("{} ({} call(s))", msg, count));
+  }
+  if (overflow) r.problems.push_back("a FLOP or MAC total overflowed 64 bits and was saturated");
+  return r;
+}
+
+TraceData build_trace(const AggregateInput& in, const Attribution& at) {
+  const ModuleTree& tree = *in.tree;
+  TraceData trace;
+  Counter counter(in.names);
+  auto end_of = [&](const RawEvent& e) { return e.end_ns != 0 ? e.end_ns : in.stop_ns; };
+  auto span = [&](int thread, int64_t start, int64_t end, std::string name,
+                  const char* cat) -> TraceData::Span& {
+    TraceData::Span sp;
+    sp.thread = thread;
+    sp.start = start;
+    sp.end = end;
+    sp.name = std::move(name);
+    sp.cat = cat;
+    trace.spans.push_back(std::move(sp));
+    return trace.spans.back();
+  };
+  for (size_t t = 0; t < in.threads.size(); ++t) {
+    const ThreadEvents& th = *in.threads[t];
+    const std::vector<RawEvent>& ev = th.events;
+    const ThreadAttribution& ta = at.threads[t];
+    const int tid = static_cast<int>(t);
+    // Phase spans: runs of consecutive top-level events of one phase (the model's forward only).
+    int64_t run_start = -1, run_end = -1;
+    const char* run_phase = nullptr;
+    auto close = [&] {
+      if (run_phase != nullptr) span(tid, run_start, run_end, run_phase, "phase").phase = run_phase;
+      run_phase = nullptr;
+    };
+    for (size_t i = 0; i < ev.size(); ++i) {
+      const RawEvent& e = ev[i];
+      const int64_t end = end_of(e);
+      if (e.parent < 0) {
+        const char* ph = (e.flags & kBackward)           ? "backward"
+                         : (e.flags & kStep)             ? nullptr
+                         : ta.module[i] == kOutsideModel ? nullptr
+                                                         : "forward";
+        if (ph != run_phase) {
+          close();
+          if (ph != nullptr) {
+            run_phase = ph;
+            run_start = e.start_ns;
+          }
+        }
+        run_end = std::max(run_end, end);
+      }
+      const int m = ta.module[i];
+      if (e.kind == EventKind::kBackwardNode) {
+        TraceData::Span& sp = span(tid, e.start_ns, end, in.names->name(e.name_id), "autograd");
+        sp.module = module_label(tree, m);
+        sp.phase = "backward";
+        sp.external_id = make_external_id(static_cast<uint32_t>(t), static_cast<uint32_t>(i));
+        sp.seq_nr = e.seq_nr;
+        sp.fwd_thread = e.fwd_thread;
+        const Origin o = (e.flags & kEngine) ? Origin{} : at.origin[t][i];
+        if (o.thread >= 0) {
+          const RawEvent& f = in.threads[o.thread]->events[o.event];
+          trace.flows.push_back(TraceData::Flow{o.thread, tid, f.start_ns, e.start_ns});
+        }
+        continue;
+      }
+      TraceData::Span& sp = span(tid, e.start_ns, end, in.names->name(e.name_id), "op");
+      sp.external_id = make_external_id(static_cast<uint32_t>(t), static_cast<uint32_t>(i));
+      sp.seq_nr = e.seq_nr;
+      const Phase ph = ta.phase[i];
+      if (ph == Phase::kNone) continue;
+      sp.module = module_label(tree, m);
+      sp.phase = ph == Phase::kForward && m == kOutsideModel ? "outside" : phase_name(ph);
+      if (e.flags & kCounted) {
+        DType dt = DType::kUnknown;
+        bool declined = false;
+        std::optional<FlopCount> fc = counter.count(th, e, &dt, &declined);
+        if (fc) sp.flops = static_cast<int64_t>(fc->flops);
+        const std::vector<ArgView> args = arg_views(th, e);
+        sp.inputs = format_args(args);
+        for (const ArgView& a : args) {
+          const bool shaped = a.kind == ArgKind::kTensor || a.kind == ArgKind::kIntList;
+          sp.input_dims.emplace_back(shaped ? std::vector<int64_t>(a.shape.begin(), a.shape.end())
+                                            : std::vector<int64_t>{});
+          sp.input_types.push_back(a.kind == ArgKind::kTensor ? dtype_name(a.dtype)
+                                   : a.kind == ArgKind::kNone ? ""
+                                                              : "Scalar");
+        }
+      }
+    }
+    close();
+    for (size_t k = 0; k < th.steps.size(); ++k) {
+      if (!at.threads[t].step_counts[k]) continue;  // another model's optimizer
+      const StepRecord& s = th.steps[k];
+      const int64_t end = s.end_ns != 0 ? s.end_ns : in.stop_ns;
+      span(tid, s.start_ns, end, "step", "phase").phase = "step";
+    }
+  }
+  for (const CallSpan& c : at.calls) {
+    const ModuleNode& node = tree.nodes[c.module];
+    TraceData::Span& sp = span(c.thread, c.start, c.end,
+                               node.type + (node.name.empty() ? "" : " " + node.name), "module");
+    sp.module = node.name;
+    sp.phase = "forward";
+  }
+  if (in.gpu != nullptr) {
+    const GpuCollection& g = *in.gpu;
+    std::map<std::pair<size_t, uint32_t>, TraceData::GpuSpan> call_gpu;  // (call, stream)
+    std::vector<std::vector<size_t>> calls_of(tree.nodes.size());        // by start
+    for (size_t c = 0; c < at.calls.size(); ++c) calls_of[at.calls[c].module].push_back(c);
+    for (auto& cs : calls_of) {
+      std::sort(cs.begin(), cs.end(),
+                [&](size_t a, size_t b) { return at.calls[a].start < at.calls[b].start; });
+    }
+    for (const GpuRecord& k : g.records) {
+      uint32_t t = 0, i = 0;
+      int m = kUnlinked;
+      const RawEvent* launcher = nullptr;
+      if (split_external_id(k.external_id, &t, &i) && t < in.threads.size() &&
+          i < in.threads[t]->events.size()) {
+        launcher = &in.threads[t]->events[i];
+        m = event_owner(in, at, t, i).first;
+      }
+      TraceData::GpuSpan sp;
+      sp.device = k.device;
+      sp.stream = k.stream;
+      auto to_host = [&](int64_t ns) {
+        return g.host_origin +
+               static_cast<int64_t>(static_cast<double>(ns - g.gpu_origin_ns) / in.ns_per_tick);
+      };
+      sp.start = to_host(k.start_ns);
+      sp.end = to_host(k.end_ns);
+      sp.name = k.name;
+      sp.cat = k.kind == GpuKind::kMemcpy   ? "gpu_memcpy"
+               : k.kind == GpuKind::kMemset ? "gpu_memset"
+                                            : "kernel";
+      sp.external_id = k.external_id;
+      // The module calls that launched it: a gpu_user_annotation span per call and stream.
+      if (launcher != nullptr && k.kind == GpuKind::kKernel) {
+        for (int a = m; a >= 0; a = tree.nodes[a].parent) {
+          const std::vector<size_t>& cs = calls_of[a];
+          auto ub = std::upper_bound(cs.begin(), cs.end(), launcher->start_ns,
+                                     [&](int64_t ts, size_t c) { return ts < at.calls[c].start; });
+          for (auto it = ub; it != cs.begin();) {
+            const CallSpan& call = at.calls[*--it];
+            if (call.thread != static_cast<int>(t)) continue;
+            if (launcher->start_ns > call.end) break;  // its latest call on this thread ended
+            auto [slot, fresh] = call_gpu.try_emplace(std::make_pair(*it, k.stream), sp);
+            if (fresh) {
+              const ModuleNode& node = tree.nodes[a];
+              slot->second.cat = "gpu_user_annotation";
+              slot->second.name = node.type + (node.name.empty() ? "" : " " + node.name);
+              slot->second.module = node.name;
+              slot->second.launcher_thread = -1;
+            }
+            slot->second.start = std::min(slot->second.start, sp.start);
+            slot->second.end = std::max(slot->second.end, sp.end);
+            break;
+          }
+        }
+      }
+      sp.module = module_label(tree, m);
+      if (launcher != nullptr) {
+        sp.launcher_thread = static_cast<int>(t);
+        sp.launcher_start = launcher->start_ns;
+      }
+      trace.gpu.push_back(std::move(sp));
+    }
+    for (auto& [key, sp] : call_gpu) trace.gpu_modules.push_back(std::move(sp));
+  }
+  if (in.track_memory) {
+    std::vector<std::pair<int64_t, int64_t>> deltas;
+    for (const ThreadEvents* th : in.threads) {
+      for (const MemRecord& m : th->memory) deltas.emplace_back(m.time_ns, m.bytes);
+    }
+    std::stable_sort(deltas.begin(), deltas.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    int64_t in_use = 0;
+    for (const auto& [time, bytes] : deltas) {
+      if (__builtin_add_overflow(in_use, bytes, &in_use))
+        in_use = bytes > 0 ? INT64_MAX : INT64_MIN;
+      trace.memory.emplace_back(time, in_use);
+    }
+  }
+  return trace;
+}
+
+}  // namespace flopsprof::detail

@@ -1,0 +1,98 @@
+// The attribution stage: raw events + module tree in; each event's phase, module and call out.
+//
+// Runs once per profile, after collection. Every consumer (module statistics, op table, memory,
+// GPU, Chrome trace) reads its result instead of re-deciding. The rules, in order (README,
+// "How work is attributed"):
+//   1. Scope: an op inside a FLOPSPROF_MODULE() scope belongs to that module's subtree.
+//   2. Ownership: an op reading a parameter or buffer belongs to the module that registered it,
+//      but a LibTorch built-in module claims only ops its own forward runs (an Embedding never
+//      claims the matmul of a tied decoder). Such an op still belongs to the model.
+//   3. Calls: a built-in module's call ends with its last op (Linear: `t` starts one, Conv2d:
+//      `conv2d` ends one); a composite module's call runs from its first to its last claimed op
+//      and restarts when its first child starts again.
+//   4. Structure: an op no rule claims, inside a module's call, goes to the parameterless child
+//      whose type runs it, in registration order (Sequential); `Functional` and parameterless
+//      user modules take what their neighbours leave. A call also extends to adjacent
+//      parameterless children that run the ops just before or after it.
+//   5. Outside: forward work in no call of the model (data preparation, the loss, metrics,
+//      clipping) is "outside the model": never the root's forward, never a call.
+//   6. Backward: an autograd node belongs to the module of the forward op that created it (the
+//      op whose run advanced the thread's sequence counter past the node's number).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "capture/events.h"
+#include "attribution/module_tree.h"
+
+namespace flopsprof::detail {
+
+enum class Phase : uint8_t { kNone, kForward, kBackward, kRecompute, kStep };
+
+/// "forward", "backward", "recompute", "step" (kNone reads "forward").
+const char* phase_name(Phase p);
+
+/// Module value of forward work that ran outside the model's forward.
+constexpr int kOutsideModel = -2;
+/// Module value of backward work linked to no forward op ("(autograd)").
+constexpr int kUnlinked = -1;
+
+/// One call of a module: a FLOPSPROF_MODULE() scope, or a run of ops the rules gave it.
+struct CallSpan {
+  int module = 0;
+  int thread = 0;              ///< index into AttributionInput::threads
+  int64_t start = 0, end = 0;  ///< timestamp units
+};
+
+/// Per event of one thread, indexed like `ThreadEvents::events`.
+struct ThreadAttribution {
+  /// kNone: an autograd node, or nested in an op of the same phase and module (listed neither
+  /// in the op table nor counted).
+  std::vector<Phase> phase;
+  /// Module (effective: ignored modules folded into their parent), kOutsideModel, or kUnlinked.
+  /// Autograd nodes and the ops inside them carry their node's module.
+  std::vector<int> module;
+  /// 1: a forward op whose module a rule inferred from op order (no parameter it reads, no
+  /// observed call it ran in, no observed work of its module on both sides of it); 0 otherwise.
+  std::vector<uint8_t> inferred;
+  /// Per step record of the thread: 1 when it is this profile's step (step_scope(), or an
+  /// optimizer step that updated this model's parameters), 0 for another model's optimizer.
+  std::vector<uint8_t> step_counts;
+  /// Innermost enclosing autograd node (backward work), -1 otherwise.
+  std::vector<int> node_of;
+};
+
+/// Where an autograd node came from: the forward op that created it.
+struct Origin {
+  int thread = -1;
+  int event = -1;
+};
+
+struct Attribution {
+  std::vector<ThreadAttribution> threads;
+  /// Calls of every non-ignored module, all threads, in no particular order.
+  std::vector<CallSpan> calls;
+  /// Modules whose calls came from FLOPSPROF_MODULE() scopes.
+  std::vector<bool> scoped;
+  /// The root's first child ran again inside what the rules took for one call of the model, with
+  /// nothing between that shows a return: one call or two (net(net(x))) cannot be told apart.
+  bool root_calls_inferred = false;
+  /// The forward op that created each autograd node, per thread per event (-1 elsewhere).
+  std::vector<std::vector<Origin>> origin;
+};
+
+struct AttributionInput {
+  const ModuleTree* tree = nullptr;
+  std::vector<const ThreadEvents*> threads;
+  const NameLookup* names = nullptr;
+  int64_t stop_ns = 0;  ///< end of events and scopes still open (timestamp units)
+};
+
+/// Applies the rules above. Pure: no torch, no globals.
+Attribution attribute(const AttributionInput& input);
+
+/// Whether module `m` of `tree` may claim an op named `op` through ownership (rule 2).
+bool module_runs_op(const ModuleTree& tree, int m, const std::string& op);
+
+}  // namespace flopsprof::detail

@@ -1,0 +1,38 @@
+// Builds the plain module tree and the parameter-ownership index from a torch::nn::Module.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <c10/core/ScalarType.h>
+
+#include "attribution/module_tree.h"
+
+namespace torch::nn {
+class Module;
+}
+
+namespace flopsprof::detail {
+
+struct ModelIndex {
+  ModuleTree tree;
+  /// (storage of a parameter or buffer, owner set id)
+  std::vector<std::pair<const void*, int32_t>> owner_entries;
+  /// module -> first tree index (a module registered twice has two nodes)
+  std::unordered_map<const torch::nn::Module*, int32_t> by_ptr;
+  /// RecordFunction user-scope name per node ("BertLayer: encoder.layer.0")
+  std::vector<std::string> scope_names;
+};
+
+/// Walks `named_modules()` of `root`. Throws Error when an `ignore_types` entry matches no module.
+ModelIndex build_model_index(const torch::nn::Module& root,
+                             const std::vector<std::string>& ignore_types);
+
+/// "torch::nn::LinearImpl" -> "Linear"; "(anonymous namespace)::BertLayerImpl" -> "BertLayer".
+std::string display_type_name(const std::string& cpp_type_name);
+
+DType to_dtype(c10::ScalarType type) noexcept;
+
+}  // namespace flopsprof::detail

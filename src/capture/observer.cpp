@@ -1,0 +1,648 @@
+// The per-op RecordFunction callbacks (the hot path), in three sections: the thread-local block
+// and the session-lifetime protocol the callbacks inline; the callbacks and argument capture;
+// their registration (start_observing / stop_observing). One translation unit, so that the hot
+// path reads its thread-local block directly (initial-exec TLS) and inlines the protocol.
+#include "capture/observer.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <new>
+#include <thread>
+
+#include <ATen/SequenceNumber.h>
+#include <ATen/core/ivalue.h>
+#include <ATen/record_function.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/variable.h>
+#include <torch/version.h>
+
+#include <fmt/format.h>
+
+#include "capture/device_events.h"
+#include "flopsprof/error.h"
+#include "formulas/registry.h"
+#include "capture/gpu_backend.h"
+#include "capture/module_index.h"
+
+namespace flopsprof::detail {
+
+// ---------------------------------------------------------------------------------------------
+// The thread-local block and the session-lifetime protocol
+
+namespace {
+
+struct TlsBuffer {
+  uint64_t session = 0;
+  ThreadBuffer* buffer = nullptr;
+};
+// Every per-thread variable of the hot path in one trivially constructible and destructible
+// block: one TLS address computation per access and no guard. initial-exec: a direct
+// %fs-relative access instead of a __tls_get_addr call (flopsprof is linked into the program or
+// into a library loaded with it, not dlopen'ed late).
+struct ThreadState;
+struct ThreadLocals {
+  TlsBuffer buffers[kMaxSessions];
+  ThreadState* state;  // this thread's lifetime-protocol state, null until its first callback
+  int depth;           // CallbackGuard nesting
+  // Per session slot: counted ops open on this thread. Ops nested in one are never recorded, so
+  // the op callback returns before anything else while it is > 0. Raised when a counted op's
+  // record commits, lowered when its OpContext dies (with the RecordFunction, whether or not the
+  // end callback ran), so it cannot leak past the op into a later profile.
+  int counted[kMaxSessions];
+  int suspended;    // > 0: this thread is taking a snapshot; its callbacks record nothing
+  void* free_head;  // OpContext free list
+};
+#if defined(__GNUC__)
+#define FLOPSPROF_TLS_MODEL __attribute__((tls_model("initial-exec")))
+#else
+#define FLOPSPROF_TLS_MODEL
+#endif
+thread_local ThreadLocals tl FLOPSPROF_TLS_MODEL;
+
+// The session-lifetime protocol. Each thread that enters a callback owns a ThreadState whose
+// epoch is odd while it is inside one. States are never freed (a thread's is recycled for the
+// next thread when it exits), so the stopping thread may read any of them at any time.
+struct ThreadState {
+  std::atomic<uint64_t> epoch{0};
+  std::atomic<int> blocked{0};  // > 0: a reader is copying this thread's records
+  bool in_use = false;          // guarded by g_states_mu
+};
+
+// Enters the callback section: odd epoch, unless a reader holds the thread out (then step back,
+// wait, retry). seq_cst store then seq_cst load, against the reader's store then load.
+inline void enter_section(ThreadState* st) noexcept {
+  uint64_t e = st->epoch.load(std::memory_order_relaxed);
+  for (;;) {
+    st->epoch.store(e + 1, std::memory_order_seq_cst);
+    if (st->blocked.load(std::memory_order_seq_cst) == 0) return;
+    st->epoch.store(e + 2, std::memory_order_release);
+    e += 2;
+    while (st->blocked.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+  }
+}
+std::mutex g_states_mu;
+std::deque<ThreadState>& all_states() {
+  static auto* states = new std::deque<ThreadState>;  // leaked: used by exiting threads
+  return *states;
+}
+std::vector<ThreadState*>& free_states() {
+  static auto* list = new std::vector<ThreadState*>;
+  return *list;
+}
+struct StateRecycler {
+  ~StateRecycler() {
+    if (tl.state == nullptr) return;
+    std::lock_guard<std::mutex> lock(g_states_mu);
+    tl.state->in_use = false;
+    free_states().push_back(tl.state);
+    tl.state = nullptr;
+  }
+};
+thread_local StateRecycler tl_recycler;
+
+ThreadState* this_thread_state() noexcept {
+  if (tl.state != nullptr) return tl.state;
+  try {
+    std::lock_guard<std::mutex> lock(g_states_mu);
+    ThreadState* st;
+    if (!free_states().empty()) {
+      st = free_states().back();
+      free_states().pop_back();
+    } else {
+      st = &all_states().emplace_back();
+    }
+    st->in_use = true;
+    tl.state = st;
+    (void)&tl_recycler;  // constructs the recycler for this thread
+    return st;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+}  // namespace
+
+CallbackGuard::CallbackGuard() noexcept {
+  if (tl.suspended > 0) return;  // ok_ false: record nothing, touch nothing
+  ThreadState* st = this_thread_state();
+  if (st == nullptr) return;
+  // seq_cst: the odd epoch is visible before this thread loads a session pointer, so a stopper
+  // that empties a slot and then reads an even epoch knows this thread cannot hold the session.
+  if (tl.depth++ == 0) enter_section(st);
+  ok_ = true;
+}
+
+CallbackGuard::~CallbackGuard() {
+  if (!ok_ || --tl.depth > 0) return;
+  tl.state->epoch.store(tl.state->epoch.load(std::memory_order_relaxed) + 1,
+                        std::memory_order_release);
+}
+
+namespace {
+
+// CallbackGuard's protocol, inlined into the op callbacks (the hottest path).
+class OpGuard {
+ public:
+  OpGuard() noexcept {
+    ThreadLocals& t = tl;
+    st_ = t.state;
+    if (__builtin_expect(st_ == nullptr || t.suspended > 0, 0)) {
+      st_ = t.suspended > 0 ? nullptr : this_thread_state();
+    }
+    if (st_ != nullptr && t.depth++ == 0) enter_section(st_);
+  }
+  ~OpGuard() {
+    if (st_ != nullptr && --tl.depth == 0) {
+      st_->epoch.store(st_->epoch.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    }
+  }
+  OpGuard(const OpGuard&) = delete;
+  OpGuard& operator=(const OpGuard&) = delete;
+  bool ok() const noexcept { return st_ != nullptr; }
+
+ private:
+  ThreadState* st_;
+};
+
+}  // namespace
+
+std::vector<std::unique_ptr<ThreadEvents>> snapshot_records(Session& session) {
+  struct Suspend {
+    Suspend() { ++tl.suspended; }
+    ~Suspend() { --tl.suspended; }
+  } suspend;
+  std::vector<ThreadBuffer*> list;
+  {
+    std::lock_guard<std::mutex> lock(session.mu);
+    for (auto& b : session.buffers) list.push_back(b.get());
+  }
+  std::vector<std::unique_ptr<ThreadEvents>> out;
+  out.reserve(list.size());
+  for (ThreadBuffer* b : list) {
+    auto* st = static_cast<ThreadState*>(b->owner_state);
+    const bool other = st != nullptr && st != tl.state;
+    if (other) {  // hold the owner out of its callbacks while copying
+      st->blocked.fetch_add(1, std::memory_order_seq_cst);
+      const uint64_t e = st->epoch.load(std::memory_order_seq_cst);
+      if (e & 1) {
+        while (st->epoch.load(std::memory_order_acquire) == e) std::this_thread::yield();
+      }
+    }
+    std::unique_ptr<ThreadEvents> copy;
+    try {
+      copy = std::make_unique<ThreadEvents>(static_cast<const ThreadEvents&>(*b));
+    } catch (...) {
+      if (other) st->blocked.fetch_sub(1, std::memory_order_release);
+      throw;
+    }
+    if (other) st->blocked.fetch_sub(1, std::memory_order_release);
+    out.push_back(std::move(copy));
+  }
+  return out;
+}
+
+ThreadBuffer* Session::thread_buffer() noexcept {
+  TlsBuffer& tls = tl.buffers[slot];
+  if (tls.session == id) return tls.buffer;
+  try {
+    std::unique_ptr<ThreadBuffer> b;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!spares.empty()) {
+        b = std::move(spares.back());
+        spares.pop_back();
+      }
+    }
+    if (!b) {
+      b = std::make_unique<ThreadBuffer>();
+      // Sized so that a typical profile never grows them: 1 MiB of events, 256 KiB of arguments.
+      b->events.reserve(16384);
+      b->args.reserve(16384);
+      b->dims.reserve(32768);
+      b->scopes.reserve(256);
+    }
+    b->reset(at::RecordFunction::currentThreadId());
+    b->owner_state = tl.state;  // before publishing: readers take the list under `mu`
+    ThreadBuffer* raw = b.get();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      raw->ordinal = static_cast<uint32_t>(buffers.size());
+      buffers.push_back(std::move(b));
+    }
+    tls = TlsBuffer{id, raw};
+    return raw;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The callbacks
+
+namespace {
+
+constexpr size_t kMaxArgs = 64;
+
+// Per-op state from start to end. Allocated from a per-thread free list: no malloc per op once
+// the list is warm (RecordFunction owns it through a unique_ptr and deletes it after end).
+struct OpContext final : at::ObserverContext {
+  ThreadBuffer* buffer = nullptr;
+  uint64_t session = 0;
+  uint32_t index = 0;
+  uint8_t pushed = 0;  // 1: counted depth, 2: backward depth, 4: a GPU correlation id
+  int8_t slot = 0;     // the session slot whose counted depth this op raised (pushed & 1)
+  int32_t mark = -1;   // device-event mark of a top-level record, else -1
+
+  ~OpContext() override {
+    if (pushed & 1) --tl.counted[slot];
+  }
+
+  static void* operator new(size_t size);
+  static void operator delete(void* p) noexcept;
+};
+
+// Frees the thread's OpContext free list when the thread exits.
+struct FreeListReleaser {
+  ~FreeListReleaser() {
+    while (tl.free_head) {
+      void* next = *static_cast<void**>(tl.free_head);
+      ::operator delete(tl.free_head);
+      tl.free_head = next;
+    }
+  }
+};
+thread_local FreeListReleaser tl_free_releaser;
+
+void* OpContext::operator new(size_t size) {
+  if (tl.free_head != nullptr && size <= sizeof(OpContext)) {
+    void* p = tl.free_head;
+    tl.free_head = *static_cast<void**>(p);
+    return p;
+  }
+  (void)&tl_free_releaser;  // registers the release at thread exit (first allocation only)
+  return ::operator new(sizeof(OpContext));
+}
+
+void OpContext::operator delete(void* p) noexcept {
+  *static_cast<void**>(p) = tl.free_head;
+  tl.free_head = p;
+}
+
+void push_list(ThreadEvents* b, ArgRecord& a, const c10::List<int64_t>& list) {
+  a.count = static_cast<uint32_t>(list.size());
+  a.offset = b->dims.size();
+  for (int64_t v : list) b->dims.push_back(v);
+}
+
+}  // namespace
+
+std::atomic<int> g_fail_captures{0};
+
+void capture_args(ThreadEvents* b, RawEvent& e, c10::ArrayRef<const c10::IValue> inputs) {
+  if (__builtin_expect(g_fail_captures.load(std::memory_order_relaxed) > 0, 0) &&
+      g_fail_captures.fetch_sub(1) > 0) {
+    b->dims.push_back(0);  // a partial write, as a real failure midway would leave
+    throw std::bad_alloc();
+  }
+  e.args_begin = static_cast<uint32_t>(b->args.size());
+  size_t n = inputs.size();
+  if (n > kMaxArgs) {
+    n = kMaxArgs;
+    ++b->dropped_args;
+  }
+  for (size_t k = 0; k < n; ++k) {
+    const c10::IValue& v = inputs[k];
+    ArgRecord a;
+    if (v.isTensor()) {
+      const at::Tensor& t = v.toTensor();
+      if (!t.defined()) {
+        a.kind = ArgKind::kUndefinedTensor;
+      } else {
+        a.kind = ArgKind::kTensor;
+        a.dtype = to_dtype(t.scalar_type());
+        c10::IntArrayRef sizes = t.sizes();
+        a.count = static_cast<uint32_t>(sizes.size());
+        a.offset = b->dims.size();
+        b->dims.insert(b->dims.end(), sizes.begin(), sizes.end());
+      }
+    } else if (v.isDouble()) {
+      a.kind = ArgKind::kDouble;
+      a.d = v.toDouble();
+    } else if (v.isInt()) {
+      a.kind = ArgKind::kInt;
+      a.i = v.toInt();
+    } else if (v.isBool()) {
+      a.kind = ArgKind::kBool;
+      a.b = v.toBool();
+    } else if (v.isIntList()) {
+      a.kind = ArgKind::kIntList;
+      push_list(b, a, v.toIntList());
+    } else if (v.isBoolList()) {  // e.g. the output_mask of backward ops, stored as 0/1
+      a.kind = ArgKind::kIntList;
+      c10::List<bool> list = v.toBoolList();
+      a.count = static_cast<uint32_t>(list.size());
+      a.offset = b->dims.size();
+      for (size_t k2 = 0; k2 < list.size(); ++k2) b->dims.push_back(list.get(k2) ? 1 : 0);
+    } else if (v.isDoubleList()) {
+      a.kind = ArgKind::kDoubleList;
+      c10::List<double> list = v.toDoubleList();
+      a.count = static_cast<uint32_t>(list.size());
+      a.offset = b->doubles.size();
+      for (double d : list) b->doubles.push_back(d);
+#if TORCH_VERSION_MAJOR >= 2
+    } else if (v.isSymInt()) {  // LibTorch 2.x: SymInt arguments (concrete ones box as Int)
+      a.kind = ArgKind::kInt;
+      a.i = v.toSymInt().guard_int(__FILE__, __LINE__);
+    } else if (v.isSymIntList()) {
+      a.kind = ArgKind::kIntList;
+      c10::ArrayRef<c10::IValue> list = v.toListRef();
+      a.count = static_cast<uint32_t>(list.size());
+      a.offset = b->dims.size();
+      for (const c10::IValue& x : list)
+        b->dims.push_back(x.toSymInt().guard_int(__FILE__, __LINE__));
+#endif
+    } else if (v.isTensorList()) {
+      a.kind = ArgKind::kTensorList;
+      a.i = static_cast<int64_t>(v.toTensorList().size());
+    } else if (v.isString()) {
+      a.kind = ArgKind::kString;
+      const std::string& s = v.toStringRef();
+      a.i = s.empty() ? 0 : s[0];
+    } else if (!v.isNone()) {
+      a.kind = ArgKind::kOther;
+    }
+    b->args.push_back(a);
+  }
+  e.args_count = static_cast<uint16_t>(n);
+}
+
+namespace {
+
+int32_t owner_of(const OwnerIndex& owners, const at::Tensor& t) {
+  if (!t.defined()) return -1;
+  const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  if (!impl->has_storage()) return -1;
+  return owners.find(impl->storage().unsafeGetStorageImpl());
+}
+
+// The first owner set among the inputs. With `dataflow` (a top-level op in grad mode) also where
+// its tensor inputs came from: the smallest sequence number of their grad_fn nodes, and whether
+// one has no history and no owner (data or targets from outside the model).
+int32_t find_owner(const Session* s, c10::ArrayRef<const c10::IValue> inputs, bool dataflow,
+                   RawEvent& e) {
+  if (!inputs.empty() && inputs[0].isTensor()) {  // an in-place update of a parameter?
+    const int32_t o = owner_of(s->owners, inputs[0].toTensor());
+    if (o >= 0) {
+      e.flags |= kSelfOwned;
+      if (!dataflow) return o;
+    }
+  }
+  if (dataflow) {
+    int32_t first = -1;
+    int64_t seq = INT64_MAX;
+    for (const c10::IValue& v : inputs) {
+      if (!v.isTensor()) continue;
+      const at::Tensor& t = v.toTensor();
+      if (!t.defined()) continue;
+      const int32_t o = owner_of(s->owners, t);
+      if (first < 0) first = o;
+      if (const torch::autograd::Node* node = torch::autograd::impl::grad_fn_unsafe(t)) {
+        seq = std::min<int64_t>(seq, static_cast<int64_t>(node->sequence_nr()));
+      } else if (o < 0) {
+        e.flags |= kExternalInput;
+      }
+    }
+    e.in_seq = seq == INT64_MAX ? -1 : seq;
+    if (first >= 0) return first;
+  }
+  for (const c10::IValue& v : inputs) {
+    if (v.isTensor()) {
+      int32_t o = owner_of(s->owners, v.toTensor());
+      if (o >= 0) return o;
+    } else if (v.isTensorList()) {
+      c10::List<at::Tensor> list = v.toTensorList();
+      for (size_t i = 0; i < list.size(); ++i) {
+        int32_t o = owner_of(s->owners, list.get(i));
+        if (o >= 0) return o;
+      }
+    }
+  }
+  return -1;
+}
+
+// The first defined tensor among `inputs` that no module owns, as an identity.
+uint64_t first_data(const Session* s, c10::ArrayRef<const c10::IValue> inputs) {
+  for (const c10::IValue& v : inputs) {
+    if (!v.isTensor()) continue;
+    const at::Tensor& t = v.toTensor();
+    if (!t.defined() || owner_of(s->owners, t) >= 0) continue;
+    return reinterpret_cast<uint64_t>(t.unsafeGetTensorImpl());
+  }
+  return 0;
+}
+
+template <int K>
+std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
+  const at::RecordScope scope = fn.scope();
+  if (tl.counted[K] > 0 && scope != at::RecordScope::BACKWARD_FUNCTION) {
+    // Inside a counted op: never counted, attributed with its parent. Not recorded at all, and
+    // decided from this thread's own state before the lifetime protocol, which keeps the common
+    // case of composite ops (linear > matmul > mm > ...) cheap.
+    return nullptr;
+  }
+  OpGuard guard;
+  if (!guard.ok()) return nullptr;
+  Session* s = g_sessions[K].load(std::memory_order_acquire);
+  if (s == nullptr) return nullptr;
+  const TlsBuffer& tls = tl.buffers[K];
+  ThreadBuffer* b = tls.session == s->id ? tls.buffer : s->thread_buffer();
+  if (b == nullptr) return nullptr;
+  // All or nothing: everything that can throw (name interning, the context, the record and its
+  // arguments) happens before any per-thread state changes; on failure the record is rolled back
+  // and the op is not recorded, as if unobserved.
+  const size_t events_before = b->events.size(), args_before = b->args.size(),
+               dims_before = b->dims.size();
+  try {
+    uint32_t name_id;
+    uint8_t name_flags;
+    b->names.lookup(fn.name(), &name_id, &name_flags);
+    std::unique_ptr<OpContext> ctx(new OpContext);
+    const uint32_t index = static_cast<uint32_t>(events_before);
+    b->events.emplace_back();
+    RawEvent& e = b->events.back();
+    e.name_id = name_id;
+    e.parent = b->open_op;
+    e.scope = b->open_scope;
+    uint8_t pushed = 0;
+    if (b->backward_depth > 0) e.flags |= kBackward;
+    if (b->step_depth > 0) e.flags |= kStep;
+    e.seq_nr = fn.seqNr();
+    if (scope == at::RecordScope::BACKWARD_FUNCTION || (name_flags & kNameIsEngine)) {
+      e.kind = EventKind::kBackwardNode;
+      e.flags |= kBackward;
+      if (name_flags & kNameIsEngine) e.flags |= kEngine;
+      e.fwd_thread = fn.forwardThreadId();
+      pushed |= 2;
+    } else {
+      c10::ArrayRef<const c10::IValue> inputs = fn.inputs();
+      e.owner = find_owner(s, inputs, b->open_op < 0 && e.seq_nr >= 0, e);
+      if (b->open_op < 0) e.data_in = first_data(s, inputs);
+      if (name_flags & kNameHasFormula) {
+        e.flags |= kCounted | kHasFormula;
+        if (!(name_flags & kNameConstant)) capture_args(b, e, inputs);
+        pushed |= 1;
+      }
+    }
+    const bool mark = s->events != nullptr && e.parent < 0;
+    if (mark && b->marks.size() == b->marks.capacity()) {
+      b->marks.reserve(std::max<size_t>(256, 2 * b->marks.size()));  // may throw: before commit
+    }
+    // Commit (nothing below throws).
+    if (pushed & 1) ++tl.counted[K];
+    if (pushed & 2) ++b->backward_depth;
+    b->open_op = static_cast<int32_t>(index);
+    if (s->gpu != nullptr) {  // device work launched by this op carries its id
+      s->gpu->push(make_external_id(b->ordinal, index));
+      pushed |= 4;
+    }
+    ctx->mark = -1;
+    if (mark) {  // top-level: timed with device events (record() never throws)
+      b->marks.push_back(DeviceMark{index, nullptr, nullptr});
+      if (s->events->record(&b->marks.back().start)) {
+        ctx->mark = static_cast<int32_t>(b->marks.size() - 1);
+      }
+    }
+    ctx->buffer = b;
+    ctx->slot = K;
+    ctx->session = s->id;
+    ctx->index = index;
+    ctx->pushed = pushed;
+    e.start_ns = s->now();
+    return ctx;
+  } catch (...) {
+    // Never throw into the dispatcher.
+    b->events.resize(events_before);
+    b->args.resize(args_before);
+    b->dims.resize(dims_before);
+    ++b->capture_errors;
+    return nullptr;
+  }
+}
+
+template <int K>
+void on_op_end(const at::RecordFunction& /*fn*/, at::ObserverContext* c) {
+  auto* ctx = static_cast<OpContext*>(c);
+  if (ctx == nullptr) return;
+  OpGuard guard;
+  if (!guard.ok()) return;
+  Session* s = g_sessions[K].load(std::memory_order_acquire);
+  if (s == nullptr || s->id != ctx->session) return;  // the profile stopped meanwhile
+  ThreadBuffer* b = ctx->buffer;
+  RawEvent& e = b->events[ctx->index];
+  e.end_ns = s->now();
+  if (e.seq_nr >= 0 && e.kind == EventKind::kOp) e.seq_end = at::sequence_number::peek();
+  if (ctx->pushed & 2) --b->backward_depth;
+  if (ctx->pushed & 4) s->gpu->pop();
+  if (ctx->mark >= 0) s->events->record(&b->marks[ctx->mark].end);
+  if (b->open_op == static_cast<int32_t>(ctx->index)) b->open_op = e.parent;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Registration: one callback pair per session slot
+
+std::mutex g_observe_mu;
+struct SlotHandles {
+  at::CallbackHandle ops = 0, nodes = 0;
+};
+SlotHandles g_handles[kMaxSessions];
+
+template <int K>
+SlotHandles add_callbacks(bool all_threads) {
+  // Ops: inputs boxed for shapes and ownership. Autograd nodes: never read their inputs, so
+  // LibTorch does not box them.
+  auto ops = at::RecordFunctionCallback(on_op_start<K>, on_op_end<K>)
+                 .needsInputs(true)
+                 .scopes({at::RecordScope::FUNCTION});
+  auto nodes = at::RecordFunctionCallback(on_op_start<K>, on_op_end<K>)
+                   .needsInputs(false)
+                   .scopes({at::RecordScope::BACKWARD_FUNCTION});
+  SlotHandles h;
+  h.ops = all_threads ? at::addGlobalCallback(ops) : at::addThreadLocalCallback(ops);
+  h.nodes = all_threads ? at::addGlobalCallback(nodes) : at::addThreadLocalCallback(nodes);
+  return h;
+}
+
+SlotHandles add_callbacks(int slot, bool all_threads) {
+  switch (slot) {
+    case 0:
+      return add_callbacks<0>(all_threads);
+    case 1:
+      return add_callbacks<1>(all_threads);
+    case 2:
+      return add_callbacks<2>(all_threads);
+    default:
+      return add_callbacks<3>(all_threads);
+  }
+}
+static_assert(kMaxSessions == 4, "add_callbacks instantiates one callback pair per slot");
+
+}  // namespace
+
+void start_observing(Session* session, bool all_threads) {
+  std::lock_guard<std::mutex> lock(g_observe_mu);
+  int slot = -1;
+  for (int k = 0; k < kMaxSessions && slot < 0; ++k) {
+    if (g_sessions[k].load(std::memory_order_acquire) == nullptr && g_handles[k].ops == 0) slot = k;
+  }
+  if (slot < 0) {
+    throw Error(fmt::format(
+        "{} flopsprof profiles are already running in this process (the most at once); stop one "
+        "with stop_profile() or end_profile() before starting another",
+        kMaxSessions));
+  }
+  session->slot = slot;
+  g_sessions[slot].store(session, std::memory_order_seq_cst);
+  try {
+    g_handles[slot] = add_callbacks(slot, all_threads);
+  } catch (...) {
+    if (g_handles[slot].ops != 0) at::removeCallback(g_handles[slot].ops);
+    g_handles[slot] = SlotHandles{};
+    g_sessions[slot].store(nullptr, std::memory_order_seq_cst);
+    session->slot = -1;
+    throw;
+  }
+}
+
+void stop_observing(Session* session) noexcept {
+  if (session == nullptr) return;
+  std::lock_guard<std::mutex> lock(g_observe_mu);
+  const int slot = session->slot;
+  if (slot < 0 || g_sessions[slot].load() != session) return;
+  try {
+    if (g_handles[slot].ops != 0) at::removeCallback(g_handles[slot].ops);
+    if (g_handles[slot].nodes != 0) at::removeCallback(g_handles[slot].nodes);
+  } catch (...) {
+  }
+  g_handles[slot] = SlotHandles{};
+  g_sessions[slot].store(nullptr, std::memory_order_seq_cst);
+  // Quiescence: a thread inside a callback now may have loaded `session` before the store above.
+  // Wait for each such thread to leave (its epoch moves on); later callbacks see the empty slot.
+  std::vector<ThreadState*> states;
+  try {
+    std::lock_guard<std::mutex> states_lock(g_states_mu);
+    for (ThreadState& st : all_states()) {
+      if (st.in_use && &st != tl.state) states.push_back(&st);
+    }
+  } catch (...) {
+    // Out of memory: fall back to waiting on every state without a list.
+  }
+  for (ThreadState* st : states) {
+    const uint64_t e = st->epoch.load(std::memory_order_seq_cst);
+    if ((e & 1) == 0) continue;
+    while (st->epoch.load(std::memory_order_acquire) == e) std::this_thread::yield();
+  }
+  session->slot = -1;
+}
+
+}  // namespace flopsprof::detail

@@ -1,0 +1,59 @@
+// The RecordFunction observer: the per-op callbacks (the hot path), their registration, and the
+// session-lifetime protocol that lets a profile stop while other threads run ops.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "capture/events.h"
+#include "capture/gpu.h"
+#include "capture/session.h"
+
+namespace c10 {
+class IValue;
+template <typename T>
+class ArrayRef;
+}  // namespace c10
+
+namespace flopsprof::detail {
+
+/// Marks the calling thread as inside a flopsprof callback (op, scope, step, memory) for the
+/// session-lifetime protocol: stop_observing() waits until no thread is inside one that may
+/// have seen the stopped session. Per op: one seq_cst store on entry, one release store on exit,
+/// both to this thread's own cache line. Nests.
+class CallbackGuard {
+ public:
+  CallbackGuard() noexcept;
+  ~CallbackGuard();
+  CallbackGuard(const CallbackGuard&) = delete;
+  CallbackGuard& operator=(const CallbackGuard&) = delete;
+  /// False when this thread could not be registered (out of memory): record nothing.
+  bool ok() const noexcept { return ok_; }
+
+ private:
+  bool ok_ = false;
+};
+
+
+/// Copies of `session`'s records while it runs, each taken while its thread is held outside the
+/// callbacks (a thread entering one waits for the copy, microseconds per buffer): the reader
+/// never sees a record being written. Callbacks on the calling thread are suspended meanwhile.
+std::vector<std::unique_ptr<ThreadEvents>> snapshot_records(Session& session);
+
+/// Appends the plain-data form of `inputs` (shapes, dtypes, scalars, lists) to `thread` and points
+/// `event`'s argument range at it. May allocate; never called for ops nested in counted ones.
+void capture_args(ThreadEvents* thread, RawEvent& event, c10::ArrayRef<const c10::IValue> inputs);
+
+/// Test hook: the next `n` argument captures throw std::bad_alloc (as an out-of-memory would),
+/// to prove the start callback is all or nothing. 0 in production (one relaxed load per capture).
+extern std::atomic<int> g_fail_captures;
+
+/// Takes a free slot for `session` and installs its RecordFunction callbacks. `all_threads` picks
+/// global vs thread-local registration. Throws Error when all kMaxSessions slots are taken.
+void start_observing(Session* session, bool all_threads);
+/// Removes `session`'s callbacks, empties its slot and waits until no thread is inside a
+/// callback that may still use it: afterwards nothing touches `session`, which may be freed.
+/// Safe while other threads run ops. Idempotent.
+void stop_observing(Session* session) noexcept;
+
+}  // namespace flopsprof::detail

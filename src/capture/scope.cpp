@@ -1,0 +1,153 @@
+// Module scopes (FLOPSPROF_MODULE) and the forward pre/post hook registry.
+#include "flopsprof/scope.h"
+
+#include <exception>
+#include <iostream>
+#include <mutex>
+#include <vector>
+
+#include <ATen/record_function.h>
+#include <torch/nn/module.h>
+
+#include "capture/observer.h"
+
+namespace flopsprof {
+namespace detail {
+
+std::atomic<int> g_scope_demand{0};
+
+bool foreign_observers_active() noexcept { return at::hasCallbacks(); }
+
+const char* open_scope_records(const torch::nn::Module* module, ScopeHandles& handles,
+                               ScopeKind kind) noexcept {
+  const char* name = nullptr;
+  CallbackGuard guard;
+  for (int k = 0; k < kMaxSessions && guard.ok(); ++k) {
+    Session* s = g_sessions[k].load(std::memory_order_acquire);
+    if (s == nullptr) continue;
+    auto it = s->module_index.find(module);
+    // A module of another model: recorded as a foreign call (module -1), evidence that its ops
+    // are not this model's leading or trailing work (B(A(x)) with a profiler each).
+    const bool known = it != s->module_index.end();
+    if (!known && kind == ScopeKind::kWindow) continue;
+    ThreadBuffer* b = s->thread_buffer();
+    if (b == nullptr) continue;
+    ScopeHandle& h = handles[k];
+    h.index = b->open_scope_record(known ? it->second : -1, s->now(), kind);
+    if (h.index < 0) continue;
+    h.buffer = b;
+    h.session = s->id;
+    if (name == nullptr && known) name = s->scope_names[it->second].c_str();
+  }
+  return name;
+}
+
+void close_scope_records(ScopeHandles& handles) noexcept {
+  CallbackGuard guard;
+  for (int k = 0; k < kMaxSessions && guard.ok(); ++k) {
+    ScopeHandle& h = handles[k];
+    if (h.session == 0) continue;
+    Session* s = g_sessions[k].load(std::memory_order_acquire);
+    if (s == nullptr || s->id != h.session) continue;  // that profile stopped meanwhile
+    static_cast<ThreadBuffer*>(h.buffer)->close_scope_record(h.index, s->now());
+  }
+}
+
+namespace {
+
+struct HookEntry {
+  uint64_t id;
+  const torch::nn::Module* key;
+  std::weak_ptr<torch::nn::Module> module;
+  ForwardHook fn;
+  bool pre;
+};
+
+std::mutex g_hooks_mu;
+std::vector<HookEntry> g_hooks;
+uint64_t g_next_hook_id = 1;
+
+HookHandle add_hook(const std::shared_ptr<torch::nn::Module>& module, ForwardHook hook, bool pre) {
+  if (!module) throw Error("register_forward_hook: the module is null; pass a constructed module");
+  if (!hook) throw Error("register_forward_hook: the hook is empty; pass a callable");
+  std::lock_guard<std::mutex> lock(g_hooks_mu);
+  uint64_t id = g_next_hook_id++;
+  g_hooks.push_back(HookEntry{id, module.get(), module, std::move(hook), pre});
+  g_scope_demand.fetch_add(1, std::memory_order_relaxed);
+  return HookHandle(id);
+}
+
+// Runs the hooks of `module` of the given kind; returns normally or propagates a hook's error.
+void fire_hooks(const torch::nn::Module* module, bool pre) {
+  std::vector<std::pair<std::shared_ptr<torch::nn::Module>, ForwardHook>> run;
+  {
+    std::lock_guard<std::mutex> lock(g_hooks_mu);
+    for (const HookEntry& h : g_hooks) {
+      if (h.key != module || h.pre != pre) continue;
+      if (auto m = h.module.lock()) run.emplace_back(std::move(m), h.fn);
+    }
+  }
+  for (auto& [m, fn] : run) fn(*m);
+}
+
+}  // namespace
+}  // namespace detail
+
+bool HookHandle::remove() {
+  std::lock_guard<std::mutex> lock(detail::g_hooks_mu);
+  for (auto it = detail::g_hooks.begin(); it != detail::g_hooks.end(); ++it) {
+    if (it->id == id_) {
+      detail::g_hooks.erase(it);
+      detail::g_scope_demand.fetch_sub(1, std::memory_order_relaxed);
+      return true;
+    }
+  }
+  return false;
+}
+
+HookHandle register_forward_pre_hook(const std::shared_ptr<torch::nn::Module>& module,
+                                     ForwardHook hook) {
+  return detail::add_hook(module, std::move(hook), /*pre=*/true);
+}
+
+HookHandle register_forward_hook(const std::shared_ptr<torch::nn::Module>& module,
+                                 ForwardHook hook) {
+  return detail::add_hook(module, std::move(hook), /*pre=*/false);
+}
+
+void ModuleScope::enter(const torch::nn::Module* module) {
+  module_ = module;
+  uncaught_ = std::uncaught_exceptions();
+  detail::fire_hooks(module, /*pre=*/true);  // may throw: nothing is recorded yet
+  active_ = true;
+  {
+    // The guard keeps the sessions, and the name they own, alive until the user-scope range for
+    // other observers (LibTorch's profiler, Kineto, ...) has copied it.
+    detail::CallbackGuard guard;
+    const char* scope_name =
+        detail::open_scope_records(module, records_, detail::ScopeKind::kModule);
+    if (auto callbacks = at::getStepCallbacksUnlessEmpty(at::RecordScope::USER_SCOPE)) {
+      auto* rf = new at::RecordFunction(std::move(*callbacks));
+      rf->before(std::string(scope_name != nullptr ? scope_name : module->name().c_str()));
+      record_function_ = rf;
+    }
+  }
+}
+
+void ModuleScope::exit() noexcept {
+  delete static_cast<at::RecordFunction*>(record_function_);  // runs the observers' end
+  detail::close_scope_records(records_);
+  if (std::uncaught_exceptions() != uncaught_) return;  // forward threw: no post hooks
+  try {
+    detail::fire_hooks(module_, /*pre=*/false);
+  } catch (const std::exception& e) {
+    static std::once_flag once;
+    std::call_once(once, [&] {
+      std::cerr << "flopsprof: a forward hook threw (" << e.what()
+                << "); forward hooks must not throw, the exception was dropped\n";
+    });
+  } catch (...) {
+  }
+}
+
+}  // namespace flopsprof

@@ -1,0 +1,50 @@
+// A running profile's clock and the table of running sessions (see session.h).
+#include "capture/session.h"
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+namespace flopsprof::detail {
+
+std::atomic<Session*> g_sessions[kMaxSessions];
+
+bool any_session_active() noexcept {
+  for (auto& s : g_sessions) {
+    if (s.load(std::memory_order_acquire) != nullptr) return true;
+  }
+  return false;
+}
+
+namespace {
+int64_t steady_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+bool invariant_tsc() noexcept {
+#if defined(__x86_64__)
+  unsigned int eax, ebx, ecx, edx;
+  if (__get_cpuid(0x80000000u, &eax, &ebx, &ecx, &edx) == 0 || eax < 0x80000007u) return false;
+  __get_cpuid(0x80000007u, &eax, &ebx, &ecx, &edx);
+  return (edx & (1u << 8)) != 0;
+#else
+  return false;
+#endif
+}
+
+void Session::start_clock() noexcept {
+  ns0 = steady_ns();
+  tick0 = now();  // time 0 of the trace, in this session's timestamp units
+}
+
+double Session::ns_per_tick() const noexcept {
+  if (!tsc) return 1.0;
+  int64_t ticks = now() - tick0;
+  int64_t ns = steady_ns() - ns0;
+  return ticks > 0 && ns > 0 ? static_cast<double>(ns) / static_cast<double>(ticks) : 1.0;
+}
+
+}  // namespace flopsprof::detail

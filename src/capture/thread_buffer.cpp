@@ -1,0 +1,77 @@
+// The writers of a thread's records besides the op callbacks (see thread_buffer.h).
+#include "capture/thread_buffer.h"
+
+namespace flopsprof::detail {
+
+void ThreadBuffer::reset(uint64_t thread) {
+  thread_id = thread;
+  events.clear();
+  args.clear();
+  dims.clear();
+  doubles.clear();
+  scopes.clear();
+  steps.clear();
+  memory.clear();
+  dropped_args = 0;
+  open_op = -1;
+  backward_depth = 0;
+  open_scope = -1;
+  step_depth = 0;
+  capture_errors = 0;
+  names.validate();
+}
+
+int32_t ThreadBuffer::open_scope_record(int32_t module, int64_t now, ScopeKind kind) noexcept {
+  try {
+    scopes.push_back(ScopeRecord{module, open_scope, now, 0, backward_depth > 0,
+                                 kind == ScopeKind::kWindow, kind == ScopeKind::kBuiltin,
+                                 kind == ScopeKind::kStart});
+  } catch (...) {
+    ++capture_errors;
+    return -1;
+  }
+  open_scope = static_cast<int32_t>(scopes.size() - 1);
+  return open_scope;
+}
+
+void ThreadBuffer::close_scope_record(int32_t index, int64_t now) noexcept {
+  if (index < 0 || static_cast<size_t>(index) >= scopes.size()) return;
+  scopes[index].exit_ns = now;
+  open_scope = scopes[index].parent;
+}
+
+int32_t ThreadBuffer::begin_step(int64_t now, bool optimizer) noexcept {
+  try {
+    steps.push_back(StepRecord{now, 0, optimizer});
+  } catch (...) {
+    ++capture_errors;
+    return -1;
+  }
+  ++step_depth;
+  return static_cast<int32_t>(steps.size() - 1);
+}
+
+void ThreadBuffer::end_step(int32_t index, int64_t now) noexcept {
+  if (index < 0 || static_cast<size_t>(index) >= steps.size()) return;
+  steps[index].end_ns = now;
+  --step_depth;
+}
+
+void ThreadBuffer::add_memory(int64_t now, int64_t bytes, int64_t total_allocated,
+                              int64_t total_reserved, int8_t device_type) noexcept {
+  MemRecord r;
+  r.time_ns = now;
+  r.bytes = bytes;
+  r.total_allocated = total_allocated;
+  r.total_reserved = total_reserved;
+  r.op = open_op;
+  r.scope = open_scope;
+  r.device_type = device_type;
+  try {
+    memory.push_back(r);
+  } catch (...) {
+    ++capture_errors;  // never throw into the allocator
+  }
+}
+
+}  // namespace flopsprof::detail

@@ -1,0 +1,48 @@
+// libflopsprof_cuda.so: the optional GPU part, loaded by the core with dlopen when a profile sees a
+// model on CUDA. Links CUPTI and the CUDA runtime; the core links neither.
+#include <cstdio>
+#include <cstring>
+
+#include <cuda_runtime_api.h>
+
+#include "flopsprof/config.h"
+#include "capture/gpu_backend.h"
+
+namespace flopsprof::detail {
+
+GpuBackend* new_cupti_backend(const CuptiLimits& limits);
+
+namespace {
+
+bool event_elapsed_ms(void* from, void* to, float* ms, char* error, size_t size) {
+  cudaError_t e =
+      cudaEventElapsedTime(ms, static_cast<cudaEvent_t>(from), static_cast<cudaEvent_t>(to));
+  if (e == cudaSuccess) return true;
+  if (size > 0) std::snprintf(error, size, "cudaEventElapsedTime: %s", cudaGetErrorString(e));
+  return false;
+}
+
+bool device_name(int index, char* name, size_t size) {
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, index) != cudaSuccess || size == 0) return false;
+  std::snprintf(name, size, "%s", prop.name);
+  return true;
+}
+
+GpuPluginV1 make_plugin() {
+  GpuPluginV1 p;
+  p.version = FLOPSPROF_VERSION;
+  p.make_cupti_backend = new_cupti_backend;
+  p.cuda_event_elapsed_ms = event_elapsed_ms;
+  p.cuda_device_name = device_name;
+  return p;
+}
+
+}  // namespace
+}  // namespace flopsprof::detail
+
+extern "C" __attribute__((visibility("default"))) const flopsprof::detail::GpuPluginV1*
+flopsprof_gpu_plugin_v1() {
+  static const flopsprof::detail::GpuPluginV1 plugin = flopsprof::detail::make_plugin();
+  return &plugin;
+}

@@ -1,0 +1,647 @@
+// FlopsProfiler and get_model_profile: ties the observer, the module index and the reports.
+#include "flopsprof/profiler.h"
+
+#include <chrono>
+#include <iostream>
+#include <optional>
+#include <utility>
+
+#include <ATen/record_function.h>
+#include <fmt/format.h>
+#include <torch/cuda.h>
+
+#include "capture/device_events.h"
+#include "flopsprof/meta.h"
+#include "flopsprof/scope.h"
+#include "flopsprof/sweep.h"
+#include "capture/gpu_backend.h"
+#include "capture/memory.h"
+#include "capture/module_index.h"
+#include "capture/observer.h"
+#include "reports/report_html.h"
+#include "reports/text_file.h"
+#include "reports/trace.h"
+
+namespace flopsprof {
+
+struct FlopsProfiler::Impl {
+  std::shared_ptr<torch::nn::Module> model;
+  ProfilerOptions options;
+  std::shared_ptr<Timer> timer;
+  std::vector<std::string> ignore;
+  std::unique_ptr<detail::ModelIndex> index;
+  std::unique_ptr<detail::Session> session;
+  std::vector<std::unique_ptr<detail::ThreadBuffer>> spares;  // buffers kept for the next profile
+  // The raw records of the last stopped profile, kept (for the Chrome trace) until the next start.
+  struct Collected {
+    std::vector<std::unique_ptr<detail::ThreadBuffer>> buffers;
+    int64_t stop = 0, origin = 0;
+    double ns_per_tick = 1.0;
+    std::string timer;
+    std::vector<detail::InternalSpan> internal;
+    std::optional<detail::GpuCollection> gpu;
+    detail::Attribution attribution;  // computed once, at stop_profile()
+  } collected;
+  std::unique_ptr<detail::GpuBackend> gpu;        // active device backend (CUPTI), if any
+  std::unique_ptr<detail::DeviceEvents> events;   // active device-event timing, if any
+  std::string gpu_backend, gpu_reason;            // what GPU timing used, and why not CUPTI
+  std::string gpu_device;                         // device name, when known
+  std::optional<ProfileResult> result;            // after stop_profile()
+  mutable std::optional<ProfileResult> snapshot;  // while running
+  bool running = false;
+  int iterations = 0;
+  int64_t wall0_ns = 0;  // wall clock (ns since the epoch) when the profile's clock started
+  struct RankInfo {
+    int rank = 0, world_size = 1;
+    std::string backend;
+  };
+  std::optional<RankInfo> rank;
+  double compute_ns = 0;  // how long stop_profile() took to compute the results
+
+  static uint64_t next_session_id() {
+    static std::atomic<uint64_t> next{1};
+    return next.fetch_add(1);
+  }
+
+  void begin() {
+    auto s = std::make_unique<detail::Session>();
+    s->id = next_session_id();
+    s->timer = timer.get();
+    s->host_clock = detail::is_host_timer(timer.get());
+    s->tsc = s->host_clock && detail::invariant_tsc();
+    s->start_clock();
+    wall0_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+                   .count();
+    s->owners.build(index->owner_entries);
+    s->module_index = index->by_ptr;
+    s->scope_names = index->scope_names;
+    for (auto& b : collected.buffers) spares.push_back(std::move(b));
+    collected = Collected{};
+    s->spares = std::move(spares);
+    spares.clear();
+    timer->on_start();
+    detail::g_scope_demand.fetch_add(1, std::memory_order_relaxed);
+    try {
+      const auto [type, index] = model_device();
+      detail::GpuSelection sel = detail::select_gpu_timing(type, index);
+      gpu = std::move(sel.cupti);
+      gpu_backend = sel.timing;
+      gpu_reason = sel.reason;
+      gpu_device = sel.device;
+      if (sel.events) {
+        const auto t = static_cast<c10::DeviceType>(sel.device_type);
+        events = std::make_unique<detail::DeviceEvents>(
+            t, static_cast<c10::DeviceIndex>(sel.device_index), detail::event_elapsed(t));
+      }
+      s->gpu = gpu.get();
+      s->events = events.get();
+      if (detail::g_fail_start_after_gpu) {
+        throw Error("start_profile: failing after the GPU timing started (test hook)");
+      }
+      detail::start_observing(s.get(), options.threads == ProfilerOptions::Threads::kAll);
+      if (options.track_memory) detail::install_memory_observer(*s);
+    } catch (...) {  // all or nothing: nothing stays registered or started
+      detail::stop_observing(s.get());
+      detail::g_scope_demand.fetch_sub(1, std::memory_order_relaxed);
+      if (gpu) gpu->stop();
+      gpu.reset();
+      drop_events(s->buffers);
+      spares = std::move(s->spares);
+      throw;
+    }
+    session = std::move(s);
+    running = true;
+  }
+
+  // Ends the session, keeping its thread buffers (memory and name caches) for the next one.
+  void release_session() noexcept {
+    if (!session) return;
+    for (auto& b : session->buffers) spares.push_back(std::move(b));
+    for (auto& b : session->spares) spares.push_back(std::move(b));
+    session.reset();
+  }
+
+  // Destroys the device events still held by `buffers` (a discarded or failed profile).
+  void drop_events(const std::vector<std::unique_ptr<detail::ThreadBuffer>>& buffers) noexcept {
+    if (!events) return;
+    std::vector<detail::ThreadBuffer*> bs;
+    for (const auto& b : buffers) bs.push_back(b.get());
+    events->discard(bs);
+    events.reset();
+  }
+
+  // The device of the model's first parameter not on the CPU (type as c10::DeviceType's
+  // integer, and index), or {-1, -1}: a CPU (or meta) model.
+  std::pair<int, int> model_device() const {
+    for (const auto& p : model->parameters()) {
+      if (p.defined() && !p.device().is_cpu() && !p.device().is_meta()) {
+        return {static_cast<int>(p.device().type()),
+                p.device().has_index() ? p.device().index() : 0};
+      }
+    }
+    return {-1, -1};
+  }
+
+  void halt() noexcept {
+    if (options.track_memory) detail::uninstall_memory_observer();
+    detail::stop_observing(session.get());  // returns when no thread can still use the session
+    detail::g_scope_demand.fetch_sub(1, std::memory_order_relaxed);
+    running = false;
+  }
+
+  std::string timer_name() const {
+    return session && session->tsc ? std::string(timer->name()) + " (calibrated TSC)"
+                                   : timer->name();
+  }
+
+  // The records to read: copies of the live session's, taken safely while other threads keep
+  // recording (while running), or the last stopped profile's.
+  struct Records {
+    std::vector<std::unique_ptr<detail::ThreadEvents>> copies;
+    std::vector<const detail::ThreadEvents*> threads;
+  };
+  Records records() const {
+    Records r;
+    if (running) {
+      r.copies = detail::snapshot_records(*session);
+      for (const auto& c : r.copies) r.threads.push_back(c.get());
+    } else {
+      for (const auto& b : collected.buffers) r.threads.push_back(b.get());
+    }
+    return r;
+  }
+
+  // The aggregation input over the live session's records (while running) or the last stopped
+  // profile's, with the problems seen while collecting.
+  detail::AggregateInput input(const Records& records, int64_t stop_ns, double ns_per_tick,
+                               const std::string& timer_label) const {
+    detail::AggregateInput in;
+    if (!running && collected.gpu) in.gpu = &*collected.gpu;
+    in.tree = &index->tree;
+    in.names = &detail::NameTable::instance();
+    in.stop_ns = stop_ns;
+    in.timer = timer_label;
+    in.ns_per_tick = ns_per_tick;
+    in.track_memory = options.track_memory;
+    uint64_t open = 0, errors = 0, dropped = 0;
+    for (const detail::ThreadEvents* b : records.threads) {
+      in.threads.push_back(b);
+      for (const detail::RawEvent& e : b->events) open += e.end_ns == 0;
+      errors += b->capture_errors;
+      dropped += b->dropped_args;
+    }
+    if (open > 0) {
+      in.problems.push_back(fmt::format(
+          "{} op(s) had not finished when the profile was read; their end was taken as that time",
+          open));
+    }
+    if (errors > 0) {
+      in.problems.push_back(fmt::format(
+          "{} op(s) or scope(s) could not be recorded (their arguments could not be read)",
+          errors));
+    }
+    if (dropped > 0) {
+      in.problems.push_back(
+          fmt::format("{} op(s) had more than 64 arguments; the rest were not "
+                      "captured",
+                      dropped));
+    }
+    return in;
+  }
+
+  ProfileResult compute(const detail::AggregateInput& in, const detail::Attribution& at) const {
+    ProfileResult r = detail::aggregate(in, at);
+    r.batch_size = options.batch_size;
+    r.world_size = options.world_size;
+    r.data_parallel_size = options.data_parallel_size;
+    r.model_parallel_size = options.model_parallel_size;
+    return r;
+  }
+
+  const ProfileResult& current() const {
+    if (running) {
+      const Records recs = records();
+      detail::AggregateInput in = input(recs, session->now(), session->ns_per_tick(), timer_name());
+      snapshot = compute(in, detail::attribute(detail::attribution_input(in)));
+      return *snapshot;
+    }
+    if (!result) {
+      throw Error(
+          "no profile has been collected: call start_profile(), run the model's forward, then "
+          "stop_profile() before reading results");
+    }
+    return *result;
+  }
+};
+
+FlopsProfiler::FlopsProfiler(std::shared_ptr<torch::nn::Module> model, ProfilerOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  if (!model) throw Error("FlopsProfiler: the model is null; pass a constructed module");
+  impl_->model = std::move(model);
+  impl_->options = std::move(options);
+  impl_->timer = impl_->options.timer ? impl_->options.timer : make_host_timer();
+}
+
+FlopsProfiler::~FlopsProfiler() {
+  try {
+    end_profile();
+  } catch (...) {
+  }
+}
+
+void FlopsProfiler::start_profile(const std::vector<std::string>& ignore_modules) {
+  if (impl_->running) {
+    throw Error("start_profile() called while a profile is running; call stop_profile() first");
+  }
+  // Built first: a bad ignore list throws here and leaves the profiler as it was.
+  auto index = std::make_unique<detail::ModelIndex>(
+      detail::build_model_index(*impl_->model, ignore_modules));
+  impl_->ignore = ignore_modules;
+  impl_->index = std::move(index);
+  impl_->result.reset();
+  impl_->snapshot.reset();
+  impl_->begin();
+}
+
+void FlopsProfiler::stop_profile() {
+  if (!impl_->running) {
+    throw Error("stop_profile() called but no profile is running; call start_profile() first");
+  }
+  if (impl_->model_device().first == static_cast<int>(c10::DeviceType::CUDA) &&
+      torch::cuda::is_available()) {
+    at::DisableRecordFunctionGuard no_record;
+    torch::cuda::synchronize();  // the single synchronization of the profile
+  }
+  detail::Session& s = *impl_->session;
+  const int64_t stop_ns = s.now();
+  impl_->halt();
+  impl_->timer->on_stop();
+  auto& c = impl_->collected;
+  if (impl_->gpu) {  // the single flush of the device records
+    const int64_t host = s.now(), device = impl_->gpu->device_now_ns();
+    c.gpu = impl_->gpu->stop();
+    c.gpu->gpu_origin_ns = device;
+    c.gpu->host_origin = host;
+    impl_->gpu.reset();
+  } else if (!impl_->gpu_backend.empty()) {  // on a device without CUPTI: say why, once
+    c.gpu = detail::GpuCollection{};
+    c.gpu->backend = impl_->gpu_backend;
+    c.gpu->reason = impl_->gpu_reason;
+    if (impl_->events) {  // after the one synchronization: read every event once
+      impl_->events->synchronize();
+      std::vector<detail::ThreadBuffer*> bs;
+      for (const auto& b : s.buffers) bs.push_back(b.get());
+      impl_->events->resolve(bs, &*c.gpu);
+      impl_->events.reset();
+    }
+  }
+  if (c.gpu) c.gpu->device = impl_->gpu_device.empty() ? c.gpu->device : impl_->gpu_device;
+  c.stop = stop_ns;
+  c.origin = s.tick0;
+  c.ns_per_tick = s.ns_per_tick();
+  c.timer = impl_->timer_name();
+  c.buffers = std::move(s.buffers);
+  for (auto& b : s.spares) impl_->spares.push_back(std::move(b));
+  impl_->session.reset();
+  auto t0 = std::chrono::steady_clock::now();
+  {
+    detail::AggregateInput in = impl_->input(impl_->records(), c.stop, c.ns_per_tick, c.timer);
+    c.attribution = detail::attribute(detail::attribution_input(in));
+    impl_->result = impl_->compute(in, c.attribution);
+  }
+  impl_->compute_ns =
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+  c.internal.push_back(
+      detail::InternalSpan{"flopsprof: stop_profile (computing results)", stop_ns, stop_ns});
+}
+
+void FlopsProfiler::reset_profile() {
+  impl_->snapshot.reset();
+  impl_->result.reset();
+  for (auto& b : impl_->collected.buffers) impl_->spares.push_back(std::move(b));
+  impl_->collected = Impl::Collected{};
+  if (impl_->running) {
+    impl_->halt();
+    if (impl_->gpu) impl_->gpu->stop();  // its records belong to the discarded part
+    impl_->gpu.reset();
+    impl_->drop_events(impl_->session->buffers);
+    impl_->release_session();
+    impl_->begin();
+  }
+}
+
+void FlopsProfiler::end_profile() {
+  if (impl_->running) impl_->halt();
+  if (impl_->gpu) impl_->gpu->stop();
+  impl_->gpu.reset();
+  if (impl_->session) impl_->drop_events(impl_->session->buffers);
+  impl_->session.reset();
+  impl_->spares.clear();
+  impl_->collected = Impl::Collected{};
+  impl_->index.reset();
+  impl_->result.reset();
+  impl_->snapshot.reset();
+}
+
+bool FlopsProfiler::is_running() const { return impl_->running; }
+
+StepScope FlopsProfiler::step_scope() {
+  StepScope scope;
+  if (!impl_->running) return scope;  // inert outside a profile (e.g. warm-up iterations)
+  detail::CallbackGuard guard;        // the memory observer may record on this thread meanwhile
+  detail::Session* s = impl_->session.get();
+  detail::ThreadBuffer* b = guard.ok() ? s->thread_buffer() : nullptr;
+  if (b == nullptr) return scope;
+  scope.record_ = b->begin_step(s->now());
+  if (scope.record_ < 0) return scope;
+  scope.buffer_ = b;
+  scope.session_ = s->id;
+  scope.slot_ = s->slot;
+  return scope;
+}
+
+StepScope& StepScope::operator=(StepScope&& other) noexcept {
+  if (this != &other) {
+    end();
+    buffer_ = std::exchange(other.buffer_, nullptr);
+    session_ = std::exchange(other.session_, 0);
+    record_ = std::exchange(other.record_, -1);
+    slot_ = std::exchange(other.slot_, -1);
+  }
+  return *this;
+}
+
+void StepScope::end() noexcept {
+  if (buffer_ == nullptr) return;
+  detail::CallbackGuard guard;
+  detail::Session* s = guard.ok() && slot_ >= 0
+                           ? detail::g_sessions[slot_].load(std::memory_order_acquire)
+                           : nullptr;
+  if (s != nullptr && s->id == session_) {
+    static_cast<detail::ThreadBuffer*>(buffer_)->end_step(record_, s->now());
+  }
+  buffer_ = nullptr;
+}
+
+IterationScope FlopsProfiler::iteration() {
+  IterationScope scope;
+  const int n = ++impl_->iterations;
+  if (impl_->options.profile_step <= 0 || n != impl_->options.profile_step) return scope;
+  if (impl_->running) {
+    --impl_->iterations;
+    throw Error(
+        "iteration(): a profile is already running; with ProfilerOptions::profile_step the "
+        "iteration scope starts and stops the profile itself, so do not call start_profile()");
+  }
+  start_profile(impl_->ignore);
+  scope.profiler_ = this;
+  return scope;
+}
+
+int FlopsProfiler::iteration_count() const { return impl_->iterations; }
+
+IterationScope& IterationScope::operator=(IterationScope&& other) noexcept {
+  if (this != &other) {
+    end();
+    profiler_ = std::exchange(other.profiler_, nullptr);
+  }
+  return *this;
+}
+
+void IterationScope::end() noexcept {
+  if (profiler_ == nullptr) return;
+  FlopsProfiler* p = std::exchange(profiler_, nullptr);
+  try {
+    if (p->is_running()) p->stop_profile();
+  } catch (...) {
+  }
+}
+
+uint64_t FlopsProfiler::get_total_flops() const { return impl_->current().flops; }
+uint64_t FlopsProfiler::get_total_macs() const { return impl_->current().macs; }
+uint64_t FlopsProfiler::get_total_params() const { return impl_->current().params; }
+double FlopsProfiler::get_total_duration() const { return impl_->current().duration_s; }
+std::string FlopsProfiler::get_total_flops_string() const {
+  return flops_to_string(get_total_flops());
+}
+std::string FlopsProfiler::get_total_macs_string() const {
+  return macs_to_string(get_total_macs());
+}
+std::string FlopsProfiler::get_total_params_string() const {
+  return params_to_string(get_total_params());
+}
+std::string FlopsProfiler::get_total_duration_string() const {
+  return duration_to_string(get_total_duration());
+}
+
+const ModuleStats& FlopsProfiler::get_module(const std::string& name) const {
+  const ProfileResult& r = impl_->current();
+  for (const ModuleStats& m : r.modules) {
+    if (m.name == name) return m;
+  }
+  std::string examples;
+  for (size_t i = 1; i < r.modules.size() && i <= 4; ++i) {
+    examples += (i > 1 ? "', '" : "") + r.modules[i].name;
+  }
+  throw Error(fmt::format(
+      "unknown module '{}': names are dotted paths as in named_modules() (e.g. '{}'), \"\" is "
+      "the root; modules of ignored types are not listed",
+      name, examples));
+}
+
+const ProfileResult& FlopsProfiler::result() const { return impl_->current(); }
+
+std::string FlopsProfiler::chrome_trace(int level) const {
+  if (level != 1 && level != 2) {
+    throw Error(
+        fmt::format("chrome_trace: level = {} is invalid; pass 1 (modules and ops) or 2 "
+                    "(adds memory and profiler-internal timing)",
+                    level));
+  }
+  impl_->current();  // throws when nothing was collected
+  detail::TraceData trace;
+  detail::TraceClock clock;
+  std::vector<detail::InternalSpan> internal;
+  auto t0 = std::chrono::steady_clock::now();
+  const Impl::Records recs = impl_->records();
+  if (impl_->running) {
+    const detail::Session& s = *impl_->session;
+    clock = {s.tick0, s.ns_per_tick()};
+    detail::AggregateInput in = impl_->input(recs, s.now(), clock.ns_per_tick, impl_->timer_name());
+    trace = detail::build_trace(in, detail::attribute(detail::attribution_input(in)));
+  } else {
+    const auto& c = impl_->collected;
+    clock = {c.origin, c.ns_per_tick};
+    trace = detail::build_trace(impl_->input(recs, c.stop, c.ns_per_tick, c.timer), c.attribution);
+    internal = c.internal;
+  }
+  if (level >= 2 && !internal.empty()) {
+    // The time stop_profile() spent computing, shown after the stop mark (steady ns -> ticks).
+    const double took_ns = impl_->compute_ns;
+    internal.back().end = internal.back().start + static_cast<int64_t>(took_ns / clock.ns_per_tick);
+    internal.push_back(detail::InternalSpan{
+        "flopsprof: trace post-processing", internal.back().end,
+        internal.back().end + static_cast<int64_t>(std::chrono::duration<double, std::nano>(
+                                                       std::chrono::steady_clock::now() - t0)
+                                                       .count() /
+                                                   clock.ns_per_tick)});
+  }
+  std::vector<uint64_t> ids;
+  for (const detail::ThreadEvents* b : recs.threads) ids.push_back(b->thread_id);
+  detail::TraceMeta meta;
+  meta.base_time_ns = impl_->wall0_ns;
+  meta.device = impl_->gpu_device;
+  if (impl_->rank) {
+    meta.distributed = true;
+    meta.rank = impl_->rank->rank;
+    meta.world_size = impl_->rank->world_size;
+    meta.backend = impl_->rank->backend;
+  }
+  return detail::to_chrome_trace(trace, ids, clock, level, internal, meta);
+}
+
+void FlopsProfiler::set_rank(int rank, int world_size, const std::string& backend) {
+  if (rank < 0 || world_size < 1 || rank >= world_size) {
+    throw Error(
+        fmt::format("set_rank: rank {} of world size {} is invalid; pass 0 <= rank < "
+                    "world_size",
+                    rank, world_size));
+  }
+  impl_->rank = Impl::RankInfo{rank, world_size, backend};
+}
+
+void FlopsProfiler::attach_distributed(DistributedStats stats) {
+  if (impl_->running || !impl_->result) {
+    throw Error("attach_distributed: no stopped profile; call stop_profile() first");
+  }
+  impl_->result->world_size = stats.world_size;
+  impl_->result->data_parallel_size = stats.data_parallel_size;
+  impl_->result->distributed = std::move(stats);
+}
+
+void FlopsProfiler::export_chrome_trace(const std::string& path, int level) const {
+  detail::write_text_file(path, chrome_trace(level), "Chrome trace");
+}
+
+std::string FlopsProfiler::model_profile_string(int profile_step, int module_depth, int top_modules,
+                                                bool detailed) const {
+  ReportOptions o;
+  o.profile_step = profile_step;
+  o.module_depth = module_depth;
+  o.top_modules = top_modules;
+  o.detailed = detailed;
+  return format_text_report(impl_->current(), o);
+}
+
+void FlopsProfiler::print_model_profile(int profile_step, int module_depth, int top_modules,
+                                        bool detailed, const std::string& output_file) const {
+  std::string text = model_profile_string(profile_step, module_depth, top_modules, detailed);
+  if (output_file.empty()) {
+    std::cout << text << std::flush;
+  } else {
+    detail::write_text_file(output_file, text, "profile");
+  }
+}
+
+std::string FlopsProfiler::to_json(int indent) const {
+  return flopsprof::to_json(impl_->current(), indent);
+}
+
+void FlopsProfiler::save_json(const std::string& path) const {
+  detail::write_text_file(path, to_json(), "JSON profile");
+}
+
+std::string FlopsProfiler::html(const BatchSweep* sweep) const {
+  return detail::html_report(impl_->current(), sweep ? sweep->csv() : std::string());
+}
+
+void FlopsProfiler::save_html(const std::string& path, const BatchSweep* sweep) const {
+  detail::write_text_file(path, html(sweep), "HTML report");
+}
+
+namespace detail {
+bool on_meta(const torch::nn::Module& model) {
+  for (const auto& p : model.parameters()) {
+    if (p.defined() && p.is_meta()) return true;
+  }
+  for (const auto& b : model.buffers()) {
+    if (b.defined() && b.is_meta()) return true;
+  }
+  return false;
+}
+
+torch::Tensor make_input(const std::vector<int64_t>& shape, const ModelProfileOptions& options) {
+  if (shape.empty())
+    throw Error("get_model_profile: input_shape is empty; pass e.g. {1, 3, 224, 224}");
+  for (int64_t d : shape) {
+    if (d < 0)
+      throw Error(fmt::format("get_model_profile: input_shape has a negative size ({})", d));
+  }
+  at::DisableRecordFunctionGuard no_record;
+  return torch::ones(
+      shape, torch::TensorOptions().dtype(options.input_dtype).device(options.input_device));
+}
+}  // namespace detail
+
+ModelProfile get_model_profile(std::shared_ptr<torch::nn::Module> model,
+                               const std::function<void()>& run_forward,
+                               const ModelProfileOptions& options) {
+  if (!model) throw Error("get_model_profile: the model is null; pass a constructed module");
+  if (!run_forward) throw Error("get_model_profile: the forward callable is empty");
+  const torch::nn::Module* m = model.get();
+  return detail::profile_model(
+      std::move(model),
+      [&] {
+        detail::CallWindow window(m);
+        run_forward();
+      },
+      options);
+}
+
+ModelProfile detail::profile_model(std::shared_ptr<torch::nn::Module> model,
+                                   const std::function<void()>& run_forward,
+                                   const ModelProfileOptions& options) {
+  if (!model) throw Error("get_model_profile: the model is null; pass a constructed module");
+  if (!run_forward) throw Error("get_model_profile: the forward callable is empty");
+  if (options.warm_up < 0) throw Error("get_model_profile: warm_up must be >= 0");
+  ReportOptions check;  // validate before running anything
+  check.module_depth = options.module_depth;
+  check.top_modules = options.top_modules;
+  format_text_report(ProfileResult{}, check);
+
+  ProfilerOptions profiler_options = options.profiler;
+  if (options.on_meta || detail::on_meta(*model)) {
+    to_meta(*model);                       // a no-op for a model already there
+    profiler_options.track_memory = true;  // the footprint is the point of a meta estimate
+  }
+  for (int i = 0; i < options.warm_up; ++i) run_forward();
+  if (options.backward) {
+    // Gradients left by the warm-up would hide their own allocation from a training estimate.
+    for (auto& p : model->parameters()) p.mutable_grad() = torch::Tensor();
+  }
+  FlopsProfiler prof(model, profiler_options);
+  prof.start_profile(options.ignore_modules);
+  run_forward();  // on an exception the profiler's destructor ends the profile
+  prof.stop_profile();
+  if (options.print_profile) {
+    prof.print_model_profile(1, options.module_depth, options.top_modules, options.detailed,
+                             options.output_file);
+  }
+  if (!options.html_file.empty()) prof.save_html(options.html_file);
+  ModelProfile mp;
+  mp.result = prof.result();
+  mp.flops = mp.result.flops;
+  mp.macs = mp.result.macs;
+  mp.params = mp.result.params;
+  mp.duration_s = mp.result.duration_s;
+  if (options.as_string) {
+    mp.flops_string = flops_to_string(mp.flops);
+    mp.macs_string = macs_to_string(mp.macs);
+    mp.params_string = params_to_string(mp.params);
+  }
+  prof.end_profile();
+  return mp;
+}
+
+}  // namespace flopsprof

@@ -1,0 +1,409 @@
+// The HTML report (see report_html.h). The page is plain HTML, CSS and JavaScript, inline.
+#include "reports/report_html.h"
+
+#include <fmt/format.h>
+
+#include "flopsprof/report.h"
+
+namespace flopsprof::detail {
+namespace {
+
+constexpr const char* kStyle = R"CSS(
+:root { --fg:#1d2430; --muted:#5b6576; --line:#d9dee7; --bg:#ffffff; --panel:#f6f8fb; --accent:#2f6fde; --na:#fff1d6; }
+* { box-sizing: border-box; }
+body { margin: 0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--fg); background: var(--bg); }
+header { padding: 14px 24px; border-bottom: 1px solid var(--line); display: flex; align-items: baseline; gap: 16px; flex-wrap: wrap; }
+header h1 { font-size: 18px; margin: 0; }
+header .sub { color: var(--muted); }
+main { padding: 16px 24px 48px; max-width: 1500px; }
+section { margin: 0 0 28px; }
+h2 { font-size: 15px; margin: 0 0 8px; }
+.note { color: var(--muted); font-size: 12px; margin: 4px 0 8px; }
+#summary { display: grid; grid-template-columns: repeat(auto-fill, minmax(230px, 1fr)); gap: 8px; }
+.kv { background: var(--panel); border: 1px solid var(--line); border-radius: 6px; padding: 8px 10px; }
+.kv .k { color: var(--muted); font-size: 12px; display: block; }
+.kv .v { font-size: 17px; font-weight: 600; font-variant-numeric: tabular-nums; }
+.controls { display: flex; gap: 12px; align-items: center; flex-wrap: wrap; margin: 0 0 8px; }
+.controls label { color: var(--muted); }
+button.seg { border: 1px solid var(--line); background: #fff; padding: 4px 10px; border-radius: 4px; cursor: pointer; }
+button.seg.on { background: var(--accent); color: #fff; border-color: var(--accent); }
+#crumbs a { color: var(--accent); cursor: pointer; text-decoration: none; }
+#crumbs a:hover { text-decoration: underline; }
+#icicle { position: relative; width: 100%; border: 1px solid var(--line); border-radius: 6px; overflow: hidden; background: #fbfcfe; }
+.cell { position: absolute; height: 22px; border-right: 1px solid #fff; border-bottom: 1px solid #fff; overflow: hidden; white-space: nowrap; text-overflow: ellipsis; font-size: 12px; padding: 2px 5px; color: #0b1220; cursor: pointer; }
+.cell:hover { outline: 2px solid var(--fg); z-index: 2; }
+#legend { display: flex; align-items: center; gap: 8px; font-size: 12px; color: var(--muted); margin-top: 6px; }
+#legend .bar { width: 220px; height: 10px; border-radius: 3px; }
+#tip { position: fixed; pointer-events: none; background: #101623; color: #fff; font-size: 12px; padding: 6px 8px; border-radius: 4px; max-width: 420px; display: none; z-index: 10; white-space: pre-line; }
+table { border-collapse: collapse; width: 100%; font-size: 13px; }
+th, td { padding: 4px 8px; border-bottom: 1px solid var(--line); text-align: right; white-space: nowrap; }
+th:first-child, td:first-child, th.l, td.l { text-align: left; }
+th { position: sticky; top: 0; background: var(--panel); cursor: pointer; user-select: none; }
+th.sorted::after { content: " \25BC"; font-size: 10px; }
+th.sorted.asc::after { content: " \25B2"; }
+td.name { max-width: 420px; overflow: hidden; text-overflow: ellipsis; }
+.scroll { max-height: 560px; overflow: auto; border: 1px solid var(--line); border-radius: 6px; }
+tr.na td { background: var(--na); }
+.badge { display: inline-block; font-size: 11px; padding: 0 5px; border-radius: 3px; background: #f0a020; color: #fff; margin-left: 6px; }
+svg text { font-size: 11px; fill: var(--muted); }
+input[type=search] { padding: 4px 8px; border: 1px solid var(--line); border-radius: 4px; min-width: 240px; }
+select { padding: 3px 6px; }
+)CSS";
+
+constexpr const char* kScript = R"JS(
+(function () {
+  'use strict';
+  const D = JSON.parse(document.getElementById('flopsprof-data').textContent);
+  const SWEEP = JSON.parse(document.getElementById('flopsprof-sweep').textContent);
+  const M = D.modules || [];
+  const el = (tag, cls, text) => { const e = document.createElement(tag); if (cls) e.className = cls; if (text !== undefined) e.textContent = text; return e; };
+  const num = (x, unit) => {
+    if (x === null || x === undefined || !isFinite(x)) return 'n/a';
+    const a = Math.abs(x);
+    const s = a >= 1e12 ? (x / 1e12).toFixed(2) + ' T' : a >= 1e9 ? (x / 1e9).toFixed(2) + ' G' : a >= 1e6 ? (x / 1e6).toFixed(2) + ' M' : a >= 1e3 ? (x / 1e3).toFixed(2) + ' K' : String(Math.round(x * 100) / 100) + ' ';
+    return (s + (unit || '')).trim();
+  };
+  const dur = (s) => !isFinite(s) ? 'n/a' : s >= 1 ? s.toFixed(2) + ' s' : s >= 1e-3 ? (s * 1e3).toFixed(2) + ' ms' : (s * 1e6).toFixed(2) + ' us';
+  const bytes = (b) => { const a = Math.abs(b); return a >= 2 ** 30 ? (b / 2 ** 30).toFixed(2) + ' GiB' : a >= 2 ** 20 ? (b / 2 ** 20).toFixed(2) + ' MiB' : a >= 1024 ? (b / 1024).toFixed(2) + ' KiB' : b + ' B'; };
+  const rate = (f, s) => s > 0 ? f / s : 0;
+  const label = (m) => m.name === '' ? '(root)' : m.name;
+
+  // Tree.
+  const kids = M.map(() => []), byName = new Map(), up = M.map(() => -1);
+  M.forEach((m, i) => byName.set(m.name, i));
+  M.forEach((m, i) => { if (m.parent !== null && m.parent !== undefined && byName.has(m.parent)) { up[i] = byName.get(m.parent); kids[up[i]].push(i); } });
+
+  // 5. Summary.
+  const S = D.summary || {};
+  const summary = document.getElementById('summary');
+  const items = [
+    ['params', 'params', num], ['fwd MACs', 'fwd_macs', (x) => num(x, 'MACs')], ['fwd FLOPs', 'fwd_flops', (x) => num(x, 'FLOPs')],
+    ['fwd latency', 'fwd_latency_s', dur], ['fwd FLOP/s', 'fwd_flops_per_s', (x) => num(x, 'FLOPS')],
+    ['bwd FLOPs (measured)', 'bwd_flops', (x) => num(x, 'FLOPs')], ['bwd latency', 'bwd_latency_s', dur],
+    ['step latency', 'step_latency_s', dur], ['iteration latency', 'iter_latency_s', dur],
+    ['time in ops without a formula', 'no_formula_latency_s', dur], ['batch size', 'batch_size', num], ['world size', 'world_size', num]];
+  const training = S.bwd_latency_s > 0 || S.step_latency_s > 0;
+  for (const [k, key, f] of items) {
+    if (!(key in S)) continue;
+    if ((key === 'batch_size' && !(S[key] > 0)) || (key === 'world_size' && !(S[key] > 1))) continue;
+    if ((key === 'no_formula_latency_s' || key === 'step_latency_s') && !(S[key] > 0)) continue;
+    if ((key.startsWith('bwd') || key.startsWith('step') || key === 'iter_latency_s') && !training) continue;
+    const box = el('div', 'kv');
+    box.appendChild(el('span', 'k', k));
+    const v = el('span', 'v', f(S[key]));
+    v.dataset.key = key;
+    v.dataset.value = String(S[key]);
+    box.appendChild(v);
+    summary.appendChild(box);
+  }
+  if (D.outside_model && D.outside_model.ops > 0) {
+    const box = el('div', 'kv');
+    box.appendChild(el('span', 'k', 'outside the model'));
+    const v = el('span', 'v', num(D.outside_model.flops, 'FLOPs') + ', ' + dur(D.outside_model.latency_s));
+    v.dataset.key = 'outside_flops'; v.dataset.value = String(D.outside_model.flops);
+    box.appendChild(v); summary.appendChild(box);
+  }
+  if (D.gpu && D.gpu.backend) {
+    const box = el('div', 'kv');
+    box.appendChild(el('span', 'k', 'GPU timing'));
+    box.appendChild(el('span', 'v', D.gpu.backend));
+    summary.appendChild(box);
+  }
+
+  // 1. Icicle.
+  let metric = 'flops', zoom = 0;
+  const icicle = document.getElementById('icicle'), tip = document.getElementById('tip');
+  const rates = M.map((m) => rate(m.flops, m.latency_s)).filter((r) => r > 0);
+  const lo = rates.length ? Math.log10(Math.min(...rates)) : 0, hi = rates.length ? Math.log10(Math.max(...rates)) : 1;
+  const color = (m) => {
+    const r = rate(m.flops, m.latency_s);
+    if (!(r > 0)) return '#d5d9e0';
+    const t = hi > lo ? (Math.log10(r) - lo) / (hi - lo) : 0.5;  // slow (red) .. fast (green)
+    return 'hsl(' + Math.round(8 + t * 122) + ', 62%, ' + Math.round(72 - t * 12) + '%)';
+  };
+  const value = (m) => Math.max(0, m[metric] || 0);
+  const tipText = (m) => [label(m) + ' (' + m.type + ')', 'calls ' + m.calls + ', params ' + num(m.params),
+    'MACs ' + num(m.macs) + ', FLOPs ' + num(m.flops), 'fwd ' + dur(m.latency_s) + ', bwd ' + dur(m.bwd_latency_s || 0),
+    'achieved ' + num(rate(m.flops, m.latency_s), 'FLOP/s')].join('\n');
+  function drawIcicle() {
+    icicle.textContent = '';
+    const W = icicle.clientWidth || 1000, H = 22;
+    let maxDepth = 0, shown = 0;
+    const root = M[zoom];
+    const place = (i, x, w, row) => {
+      if (w < 0.5 || shown > 20000) return;
+      const m = M[i];
+      const c = el('div', 'cell', label(m) === '(root)' ? m.type : (m.name.split('.').pop() + ': ' + m.type));
+      c.style.left = x + 'px'; c.style.top = (row * H) + 'px'; c.style.width = Math.max(1, w) + 'px';
+      c.style.background = color(m);
+      c.dataset.index = String(i); c.dataset.name = m.name;
+      c.addEventListener('click', () => { zoom = i; drawIcicle(); });
+      c.addEventListener('mousemove', (ev) => { tip.textContent = tipText(m); tip.style.display = 'block'; tip.style.left = (ev.clientX + 14) + 'px'; tip.style.top = (ev.clientY + 12) + 'px'; });
+      c.addEventListener('mouseleave', () => { tip.style.display = 'none'; });
+      icicle.appendChild(c);
+      shown++;
+      maxDepth = Math.max(maxDepth, row);
+      const total = value(m);
+      if (total <= 0) return;
+      let cx = x;
+      for (const k of kids[i]) { const cw = w * value(M[k]) / total; place(k, cx, cw, row + 1); cx += cw; }
+    };
+    if (value(root) > 0) place(zoom, 0, W, 0);
+    icicle.style.height = ((maxDepth + 1) * H + 2) + 'px';
+    const crumbs = document.getElementById('crumbs');
+    crumbs.textContent = '';
+    const path = [];
+    for (let i = zoom; i >= 0; i = up[i]) path.unshift(i);
+    path.forEach((i, n) => {
+      if (n) crumbs.appendChild(document.createTextNode(' / '));
+      const a = el('a', '', label(M[i]));
+      a.addEventListener('click', () => { zoom = i; drawIcicle(); });
+      crumbs.appendChild(a);
+    });
+    document.getElementById('zoomed').textContent = label(M[zoom]);
+  }
+  document.querySelectorAll('button.seg').forEach((b) => b.addEventListener('click', () => {
+    metric = b.dataset.metric;
+    document.querySelectorAll('button.seg').forEach((x) => x.classList.toggle('on', x === b));
+    drawIcicle();
+  }));
+  if (!M.some((m) => m.bwd_latency_s > 0)) document.querySelector('button[data-metric=bwd_latency_s]').style.display = 'none';
+  document.getElementById('legend-lo').textContent = num(10 ** lo, 'FLOP/s');
+  document.getElementById('legend-hi').textContent = num(10 ** hi, 'FLOP/s');
+  window.addEventListener('resize', drawIcicle);
+
+  // 2. Module table.
+  const hasMem = M.some((m) => m.fwd_alloc_bytes);
+  const hasDev = M.some((m) => m.device_fwd_s !== undefined);
+  const cols = [
+    ['name', 'module', (m) => label(m), 'l'], ['type', 'type', (m) => m.type, 'l'], ['depth', 'depth', (m) => m.depth],
+    ['calls', 'calls', (m) => m.calls], ['params', 'params', (m) => m.params, '', num], ['macs', 'MACs', (m) => m.macs, '', num],
+    ['flops', 'FLOPs', (m) => m.flops, '', num], ['latency_s', 'fwd latency', (m) => m.latency_s, '', dur],
+    ['rate', 'FLOP/s', (m) => rate(m.flops, m.latency_s), '', num]];
+  if (M.some((m) => m.bwd_latency_s > 0)) cols.splice(8, 0, ['bwd_latency_s', 'bwd latency', (m) => m.bwd_latency_s || 0, '', dur], ['bwd_flops', 'bwd FLOPs', (m) => m.bwd_flops || 0, '', num]);
+  if (hasDev) cols.push(['device_fwd_s', 'device fwd', (m) => m.device_fwd_s || 0, '', dur]);
+  if (hasMem) cols.push(['fwd_alloc_bytes', 'fwd alloc', (m) => m.fwd_alloc_bytes, '', bytes], ['fwd_held_bytes', 'fwd held', (m) => m.fwd_held_bytes, '', bytes]);
+  let sortKey = null, asc = false;
+  const thead = document.querySelector('#modules thead tr'), tbody = document.querySelector('#modules tbody');
+  cols.forEach(([key, title, , cls]) => {
+    const th = el('th', cls || '', title);
+    th.dataset.key = key;
+    th.addEventListener('click', () => { asc = sortKey === key ? !asc : false; sortKey = key; drawTable(); });
+    thead.appendChild(th);
+  });
+  const maxDepth = Math.max(0, ...M.map((m) => m.depth));
+  const depthSel = document.getElementById('depth');
+  for (let d = 0; d <= maxDepth; d++) { const o = el('option', '', 'depth <= ' + d); o.value = String(d); depthSel.appendChild(o); }
+  const filter = document.getElementById('filter');
+  function drawTable() {
+    const q = filter.value.toLowerCase(), dl = depthSel.value === 'all' ? Infinity : Number(depthSel.value);
+    let idx = M.map((m, i) => i).filter((i) => M[i].depth <= dl && (!q || M[i].name.toLowerCase().includes(q) || M[i].type.toLowerCase().includes(q)));
+    if (sortKey) {
+      const f = cols.find((c) => c[0] === sortKey)[2];
+      idx.sort((a, b) => { const x = f(M[a]), y = f(M[b]); const c = typeof x === 'string' ? x.localeCompare(y) : x - y; return asc ? c : -c; });
+    }
+    thead.querySelectorAll('th').forEach((th) => { th.classList.toggle('sorted', th.dataset.key === sortKey); th.classList.toggle('asc', th.dataset.key === sortKey && asc); });
+    const limit = 1000;
+    document.getElementById('shown').textContent = idx.length > limit ? 'showing ' + limit + ' of ' + idx.length + ' modules (filter or limit the depth to see others)' : idx.length + ' modules';
+    tbody.textContent = '';
+    const frag = document.createDocumentFragment();
+    for (const i of idx.slice(0, limit)) {
+      const tr = el('tr');
+      tr.dataset.index = String(i);
+      for (const [key, , f, cls, show] of cols) {
+        const v = f(M[i]);
+        const td = el('td', (cls || '') + (key === 'name' ? ' name' : ''), show ? show(v) : String(v));
+        if (key === 'name') { td.style.paddingLeft = (8 + 12 * M[i].depth) + 'px'; td.title = label(M[i]); }
+        td.dataset.value = String(v);
+        tr.appendChild(td);
+      }
+      tr.addEventListener('click', () => { zoom = i; drawIcicle(); document.getElementById('icicle-section').scrollIntoView(); });
+      frag.appendChild(tr);
+    }
+    tbody.appendChild(frag);
+  }
+  filter.addEventListener('input', drawTable);
+  depthSel.addEventListener('change', drawTable);
+
+  // 3. Op table.
+  const ops = D.ops || [];
+  const phaseTime = {};
+  for (const o of ops) phaseTime[o.phase] = (phaseTime[o.phase] || 0) + o.latency_s;
+  const obody = document.querySelector('#ops tbody');
+  for (const o of ops) {
+    const tr = el('tr', o.has_formula ? '' : 'na');
+    const name = el('td', 'l', o.name);
+    if (!o.has_formula) name.appendChild(el('span', 'badge', 'no formula'));
+    tr.appendChild(name);
+    tr.appendChild(el('td', 'l', o.phase));
+    tr.appendChild(el('td', '', String(o.calls)));
+    tr.appendChild(el('td', '', o.has_formula ? num(o.flops) : 'n/a'));
+    tr.appendChild(el('td', '', dur(o.latency_s)));
+    tr.appendChild(el('td', '', phaseTime[o.phase] > 0 ? (100 * o.latency_s / phaseTime[o.phase]).toFixed(1) + '%' : ''));
+    obody.appendChild(tr);
+  }
+  const na = ops.filter((o) => !o.has_formula);
+  document.getElementById('ops-note').textContent = na.length ? na.length + ' op(s) without a formula (highlighted): their time is measured, their FLOPs are n/a, never counted as 0.' : 'Every op has a formula.';
+
+  // 4. Memory footprint and batch-size sweep (SVG).
+  const NS = 'http://www.w3.org/2000/svg';
+  const svgEl = (tag, attrs) => { const e = document.createElementNS(NS, tag); for (const k in attrs) e.setAttribute(k, attrs[k]); return e; };
+  function plot(parent, series, xlab, ylab, fx, fy, mark, xticks) {
+    const W = Math.max(400, parent.clientWidth || 900), H = 240, L = 70, B = 30, T = 10, R = 40;
+    const svg = svgEl('svg', { viewBox: '0 0 ' + W + ' ' + H, width: W, height: H, role: 'img' });
+    const xs = series.flatMap((s) => s.points.map((p) => p[0])), ys = series.flatMap((s) => s.points.map((p) => p[1]));
+    const x0 = Math.min(...xs), x1 = Math.max(...xs), y0 = Math.min(0, ...ys), y1 = Math.max(...ys, 1);
+    const X = (x) => L + (x1 > x0 ? (x - x0) / (x1 - x0) : 0.5) * (W - L - R), Y = (y) => H - B - (y - y0) / (y1 - y0) * (H - B - T);
+    svg.appendChild(svgEl('line', { x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: '#999' }));
+    svg.appendChild(svgEl('line', { x1: L, y1: T, x2: L, y2: H - B, stroke: '#999' }));
+    for (let k = 0; k <= 4; k++) {
+      const yv = y0 + (y1 - y0) * k / 4, t = svgEl('text', { x: L - 6, y: Y(yv) + 4, 'text-anchor': 'end' });
+      t.textContent = fy(yv); svg.appendChild(t);
+    }
+    const xs_ = xticks || [0, 1, 2, 3, 4].map((k) => x0 + (x1 - x0) * k / 4);
+    xs_.forEach((xv, k) => {
+      const u = svgEl('text', { x: X(xv), y: H - 10, 'text-anchor': k === xs_.length - 1 && xs_.length > 1 ? 'end' : 'middle' });
+      u.textContent = fx(xv); svg.appendChild(u);
+    });
+    const xl = svgEl('text', { x: W - R, y: H - B - 6, 'text-anchor': 'end' }); xl.textContent = xlab; svg.appendChild(xl);
+    const yl = svgEl('text', { x: L + 6, y: T + 10 }); yl.textContent = ylab; svg.appendChild(yl);
+    for (const s of series) {
+      svg.appendChild(svgEl('polyline', { points: s.points.map((p) => X(p[0]).toFixed(1) + ',' + Y(p[1]).toFixed(1)).join(' '), fill: 'none', stroke: s.color, 'stroke-width': 1.6 }));
+    }
+    if (mark) {
+      svg.appendChild(svgEl('circle', { cx: X(mark[0]), cy: Y(mark[1]), r: 5, fill: '#d33' }));
+      const t = svgEl('text', { x: X(mark[0]) + 8, y: Y(mark[1]) + 4, id: 'peak-label' }); t.textContent = mark[2]; svg.appendChild(t);
+    }
+    parent.appendChild(svg);
+  }
+  const mem = D.memory;
+  if (mem && mem.trace && mem.trace.length) {
+    document.getElementById('memory-section').hidden = false;
+    let step = Math.max(1, Math.floor(mem.trace.length / 4000));
+    const pts = mem.trace.filter((p, i) => i % step === 0).map((p) => [p.t_s, p.bytes]);
+    let peak = mem.trace[0];
+    for (const p of mem.trace) if (p.bytes > peak.bytes) peak = p;
+    plot(document.getElementById('memory'), [{ points: pts, color: '#2f6fde' }], 'time', 'bytes in use', dur, bytes,
+         [peak.t_s, peak.bytes, 'peak ' + bytes(peak.bytes) + ' at ' + (peak.op || '?') + ' (' + (peak.module || 'root') + ', ' + peak.phase + ')']);
+  }
+  if (SWEEP.length) {
+    document.getElementById('sweep-section').hidden = false;
+    const series = [{ points: SWEEP.map((r) => [r.batch_size, r.fwd_peak_bytes]), color: '#2f6fde' }];
+    if (SWEEP.some((r) => r.train_peak_bytes > 0)) series.push({ points: SWEEP.map((r) => [r.batch_size, r.train_peak_bytes]), color: '#d9822b' });
+    plot(document.getElementById('sweep'), series, 'batch size', 'peak memory (blue: forward, orange: training)', (x) => String(Math.round(x)), bytes, null, SWEEP.map((r) => r.batch_size));
+  }
+
+  drawIcicle();
+  drawTable();
+  document.body.dataset.ready = '1';
+})();
+)JS";
+
+// Batch-size sweep CSV (BatchSweep::csv()) as a JSON array for the page.
+std::string sweep_json(const std::string& csv) {
+  std::string out = "[";
+  size_t pos = csv.find('\n');  // skip the header line
+  bool first = true;
+  while (pos != std::string::npos && pos + 1 < csv.size()) {
+    size_t end = csv.find('\n', pos + 1);
+    std::string line = csv.substr(pos + 1, end == std::string::npos ? end : end - pos - 1);
+    pos = end;
+    long long b = 0, fwd = 0, train = 0;
+    unsigned long long flops = 0;
+    double lat = 0;
+    if (std::sscanf(line.c_str(), "%lld,%lld,%lld,%llu,%lf", &b, &fwd, &train, &flops, &lat) != 5)
+      continue;
+    out += fmt::format(
+        "{}{{\"batch_size\":{},\"fwd_peak_bytes\":{},\"train_peak_bytes\":{},\"fwd_flops\":{},"
+        "\"fwd_latency_s\":{}}}",
+        first ? "" : ",", b, fwd, train, flops, lat);
+    first = false;
+  }
+  return out + "]";
+}
+
+}  // namespace
+
+std::string json_for_script(const std::string& json) {
+  std::string out;
+  out.reserve(json.size() + json.size() / 16);
+  for (char c : json) {
+    if (c == '<')
+      out += "\\u003c";
+    else if (c == '>')
+      out += "\\u003e";
+    else if (c == '&')
+      out += "\\u0026";
+    else
+      out += c;
+  }
+  return out;
+}
+
+std::string html_report(const ProfileResult& result, const std::string& sweep_csv) {
+  std::string out;
+  out += "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+  out += "<title>flopsprof report</title>\n<style>";
+  out += kStyle;
+  out += "</style>\n</head>\n<body>\n";
+  out +=
+      "<header><h1>flopsprof</h1><span class=\"sub\" id=\"model-name\"></span>"
+      "<span class=\"sub\">per-module FLOPs, MACs, latency and parameters</span></header>\n";
+  out += "<main>\n";
+  out += "<section><h2>Summary</h2><div id=\"summary\"></div></section>\n";
+  out +=
+      "<section id=\"icicle-section\"><h2>Where the work goes: <span id=\"zoomed\"></span></h2>"
+      "<div class=\"controls\"><label>width</label>"
+      "<button class=\"seg on\" data-metric=\"flops\">FLOPs</button>"
+      "<button class=\"seg\" data-metric=\"latency_s\">fwd latency</button>"
+      "<button class=\"seg\" data-metric=\"bwd_latency_s\">bwd latency</button>"
+      "<span id=\"crumbs\"></span></div>"
+      "<div id=\"icicle\"></div>"
+      "<div id=\"legend\"><span>colour: achieved FLOP/s</span><span id=\"legend-lo\"></span>"
+      "<span class=\"bar\" style=\"background:linear-gradient(90deg,hsl(8,62%,72%),"
+      "hsl(69,62%,66%),hsl(130,62%,60%))\"></span><span id=\"legend-hi\"></span></div>"
+      "<p class=\"note\">Width: the module's inclusive value; what its children leave is its own "
+      "work. Click a module to zoom in, a name above to zoom out; hover for numbers. Many FLOPs "
+      "and little time is efficient (green); the reverse (red) is the one to look at.</p>"
+      "</section>\n";
+  out +=
+      "<section><h2>Modules</h2><div class=\"controls\"><input type=\"search\" id=\"filter\" "
+      "placeholder=\"filter by name or type\"><select id=\"depth\"><option value=\"all\">all "
+      "depths</option></select><span class=\"note\" id=\"shown\"></span></div>"
+      "<div class=\"scroll\"><table id=\"modules\"><thead><tr></tr></thead><tbody></tbody>"
+      "</table></div><p class=\"note\">Click a column to sort (again to reverse), a row to show "
+      "it in the icicle.</p></section>\n";
+  out +=
+      "<section><h2>Ops</h2><p class=\"note\" id=\"ops-note\"></p><div class=\"scroll\">"
+      "<table id=\"ops\"><thead><tr><th class=\"l\">op</th><th class=\"l\">phase</th>"
+      "<th>calls</th><th>FLOPs</th><th>time</th><th>share of phase time</th></tr></thead>"
+      "<tbody></tbody></table></div></section>\n";
+  out +=
+      "<section id=\"memory-section\" hidden><h2>Memory footprint</h2><div id=\"memory\"></div>"
+      "</section>\n";
+  out +=
+      "<section id=\"sweep-section\" hidden><h2>Batch-size sweep</h2><div id=\"sweep\"></div>"
+      "</section>\n";
+  out += "</main>\n<div id=\"tip\"></div>\n";
+  out += "<script type=\"application/json\" id=\"flopsprof-data\">";
+  out += json_for_script(to_json(result, -1));
+  out += "</script>\n<script type=\"application/json\" id=\"flopsprof-sweep\">";
+  out += json_for_script(sweep_json(sweep_csv));
+  out += "</script>\n<script>";
+  out += kScript;
+  out += "document.getElementById('model-name').textContent = ";
+  out +=
+      "JSON.parse(document.getElementById('flopsprof-data').textContent).modules[0] ? "
+      "JSON.parse(document.getElementById('flopsprof-data').textContent).modules[0].type : '';";
+  out += "</script>\n</body>\n</html>\n";
+  return out;
+}
+
+}  // namespace flopsprof::detail
+
+namespace flopsprof {
+std::string to_html(const ProfileResult& result, const std::string& sweep_csv) {
+  return detail::html_report(result, sweep_csv);
+}
+}  // namespace flopsprof
