@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
   torch::Tensor logits = model->forward(input_ids);
   prof.stop_profile();
 
-  prof.print_model_profile(/*profile_step=*/1, /*module_depth=*/-1, /*top_modules=*/3,
+  prof.print_model_profile(/*header_step=*/1, /*module_depth=*/-1, /*top_modules=*/3,
                            /*detailed=*/true);
   std::cout << "logits: " << logits.sizes() << "\n";
   for (int i = 1; i < argc; ++i) {

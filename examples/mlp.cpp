@@ -19,7 +19,7 @@ int main() {
   prof.start_profile();
   model->forward(x);
   prof.stop_profile();
-  prof.print_model_profile(/*profile_step=*/1, /*module_depth=*/-1, /*top_modules=*/3);
+  prof.print_model_profile(/*header_step=*/1, /*module_depth=*/-1, /*top_modules=*/3);
   std::cout << "total flops: " << prof.get_total_flops_string()
             << ", macs: " << prof.get_total_macs_string()
             << ", params: " << prof.get_total_params_string()

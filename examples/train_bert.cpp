@@ -43,6 +43,6 @@ int main() {
     std::cout << "step " << step << " loss " << loss.item<double>()
               << (iteration.profiling() ? " (profiled)" : "") << "\n";
   }
-  prof.print_model_profile(/*profile_step=*/3, /*module_depth=*/4, /*top_modules=*/2);
+  prof.print_model_profile(/*header_step=*/3, /*module_depth=*/4, /*top_modules=*/2);
   return 0;
 }

@@ -52,9 +52,9 @@ int main() {
               << " g_loss " << g_loss.item<double>() << "\n";
   }
   std::cout << "\n===== generator =====\n";
-  g_prof.print_model_profile(/*profile_step=*/2, /*module_depth=*/-1, /*top_modules=*/1,
+  g_prof.print_model_profile(/*header_step=*/2, /*module_depth=*/-1, /*top_modules=*/1,
                              /*detailed=*/true);
   std::cout << "\n===== discriminator (3 calls per step) =====\n";
-  d_prof.print_model_profile(/*profile_step=*/2);
+  d_prof.print_model_profile(/*header_step=*/2);
   return 0;
 }

@@ -140,7 +140,7 @@ int worker(const Args& a, int rank, uint16_t port) {
   const std::string base = a.out + "/rank" + std::to_string(rank);
   prof.save_json(base + ".json");
   prof.export_chrome_trace(base + ".pt.trace.json");
-  if (rank == 0) prof.print_model_profile(/*profile_step=*/2, /*module_depth=*/-1, 1, false);
+  if (rank == 0) prof.print_model_profile(/*header_step=*/2, /*module_depth=*/-1, 1, false);
   return 0;
 }
 

@@ -32,6 +32,6 @@ int main() {
     sgd.step();
     std::cout << "step " << step << " loss " << loss.item<double>() << "\n";
   }
-  prof.print_model_profile(/*profile_step=*/2);
+  prof.print_model_profile(/*header_step=*/2);
   return 0;
 }

@@ -33,6 +33,6 @@ int main() {
     std::cout << "step " << step << " loss " << loss.item<double>()
               << (iteration.profiling() ? " (profiled)" : "") << "\n";
   }
-  prof.print_model_profile(/*profile_step=*/3);
+  prof.print_model_profile(/*header_step=*/3);
   return 0;
 }

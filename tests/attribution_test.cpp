@@ -58,8 +58,8 @@ struct Events {
     e.seq_nr = seq;
     e.seq_end = seq_end;
     e.scope = scope;
-    e.start_ns = clock;
-    e.end_ns = clock + 10;
+    e.start_tick = clock;
+    e.end_tick = clock + 10;
     clock += 10;
     th.events.push_back(e);
     return static_cast<int>(th.events.size() - 1);
@@ -71,8 +71,8 @@ struct Events {
     w.kind = EventKind::kBackwardNode;
     w.flags = kBackward | kEngine;
     w.seq_nr = seq;
-    w.start_ns = clock;
-    w.end_ns = clock + 10;
+    w.start_tick = clock;
+    w.end_tick = clock + 10;
     th.events.push_back(w);
     RawEvent n = w;
     n.name_id = names.id(name);
@@ -100,7 +100,7 @@ Result run(const ModuleTree& tree, const Events& ev, const Names& names) {
   in.tree = &tree;
   in.threads = {&ev.th};
   in.names = &names;
-  in.stop_ns = 1000000;
+  in.stop_tick = 1000000;
   return Result{attribute(in)};
 }
 

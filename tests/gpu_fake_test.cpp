@@ -13,8 +13,8 @@
 #include <torch/torch.h>
 
 #include "capture/device_events.h"
-#include "flopsprof/flopsprof.h"
 #include "capture/gpu_backend.h"
+#include "flopsprof/flopsprof.h"
 #ifdef FLOPSPROF_TEST_FAKE_PLUGIN
 #include <cupti_result.h>
 
@@ -82,10 +82,12 @@ bool fake_elapsed(void* from, void* to, c10::DeviceIndex, double* ms, std::strin
   return true;
 }
 
-struct ForceDevice {
-  explicit ForceDevice(c10::DeviceType t) { d::g_force_device_type = static_cast<int>(t); }
-  ~ForceDevice() { d::g_force_device_type = -1; }
-};
+// A CPU model timed as if its work ran on device `t` (ProfilerOptions::device).
+flopsprof::ProfilerOptions on_device(c10::DeviceType t) {
+  flopsprof::ProfilerOptions o;
+  o.device = c10::Device(t, 0);
+  return o;
+}
 
 const flopsprof::ModuleStats& module(const flopsprof::ProfileResult& r, const std::string& name) {
   for (const auto& m : r.modules) {
@@ -100,10 +102,9 @@ torch::nn::Sequential small_mlp() {
 
 TEST(FakeDeviceEvents, PhaseAndModuleDeviceTimeAsTheFakeDictatesWithoutSyncBeforeStop) {
   d::set_event_elapsed(kFake, fake_elapsed);
-  ForceDevice force(kFake);
   auto model = small_mlp();
   torch::Tensor x = torch::randn({2, 4});
-  flopsprof::FlopsProfiler prof(model);
+  flopsprof::FlopsProfiler prof(model, on_device(kFake));
   torch::Tensor target = torch::zeros({2, 2});
   torch::Tensor seed = torch::ones({});  // backward's seed made here, not by backward()
   g_fake_step = 1000;
@@ -152,9 +153,8 @@ TEST(FakeDeviceEvents, PhaseAndModuleDeviceTimeAsTheFakeDictatesWithoutSyncBefor
 
 TEST(FakeDeviceEvents, DiscardedProfilesDestroyTheirEvents) {
   d::set_event_elapsed(kFake, fake_elapsed);
-  ForceDevice force(kFake);
   auto model = small_mlp();
-  flopsprof::FlopsProfiler prof(model);
+  flopsprof::FlopsProfiler prof(model, on_device(kFake));
   prof.start_profile();
   model->forward(torch::randn({2, 4}));
   prof.reset_profile();  // the first part is discarded, the profile goes on
@@ -166,9 +166,8 @@ TEST(FakeDeviceEvents, DiscardedProfilesDestroyTheirEvents) {
 
 TEST(FakeDeviceEvents, NoElapsedFunctionFallsBackToTheHostClockWithTheReason) {
   d::set_event_elapsed(kFake, nullptr);
-  ForceDevice force(kFake);
   auto model = small_mlp();
-  flopsprof::FlopsProfiler prof(model);
+  flopsprof::FlopsProfiler prof(model, on_device(kFake));
   prof.start_profile();
   model->forward(torch::randn({2, 4}));
   prof.stop_profile();
@@ -190,13 +189,6 @@ class FakeCupti : public ::testing::Test {
   void SetUp() override {
     setenv("FLOPSPROF_CUDA_PLUGIN", FLOPSPROF_TEST_FAKE_PLUGIN, 1);
     fake_cupti_reset();
-    d::g_cupti_limits = d::CuptiLimits{};
-    d::g_force_device_type = static_cast<int>(c10::DeviceType::CUDA);
-  }
-  void TearDown() override {
-    d::g_force_device_type = -1;
-    d::g_fail_start_after_gpu = false;
-    d::g_cupti_limits = d::CuptiLimits{};
   }
 };
 
@@ -212,7 +204,7 @@ flopsprof::ProfileResult run(flopsprof::FlopsProfiler& prof, torch::nn::Sequenti
 TEST_F(FakeCupti, KernelsBelongToTheirOpsAndModulesEndToEnd) {
   fake_cupti_set_timing(1000, 300, 3);  // kernels 1 us; a 300 ns memcpy every 3rd op
   auto model = small_mlp();
-  flopsprof::FlopsProfiler prof(model);
+  flopsprof::FlopsProfiler prof(model, on_device(c10::DeviceType::CUDA));
   flopsprof::ProfileResult r = run(prof, model);
   EXPECT_EQ(fake_cupti_enabled_kinds(), 0) << "every activity kind disabled at stop";
 
@@ -298,10 +290,11 @@ TEST_F(FakeCupti, KernelsBelongToTheirOpsAndModulesEndToEnd) {
 
 TEST_F(FakeCupti, RecordsBeyondTheBufferCapAreDroppedAndReported) {
   fake_cupti_set_timing(1000, 300, 0);
-  d::g_cupti_limits.buffer_bytes = 4096;  // a handful of records
-  d::g_cupti_limits.max_buffers = 1;
+  flopsprof::ProfilerOptions o = on_device(c10::DeviceType::CUDA);
+  o.cupti_buffer_bytes = 4096;  // a handful of records
+  o.cupti_max_buffers = 1;
   auto model = small_mlp();
-  flopsprof::FlopsProfiler prof(model);
+  flopsprof::FlopsProfiler prof(model, o);
   flopsprof::ProfileResult r = run(prof, model);
   ASSERT_EQ(r.gpu.backend, "cupti");
   EXPECT_GT(fake_cupti_dropped(), 0u);
@@ -316,7 +309,7 @@ TEST_F(FakeCupti, RecordsBeyondTheBufferCapAreDroppedAndReported) {
 TEST_F(FakeCupti, BusyCuptiFallsBackWithTheReasonAndLeavesNothingEnabled) {
   fake_cupti_set_enable_result(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
   auto model = small_mlp();
-  flopsprof::FlopsProfiler prof(model);
+  flopsprof::FlopsProfiler prof(model, on_device(c10::DeviceType::CUDA));
   flopsprof::ProfileResult r = run(prof, model);
   EXPECT_EQ(r.gpu.backend, "host clock");
   EXPECT_FALSE(r.gpu.measured);
@@ -334,12 +327,25 @@ TEST_F(FakeCupti, BusyCuptiFallsBackWithTheReasonAndLeavesNothingEnabled) {
 
 TEST_F(FakeCupti, FailedStartStopsTheBackendItStarted) {
   auto model = small_mlp();
-  flopsprof::FlopsProfiler prof(model);
-  d::g_fail_start_after_gpu = true;
-  EXPECT_THROW(prof.start_profile(), flopsprof::Error);
-  d::g_fail_start_after_gpu = false;
+  flopsprof::FlopsProfiler prof(model, on_device(c10::DeviceType::CUDA));
+  // Every session slot taken by CPU profiles: the start fails after it started CUPTI, when it
+  // registers its callbacks.
+  std::vector<std::unique_ptr<flopsprof::FlopsProfiler>> others;
+  std::vector<torch::nn::Sequential> other_models;
+  for (int k = 0; k < flopsprof::detail::kMaxSessions; ++k) {
+    other_models.push_back(small_mlp());
+    others.push_back(std::make_unique<flopsprof::FlopsProfiler>(other_models.back()));
+    others.back()->start_profile();
+  }
+  try {
+    prof.start_profile();
+    ADD_FAILURE() << "start_profile() with every slot taken did not throw";
+  } catch (const flopsprof::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("already running"), std::string::npos) << e.what();
+  }
   EXPECT_EQ(fake_cupti_enabled_kinds(), 0) << "the backend started by the failed start is stopped";
   EXPECT_FALSE(prof.is_running());
+  for (auto& o : others) o->end_profile();
   flopsprof::ProfileResult r = run(prof, model);
   EXPECT_EQ(r.gpu.backend, "cupti") << r.gpu.reason;
   EXPECT_EQ(r.gpu.kernels, fake_cupti_kernels());

@@ -4,8 +4,8 @@
 
 #include <torch/torch.h>
 
-#include "flopsprof/flopsprof.h"
 #include "capture/gpu_backend.h"
+#include "flopsprof/flopsprof.h"
 #include "models/bert.h"
 #include "models/resnet.h"
 
@@ -15,14 +15,15 @@ namespace {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device (torch::cuda::is_available)"
 
 template <class M>
-flopsprof::ProfileResult profile_on_cuda(M model, const torch::Tensor& x) {
+flopsprof::ProfileResult profile_on_cuda(M model, const torch::Tensor& x,
+                                         flopsprof::ProfilerOptions options = {}) {
   model->to(torch::kCUDA);
   torch::Tensor input = x.to(torch::kCUDA);
   {
     torch::NoGradGuard g;
     model->forward(input);  // warm-up (cuDNN/cuBLAS handles, autotuning)
   }
-  flopsprof::FlopsProfiler prof(model);
+  flopsprof::FlopsProfiler prof(model, options);
   prof.start_profile();
   {
     torch::NoGradGuard g;
@@ -68,11 +69,11 @@ TEST(GpuCupti, BertLayerKernelsBelongToTheirModules) {
 // CUPTI unavailable (as under Kineto): CUDA events time every top-level op on the current stream.
 TEST(GpuEvents, ResNet18DeviceTimeFromCudaEvents) {
   FLOPSPROF_REQUIRE_GPU();
-  flopsprof::detail::g_skip_cupti = true;
   models::ResNet18 model;
   model->eval();
-  flopsprof::ProfileResult r = profile_on_cuda(model, torch::randn({8, 3, 224, 224}));
-  flopsprof::detail::g_skip_cupti = false;
+  flopsprof::ProfilerOptions o;
+  o.device_timing = flopsprof::ProfilerOptions::DeviceTiming::kDeviceEvents;
+  flopsprof::ProfileResult r = profile_on_cuda(model, torch::randn({8, 3, 224, 224}), o);
   ASSERT_TRUE(r.gpu.measured) << r.gpu.backend << " " << r.gpu.reason;
   EXPECT_EQ(r.gpu.backend, "cuda events");
   EXPECT_EQ(r.gpu.untimed, 0u);

@@ -38,8 +38,8 @@ void finish(ProfileResult& r) {
 }
 
 void write(const std::string& dir, const std::string& name, const ProfileResult& r,
-           const std::string& sweep_csv = "") {
-  std::ofstream(dir + "/" + name + ".html") << flopsprof::to_html(r, sweep_csv);
+           const std::vector<flopsprof::BatchSweepRow>& sweep = {}) {
+  std::ofstream(dir + "/" + name + ".html") << flopsprof::to_html(r, sweep);
   std::ofstream(dir + "/" + name + ".json") << flopsprof::to_json(r);
 }
 
@@ -109,10 +109,9 @@ int main(int argc, char** argv) {
     train.memory.trace.push_back(s);
   }
   train.memory.peak_bytes = 1200 * 4096;
-  const std::string sweep =
-      "batch_size,fwd_peak_bytes,train_peak_bytes,fwd_flops,fwd_latency_s\n"
-      "1,1000000,3000000,8000,0.001\n2,2000000,6000000,16000,0.002\n"
-      "4,4000000,12000000,32000,0.004\n8,8000000,24000000,64000,0.008\n";
+  std::vector<flopsprof::BatchSweepRow> sweep;
+  for (int64_t b : {1, 2, 4, 8})  // batch, fwd peak, train peak, fwd FLOPs, fwd seconds
+    sweep.push_back({b, b * 1000000, b * 3000000, static_cast<uint64_t>(b) * 8000, b * 0.001});
   write(dir, "train", train, sweep);
   std::cout << "pages written to " << dir << "\n";
   return 0;

@@ -8,8 +8,8 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/torch.h>
 
-#include "flopsprof/flopsprof.h"
 #include "capture/gpu_backend.h"
+#include "flopsprof/flopsprof.h"
 #include "models/bert.h"
 #include "models/mlp.h"
 #include "models/resnet.h"
@@ -27,7 +27,8 @@ void expect_meta_matches_cpu(M model, Make make_input, bool backward, const char
   torch::Tensor x = make_input(torch::kCPU);
   cpu.start_profile();
   if (backward) {  // as get_model_profile runs it: the loss sum is not recorded
-    flopsprof::detail::run_forward(model.get(), [&] { return model->forward(x); }, true);
+    flopsprof::detail::run_forward(
+        model.get(), [&] { return model->forward(x); }, true);
   } else {
     torch::NoGradGuard no_grad;
     model->forward(x);
@@ -202,20 +203,32 @@ TEST(BadInput, EmptyZeroSizeParameterlessSparseComplex) {
 TEST(GpuBackend, SelectionAndCleanFallbackWithoutADevice) {
   namespace d = flopsprof::detail;
   // a model not on a device needs no GPU timing
-  d::GpuSelection cpu = d::select_gpu_timing(-1, -1);
+  d::GpuSelection cpu = d::select_gpu_timing(d::GpuTimingRequest{});
   EXPECT_TRUE(cpu.timing.empty() && cpu.reason.empty() && !cpu.cupti && !cpu.events);
   if (torch::cuda::is_available()) {
     GTEST_SKIP() << "a GPU is present: the fallback path is covered by the gpu-labelled tests";
   }
   // CUDA without a driver: the plugin (when built) loads, CUPTI refuses, CPU LibTorch has no CUDA
   // device guard for events, timing falls back to the host clock and says why, once
-  d::GpuSelection sel = d::select_gpu_timing(static_cast<int>(c10::DeviceType::CUDA), 0);
+  d::GpuTimingRequest cuda;
+  cuda.device_type = static_cast<int>(c10::DeviceType::CUDA);
+  d::GpuSelection sel = d::select_gpu_timing(cuda);
   EXPECT_EQ(sel.cupti, nullptr);
   EXPECT_FALSE(sel.events);
   EXPECT_EQ(sel.timing, "host clock");
   EXPECT_EQ(sel.reason.rfind("CUPTI unavailable: ", 0), 0u) << sel.reason;
   EXPECT_NE(sel.reason.find("device events unavailable: no CUDA device guard"), std::string::npos)
       << sel.reason;
+  // ProfilerOptions::device_timing: kDeviceEvents does not try CUPTI, kHostClock tries nothing
+  cuda.try_cupti = false;
+  sel = d::select_gpu_timing(cuda);
+  EXPECT_EQ(sel.reason.rfind("CUPTI unavailable: not tried (ProfilerOptions::device_timing)", 0),
+            0u)
+      << sel.reason;
+  cuda.try_events = false;
+  sel = d::select_gpu_timing(cuda);
+  EXPECT_EQ(sel.timing, "host clock");
+  EXPECT_EQ(sel.reason, "device timing off (ProfilerOptions::device_timing is kHostClock)");
   std::string why;
   const d::GpuPluginV1* plugin = d::load_gpu_plugin(&why);
 #if FLOPSPROF_WITH_CUDA

@@ -674,7 +674,7 @@ TEST(Memory, BatchSizeSweepTableCsvAndPlot) {
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
             "batch_size,fwd_peak_bytes,train_peak_bytes,fwd_flops,fwd_latency_s");
   EXPECT_NE(csv.find("\n4,384,"), std::string::npos);
-  EXPECT_NE(sweep.table().find("fwd peak MB"), std::string::npos);
+  EXPECT_NE(sweep.table().find("fwd peak MiB"), std::string::npos);
   std::string svg = sweep.svg();
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
   EXPECT_NE(svg.find("<polyline"), std::string::npos);

@@ -9,12 +9,12 @@
 #include <ATen/record_function.h>
 #include <torch/torch.h>
 
+#include "capture/observer.h"
 #include "flopsprof/flopsprof.h"
 #include "models/caption_decoder.h"
 #include "models/dcgan.h"
 #include "models/lstm_lm.h"
 #include "models/mnist_cnn.h"
-#include "capture/observer.h"
 
 namespace {
 
@@ -510,8 +510,11 @@ TEST(Lifetime, ProfilesComeAndGoWhileOtherThreadsRunForwards) {
     flopsprof::ProfilerOptions o;
     o.track_memory = i % 3 == 0;
     auto prof = std::make_unique<FlopsProfiler>(model, o);
+    // Each cycle overlaps the workers' forwards by construction, not by the scheduler's timing:
+    // it goes on only after two more forwards finished while the profile ran.
+    const uint64_t before = forwards.load();
     prof->start_profile();
-    std::this_thread::yield();
+    while (forwards.load() < before + 2) std::this_thread::yield();
     switch (i % 4) {
       case 0:
         prof->stop_profile();
@@ -533,7 +536,7 @@ TEST(Lifetime, ProfilesComeAndGoWhileOtherThreadsRunForwards) {
   }
   quit = true;
   for (auto& t : workers) t.join();
-  EXPECT_GT(forwards.load(), 0u);
+  EXPECT_GE(forwards.load(), 2u * 120);
 
   torch::NoGradGuard no_grad;
   FlopsProfiler prof(model);
@@ -678,33 +681,6 @@ TEST(Lifetime, StoppingInsideACountedOpLeavesTheNextProfileWhole) {
   prof.stop_profile();
   EXPECT_EQ(prof.get_total_macs(), 2u * 4 * 4);  // t + addmm, 2 x 4 x 4
   EXPECT_EQ(prof.get_module_macs("0"), 2u * 4 * 4);
-}
-
-}  // namespace
-
-namespace {
-
-// A start callback that fails midway (an out-of-memory while capturing arguments) leaves nothing
-// behind: the op is not recorded, the thread's depth counters and open op are unchanged, later
-// ops are counted as usual, and the failure is reported once.
-TEST(Reliability, AFailedStartCallbackIsAllOrNothing) {
-  torch::nn::Sequential model(torch::nn::Linear(4, 4), torch::nn::Linear(4, 4));
-  torch::NoGradGuard no_grad;
-  torch::Tensor x = torch::randn({2, 4});
-  FlopsProfiler prof(model);
-  prof.start_profile();
-  flopsprof::detail::g_fail_captures = 1;  // the first counted op with arguments: 0's addmm
-  model->forward(x);
-  flopsprof::detail::g_fail_captures = 0;
-  model->forward(x);
-  prof.stop_profile();
-  // first forward: layer 0's addmm lost (2*4*4 MACs), layer 1 counted; second forward: both
-  EXPECT_EQ(prof.get_total_macs(), 3u * (2 * 4 * 4));
-  EXPECT_EQ(prof.get_module_macs("1"), 2u * (2 * 4 * 4));
-  bool reported = false;
-  for (const std::string& p : prof.result().problems)
-    reported |= p.find("could not be recorded") != std::string::npos;
-  EXPECT_TRUE(reported);
 }
 
 }  // namespace

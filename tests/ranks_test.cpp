@@ -2,8 +2,8 @@
 // max, the slowest rank, stragglers and the modules that account for them.
 #include <gtest/gtest.h>
 
-#include "flopsprof/error.h"
 #include "aggregation/ranks.h"
+#include "flopsprof/error.h"
 
 namespace {
 

@@ -6,10 +6,10 @@
 #include <sstream>
 
 #include "aggregation/aggregate.h"
-#include "flopsprof/report.h"
 #include "capture/gpu.h"
-#include "test_names.h"
+#include "flopsprof/report.h"
 #include "reports/trace.h"
+#include "test_names.h"
 
 namespace flopsprof::detail {
 namespace {
@@ -83,8 +83,8 @@ struct Builder {
     return push(e, dur);
   }
   int push(RawEvent e, int64_t dur) {
-    e.start_ns = clock;
-    e.end_ns = clock + dur;
+    e.start_tick = clock;
+    e.end_tick = clock + dur;
     clock += dur;
     th.events.push_back(e);
     return static_cast<int>(th.events.size() - 1);
@@ -100,7 +100,7 @@ ProfileResult run(const ModuleTree& tree, std::vector<const ThreadEvents*> threa
   in.tree = &tree;
   in.threads = std::move(threads);
   in.names = &names;
-  in.stop_ns = 1000000;
+  in.stop_tick = 1000000;
   in.timer = "test";
   return aggregate(in);
 }
@@ -175,7 +175,7 @@ TEST(Attribution, NestedOpsInheritTheirParentsModuleAndAreNotCountedTwice) {
   ModuleTree tree = make_tree();
   Builder b{names};
   int outer = b.mm(2, 2, 2, /*owner=*/2, -1, -1, 100);
-  b.th.events[outer].end_ns = 100;
+  b.th.events[outer].end_tick = 100;
   b.clock = 10;
   b.mm(2, 2, 2, -1, -1, outer, 20);  // nested inside a counted op
   b.th.events.back().flags = kUnderCounted | kHasFormula;
@@ -494,10 +494,10 @@ TEST(GpuRecords, KernelsAreAttributedThroughTheLaunchingOp) {
   in.tree = &tree;
   in.threads = {&b.th};
   in.names = &names;
-  in.stop_ns = 1000;
+  in.stop_tick = 1000;
   in.gpu = &g;
   TraceData trace;
-  ProfileResult r = aggregate(in, &trace);
+  ProfileResult r = aggregate_with_trace(in, &trace);
   ASSERT_TRUE(r.gpu.measured);
   EXPECT_EQ(r.gpu.kernels, 4u);
   EXPECT_NEAR(r.gpu.busy_s, 36e-6, 1e-12);
@@ -554,8 +554,8 @@ TEST(GpuRecords, BackwardKernelsFollowTheirNode) {
   node.seq_nr = 5;
   node.name_id = names.id("MmBackward0");
   int n = b.push(node, 100);
-  b.th.events[n].end_ns = b.th.events[n].start_ns + 100;
-  b.clock = b.th.events[n].start_ns + 1;
+  b.th.events[n].end_tick = b.th.events[n].start_tick + 100;
+  b.clock = b.th.events[n].start_tick + 1;
   int bwd = b.mm(2, 2, 2, -1, -1, n, 10);
   b.th.events[bwd].flags |= kBackward;
   b.th.thread_id = 0;
@@ -567,7 +567,7 @@ TEST(GpuRecords, BackwardKernelsFollowTheirNode) {
   in.tree = &tree;
   in.threads = {&b.th};
   in.names = &names;
-  in.stop_ns = 10000;
+  in.stop_tick = 10000;
   in.gpu = &g;
   ProfileResult r = aggregate(in);
   EXPECT_NEAR(mod(r, "head").gpu_busy_s, 8e-6, 1e-12);

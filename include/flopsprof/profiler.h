@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -28,7 +29,7 @@ struct ProfilerOptions {
   enum class Threads {
     /// Every thread of the process is observed while the profile runs (a global RecordFunction
     /// callback). Needed when forwards run on several threads. Ops on threads unrelated to the
-    /// model are attributed to the root if nothing else claims them.
+    /// model count as work outside the model (docs/training.md), never as the root's forward.
     kAll,
     /// Only the thread that calls `start_profile()`, and the threads LibTorch propagates its
     /// thread-local state to (autograd engine, `at::launch`).
@@ -51,6 +52,21 @@ struct ProfilerOptions {
   int world_size = 1;
   int data_parallel_size = 1;
   int model_parallel_size = 1;
+
+  /// How a model on a GPU (or another device) is timed. kAuto: CUPTI (through the CUDA plugin),
+  /// else device events, else the host clock, with the reason in the report. kDeviceEvents:
+  /// skip CUPTI, which takes one subscriber per process (when Nsight Systems or LibTorch's own
+  /// profiler holds it). kHostClock: no device timing.
+  enum class DeviceTiming { kAuto, kDeviceEvents, kHostClock };
+  DeviceTiming device_timing = DeviceTiming::kAuto;
+  /// The device whose work is timed. Unset: the device of the model's first parameter not on
+  /// the CPU (a CPU model is timed on the host). Set it for a model whose parameters do not say
+  /// (no parameters, or parameters kept on the CPU while the work runs on the device).
+  std::optional<c10::Device> device;
+  /// CUPTI's activity buffers: the size of each and how many at most (kineto's 4 MiB, 64).
+  /// Records that find no buffer are dropped by CUPTI and the report counts them.
+  size_t cupti_buffer_bytes = 4u << 20;
+  size_t cupti_max_buffers = 64;
 };
 
 class FlopsProfiler;
@@ -192,13 +208,15 @@ class FlopsProfiler {
 
   /// Prints summary, aggregated top modules per depth and (if `detailed`) the module tree to
   /// stdout, or to `output_file` when not empty. Throws `Error` for invalid options or an
-  /// unwritable file (the profile is kept; print again elsewhere).
-  void print_model_profile(int profile_step = 1, int module_depth = -1, int top_modules = 1,
+  /// unwritable file (the profile is kept; print again elsewhere). `header_step` (DeepSpeed's
+  /// `profile_step` argument) is only the number in the header "Profile Summary at step N";
+  /// 0: the iteration profiled (ProfilerOptions::profile_step), or 1 for a profile started by hand.
+  void print_model_profile(int header_step = 0, int module_depth = -1, int top_modules = 1,
                            bool detailed = true, const std::string& output_file = "") const;
   /// The text `print_model_profile` prints.
-  std::string model_profile_string(int profile_step = 1, int module_depth = -1, int top_modules = 1,
+  std::string model_profile_string(int header_step = 0, int module_depth = -1, int top_modules = 1,
                                    bool detailed = true) const;
-  /// The profile as JSON (schema in README.md).
+  /// The profile as JSON (schema in docs/json.md).
   std::string to_json(int indent = 2) const;
   /// Writes `to_json()` to `path`. Throws `Error` when the file cannot be written.
   void save_json(const std::string& path) const;
@@ -214,7 +232,7 @@ class FlopsProfiler {
 
   /// The profile as a Chrome trace-event JSON (chrome://tracing, Perfetto): per thread, phase
   /// spans (forward, backward, step), module spans and op spans nested in them (args: module,
-  /// phase, flops, input shapes as `T<768x768xf32>`), and flow arrows from each backward node to
+  /// phase, flops, input shapes as `T<768x768xfp32>`), and flow arrows from each backward node to
   /// the forward op it came from. Level 2 adds the memory counter track (with track_memory) and
   /// profiler-internal timing. Available after `stop_profile()` until the next `start_profile()`
   /// (or while running). Throws `Error` for a level other than 1 or 2, or before any profile.

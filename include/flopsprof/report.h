@@ -28,7 +28,7 @@ struct ModuleStats {
   int depth = 0;              ///< 0 for the root
   int parent = -1;            ///< index into `ProfileResult::modules`; -1 for the root
   std::vector<int> children;  ///< indices into `ProfileResult::modules`
-  uint64_t calls = 0;         ///< forward calls seen (README: "How work is attributed")
+  uint64_t calls = 0;         ///< forward calls seen (docs/attribution.md)
   bool scoped = false;        ///< calls came from observed boundaries (FLOPSPROF_MODULE(), the call
                               ///< window, or a built-in module's observed forward): exact
   uint64_t params = 0;        ///< parameters in this subtree, shared ones once
@@ -39,7 +39,7 @@ struct ModuleStats {
   double latency_s = 0;  ///< forward latency: sum of the spans of its calls, seconds
   uint64_t na_ops = 0;   ///< forward op calls in this subtree with no formula
   /// Forward ops in this subtree (top-level calls) and their FLOPs whose module was inferred from
-  /// op order, not established by evidence (README: "Which module an op belongs to"); the
+  /// op order, not established by evidence (docs/attribution.md, "Rules"); the
   /// problems list names each module concerned and what would make it exact.
   uint64_t inferred_ops = 0;
   uint64_t inferred_flops = 0;
@@ -123,9 +123,9 @@ struct OpStats {
   double uncovered_s = 0;  ///< no-formula ops: self time not inside any counted op
 };
 
-/// Work the profile observed that ran outside the model's forward (README: "Outside the model"):
-/// data preparation, `to(device)`, the loss, metrics, `clip_grad_norm_`, other models. Never part
-/// of the model's forward, FLOPs or calls.
+/// Work the profile observed that ran outside the model's forward (docs/training.md, "Outside the
+/// model"): data preparation, `to(device)`, the loss, metrics, `clip_grad_norm_`, other models.
+/// Never part of the model's forward, FLOPs or calls.
 struct OutsideStats {
   uint64_t ops = 0;  ///< op calls (top level)
   uint64_t flops = 0;
@@ -250,7 +250,7 @@ std::optional<double> mfu(uint64_t flops, double seconds, const std::string& dev
 
 /// Options of the text report, as DeepSpeed's `print_model_profile`.
 struct ReportOptions {
-  int profile_step = 1;   ///< step number shown in the header
+  int header_step = 1;    ///< the step number in the header ("Profile Summary at step N")
   int module_depth = -1;  ///< deepest level printed in the tree and aggregation; -1: all
   int top_modules = 1;    ///< modules listed per depth in the aggregated view
   bool detailed = true;   ///< print the detailed module tree
@@ -273,10 +273,19 @@ std::string duration_to_string(double seconds);
 /// Throws `Error` for invalid options (module_depth < -1, top_modules < 1).
 std::string format_text_report(const ProfileResult& result, const ReportOptions& options = {});
 
-/// The profile as JSON (schema documented in README.md, `schema_version` 1). `indent` < 0: compact.
+/// The profile as JSON (schema in docs/json.md, `schema_version` 1). `indent` < 0: compact.
 std::string to_json(const ProfileResult& result, int indent = 2);
-/// The self-contained HTML report of `result` (see FlopsProfiler::html); `sweep_csv`: an optional
-/// batch-size sweep as BatchSweep::csv() text.
-std::string to_html(const ProfileResult& result, const std::string& sweep_csv = "");
+/// One batch size of a sweep.
+struct BatchSweepRow {
+  int64_t batch_size = 0;
+  int64_t fwd_peak_bytes = 0;    ///< peak net bytes during a forward without grad
+  int64_t train_peak_bytes = 0;  ///< peak net bytes during forward + backward (0 if not run)
+  uint64_t fwd_flops = 0;
+  double fwd_latency_s = 0;
+};
+
+/// The self-contained HTML report of `result` (see FlopsProfiler::html), with an optional
+/// batch-size sweep (BatchSweep::rows, from flopsprof/sweep.h).
+std::string to_html(const ProfileResult& result, const std::vector<BatchSweepRow>& sweep = {});
 
 }  // namespace flopsprof

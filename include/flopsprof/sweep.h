@@ -10,16 +10,9 @@
 #include <torch/nn/module.h>
 #include <torch/types.h>
 
-namespace flopsprof {
+#include "flopsprof/report.h"
 
-/// One batch size of a sweep.
-struct BatchSweepRow {
-  int64_t batch_size = 0;
-  int64_t fwd_peak_bytes = 0;    ///< peak net bytes during a forward without grad
-  int64_t train_peak_bytes = 0;  ///< peak net bytes during forward + backward (0 if not run)
-  uint64_t fwd_flops = 0;
-  double fwd_latency_s = 0;
-};
+namespace flopsprof {
 
 /// The result of `sweep_batch_sizes`.
 struct BatchSweep {

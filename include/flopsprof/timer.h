@@ -6,9 +6,11 @@
 
 namespace flopsprof {
 
-/// A source of timestamps for one profile. The default is the host steady clock; device
-/// backends (CUDA events, CUPTI) implement the same interface. Implementations must make
-/// `now_ns()` cheap and thread-safe: it runs twice per observed op, on any thread.
+/// A source of host timestamps for one profile. The default is the host steady clock (read
+/// inline from the invariant TSC where there is one). Device time is not a Timer: CUPTI or device
+/// events time a GPU model besides it (ProfilerOptions::device_timing, docs/gpu.md).
+/// Implementations must make `now_ns()` cheap and thread-safe: it runs twice per observed op, on
+/// any thread.
 class Timer {
  public:
   virtual ~Timer() = default;

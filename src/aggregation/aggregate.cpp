@@ -1,4 +1,4 @@
-// The consumers of the attribution: module and op statistics, outside work, memory, GPU, trace.
+// The consumers of the attribution: module and op statistics, outside work, memory, GPU.
 #include "aggregation/aggregate.h"
 
 #include <algorithm>
@@ -14,53 +14,7 @@
 
 namespace flopsprof::detail {
 
-std::vector<ArgView> arg_views(const ThreadEvents& thread, const RawEvent& event) {
-  std::vector<ArgView> views(event.args_count);
-  for (uint32_t k = 0; k < event.args_count; ++k) {
-    const ArgRecord& a = thread.args[event.args_begin + k];
-    ArgView& v = views[k];
-    v.kind = a.kind;
-    v.dtype = a.dtype;
-    v.b = a.b;
-    switch (a.kind) {
-      case ArgKind::kTensor:
-      case ArgKind::kIntList:
-        v.shape = IntSpan(thread.dims.data() + a.offset, a.count);
-        break;
-      case ArgKind::kDoubleList: {
-        // The values are doubles (`dlist`); `shape` only carries their count.
-        static const int64_t kZeros[64] = {};
-        v.shape = IntSpan(kZeros, std::min<size_t>(a.count, 64));
-        v.dlist = thread.doubles.data() + a.offset;
-        break;
-      }
-      case ArgKind::kDouble:
-        v.d = a.d;
-        break;
-      case ArgKind::kInt:
-      case ArgKind::kString:
-      case ArgKind::kTensorList:
-        v.i = a.i;
-        break;
-      default:
-        break;
-    }
-  }
-  return views;
-}
-
 namespace {
-
-// The dtype an op computes in: its first floating-point tensor's, else its first tensor's.
-DType op_dtype(const std::vector<ArgView>& args) {
-  DType first = DType::kUnknown;
-  for (const ArgView& a : args) {
-    if (a.kind != ArgKind::kTensor) continue;
-    if (is_floating(a.dtype)) return a.dtype;
-    if (first == DType::kUnknown) first = a.dtype;
-  }
-  return first;
-}
 
 // Op-table phases: the attribution's, plus forward work outside the model.
 constexpr int kOutsidePhase = 5;
@@ -142,118 +96,18 @@ std::vector<KernelStats> top_kernels(const std::map<std::string, KernelAcc>& by_
   return out;
 }
 
-// The module and phase of event `i` on thread `t`.
-std::pair<int, Phase> event_owner(const AggregateInput& in, const Attribution& at, size_t t,
-                                  size_t i) {
-  const RawEvent& e = in.threads[t]->events[i];
-  const ThreadAttribution& ta = at.threads[t];
-  if (e.kind == EventKind::kBackwardNode) return {ta.module[i], Phase::kBackward};
-  return {ta.module[i], ta.phase[i] == Phase::kNone ? Phase::kForward : ta.phase[i]};
-}
-
-std::string module_label(const ModuleTree& tree, int m) {
-  if (m >= 0) return tree.nodes[m].name;
-  return m == kOutsideModel ? "(outside the model)" : "(autograd)";
-}
-
-// Evaluates the formulas of counted ops, caching the formula per name id.
-class Counter {
- public:
-  explicit Counter(const NameLookup* names) : names_(names) {}
-  // The count of event `e` (nullopt: no formula, declined, or failed) and its dtype.
-  std::optional<FlopCount> count(const ThreadEvents& th, const RawEvent& e, DType* dtype,
-                                 bool* declined) {
-    *declined = false;
-    if (!(e.flags & kCounted)) return std::nullopt;
-    const FormulaFn& f = formula(e.name_id);
-    if (!f) return std::nullopt;
-    std::vector<ArgView> args = arg_views(th, e);
-    *dtype = op_dtype(args);
-    try {
-      std::optional<FlopCount> fc = f(OpInputs(args.data(), args.size()));
-      *declined = !fc;
-      return fc;
-    } catch (const std::exception& ex) {
-      ++errors[fmt::format("{}: {}", names_->name(e.name_id), ex.what())];
-      return std::nullopt;
-    }
-  }
-  std::map<std::string, uint64_t> errors;  // message -> count
-
- private:
-  const FormulaFn& formula(uint32_t id) {
-    auto it = formulas_.find(id);
-    if (it == formulas_.end()) it = formulas_.emplace(id, find_formula(names_->name(id))).first;
-    return it->second;
-  }
-  const NameLookup* names_;
-  std::unordered_map<uint32_t, FormulaFn> formulas_;
-};
-
 }  // namespace
 
-std::string format_args(const std::vector<ArgView>& args) {
-  std::string out;
-  for (const ArgView& a : args) {
-    if (!out.empty()) out += ", ";
-    switch (a.kind) {
-      case ArgKind::kTensor: {
-        static const char* kShort[] = {"?",   "f64", "f32", "f16", "bf16", "f8", "c64", "c128",
-                                       "i64", "i32", "i16", "i8",  "u8",   "b",  "q"};
-        out += "T<";
-        for (size_t d = 0; d < a.shape.size(); ++d)
-          out += (d ? "x" : "") + std::to_string(a.shape[d]);
-        out += (a.shape.empty() ? "" : "x");
-        out += kShort[static_cast<size_t>(a.dtype) < 15 ? static_cast<size_t>(a.dtype) : 0];
-        out += ">";
-        break;
-      }
-      case ArgKind::kDouble:
-        out += fmt::format("{}", a.d);
-        break;
-      case ArgKind::kInt:
-        out += std::to_string(a.i);
-        break;
-      case ArgKind::kBool:
-        out += a.b ? "True" : "False";
-        break;
-      case ArgKind::kIntList:
-        out += fmt::format("[{}]", fmt::join(a.shape, ", "));
-        break;
-      case ArgKind::kDoubleList:
-        out += fmt::format("[{}]", fmt::join(a.dlist, a.dlist + a.shape.size(), ", "));
-        break;
-      case ArgKind::kTensorList:
-        out += fmt::format("TensorList[{}]", a.i);
-        break;
-      case ArgKind::kUndefinedTensor:
-      case ArgKind::kNone:
-        out += "None";
-        break;
-      default:
-        out += "...";
-        break;
-    }
-  }
-  return out;
+Analysis analyze(const AggregateInput& in) {
+  return Analysis{attribute(in), count_ops(in.threads, *in.names)};
 }
 
-AttributionInput attribution_input(const AggregateInput& in) {
-  AttributionInput a;
-  a.tree = in.tree;
-  a.threads = in.threads;
-  a.names = in.names;
-  a.stop_ns = in.stop_ns;
-  return a;
+ProfileResult aggregate(const AggregateInput& in) {
+  const Analysis a = analyze(in);
+  return aggregate(in, a.attribution, a.counts);
 }
 
-ProfileResult aggregate(const AggregateInput& in, TraceData* trace) {
-  Attribution at = attribute(attribution_input(in));
-  if (trace != nullptr) *trace = build_trace(in, at);
-  return aggregate(in, at);
-}
-
-ProfileResult aggregate(const AggregateInput& in, const Attribution& at) {
+ProfileResult aggregate(const AggregateInput& in, const Attribution& at, const OpCounts& counts) {
   const ModuleTree& tree = *in.tree;
   const int num_modules = static_cast<int>(tree.nodes.size());
   ProfileResult r;
@@ -261,10 +115,9 @@ ProfileResult aggregate(const AggregateInput& in, const Attribution& at) {
   r.problems = in.problems;
   std::vector<ModuleAcc> acc(num_modules);
   std::map<std::pair<int, uint32_t>, OpAcc> ops;  // (op-table phase, name id)
-  Counter counter(in.names);
   const double s_per_tick = in.ns_per_tick * 1e-9;
   bool overflow = false;
-  auto end_of = [&](const RawEvent& e) { return e.end_ns != 0 ? e.end_ns : in.stop_ns; };
+  auto end_of = [&](const RawEvent& e) { return e.end_tick != 0 ? e.end_tick : in.stop_tick; };
   OutsideStats& outside = r.outside;
 
   for (size_t t = 0; t < in.threads.size(); ++t) {
@@ -277,7 +130,7 @@ ProfileResult aggregate(const AggregateInput& in, const Attribution& at) {
     r.op_events += n;
     std::vector<int64_t> child_ns(n, 0);
     for (size_t i = 0; i < n; ++i) {
-      if (ev[i].parent >= 0) child_ns[ev[i].parent] += end_of(ev[i]) - ev[i].start_ns;
+      if (ev[i].parent >= 0) child_ns[ev[i].parent] += end_of(ev[i]) - ev[i].start_tick;
     }
     // Backward passes: spans of consecutive top-level backward events, those that ran a node of
     // this model (another model's backward pass is outside it).
@@ -286,10 +139,10 @@ ProfileResult aggregate(const AggregateInput& in, const Attribution& at) {
     for (size_t i = 0; i < n; ++i) {
       const RawEvent& e = ev[i];
       const int64_t end = end_of(e);
-      const int64_t dur = end - e.start_ns;
+      const int64_t dur = end - e.start_tick;
       if (e.parent < 0) {
         if (e.flags & kBackward) {
-          if (bwd_start < 0) bwd_start = e.start_ns;
+          if (bwd_start < 0) bwd_start = e.start_tick;
           bwd_end = std::max(bwd_end, end);
         } else if (bwd_start >= 0) {
           if (bwd_ours) r.bwd_latency_s += static_cast<double>(bwd_end - bwd_start) * s_per_tick;
@@ -321,10 +174,10 @@ ProfileResult aggregate(const AggregateInput& in, const Attribution& at) {
       ++op.calls;
       op.ns += dur;
       op.has_formula = op.has_formula || (e.flags & kHasFormula);
-      DType dt = DType::kUnknown;
-      bool declined = false;
-      std::optional<FlopCount> fc = counter.count(th, e, &dt, &declined);
-      if (declined) ++op.declined;
+      const OpCount& c = counts.threads[t][i];
+      const DType dt = c.dtype;
+      if (c.state == OpCount::kDeclined) ++op.declined;
+      const FlopCount* fc = c.counted();
       if (fc) {
         add_saturating(op.flops, fc->flops, overflow);
         add_saturating(op.macs, fc->macs, overflow);
@@ -410,8 +263,8 @@ ProfileResult aggregate(const AggregateInput& in, const Attribution& at) {
       if (!ta.step_counts[k]) continue;  // another model's optimizer
       const StepRecord& s = th.steps[k];
       r.has_step = true;
-      const int64_t end = s.end_ns != 0 ? s.end_ns : in.stop_ns;
-      r.step_latency_s += static_cast<double>(end - s.start_ns) * s_per_tick;
+      const int64_t end = s.end_tick != 0 ? s.end_tick : in.stop_tick;
+      r.step_latency_s += static_cast<double>(end - s.start_tick) * s_per_tick;
     }
   }
   for (const CallSpan& c : at.calls) {
@@ -431,12 +284,12 @@ ProfileResult aggregate(const AggregateInput& in, const Attribution& at) {
     const ThreadEvents& th = *in.threads[t];
     for (const MemRecord& m : th.memory) {
       MemSample x;
-      x.time = m.time_ns;
+      x.time = m.time_tick;
       x.bytes = m.bytes;
       x.reserved = m.total_reserved;
       if (m.op >= 0 && static_cast<size_t>(m.op) < th.events.size()) {
         x.name = th.events[m.op].name_id;
-        std::tie(x.module, x.phase) = event_owner(in, at, t, static_cast<size_t>(m.op));
+        std::tie(x.module, x.phase) = event_owner(at, in.threads, t, static_cast<size_t>(m.op));
       } else {
         int known = m.scope;  // foreign calls (module -1) skipped
         while (known >= 0 && th.scopes[known].module < 0) known = th.scopes[known].parent;
@@ -475,7 +328,7 @@ ProfileResult aggregate(const AggregateInput& in, const Attribution& at) {
       int m = kUnlinked;
       Phase ph = Phase::kForward;
       if (t < in.threads.size() && i < in.threads[t]->events.size()) {
-        std::tie(m, ph) = event_owner(in, at, t, i);
+        std::tie(m, ph) = event_owner(at, in.threads, t, i);
       }
       const double sec = static_cast<double>(ns) * 1e-9;
       const bool bwd = ph == Phase::kBackward || ph == Phase::kRecompute;
@@ -652,192 +505,11 @@ ProfileResult aggregate(const AggregateInput& in, const Attribution& at) {
   for (const OpStats& s : r.ops) {
     if (s.phase == "outside" && outside.top_ops.size() < 5) outside.top_ops.push_back(s);
   }
-  for (const auto& [msg, count] : counter.errors) {
+  for (const auto& [msg, count] : counts.errors) {
     r.problems.push_back(fmt::format("{} ({} call(s))", msg, count));
   }
   if (overflow) r.problems.push_back("a FLOP or MAC total overflowed 64 bits and was saturated");
   return r;
-}
-
-TraceData build_trace(const AggregateInput& in, const Attribution& at) {
-  const ModuleTree& tree = *in.tree;
-  TraceData trace;
-  Counter counter(in.names);
-  auto end_of = [&](const RawEvent& e) { return e.end_ns != 0 ? e.end_ns : in.stop_ns; };
-  auto span = [&](int thread, int64_t start, int64_t end, std::string name,
-                  const char* cat) -> TraceData::Span& {
-    TraceData::Span sp;
-    sp.thread = thread;
-    sp.start = start;
-    sp.end = end;
-    sp.name = std::move(name);
-    sp.cat = cat;
-    trace.spans.push_back(std::move(sp));
-    return trace.spans.back();
-  };
-  for (size_t t = 0; t < in.threads.size(); ++t) {
-    const ThreadEvents& th = *in.threads[t];
-    const std::vector<RawEvent>& ev = th.events;
-    const ThreadAttribution& ta = at.threads[t];
-    const int tid = static_cast<int>(t);
-    // Phase spans: runs of consecutive top-level events of one phase (the model's forward only).
-    int64_t run_start = -1, run_end = -1;
-    const char* run_phase = nullptr;
-    auto close = [&] {
-      if (run_phase != nullptr) span(tid, run_start, run_end, run_phase, "phase").phase = run_phase;
-      run_phase = nullptr;
-    };
-    for (size_t i = 0; i < ev.size(); ++i) {
-      const RawEvent& e = ev[i];
-      const int64_t end = end_of(e);
-      if (e.parent < 0) {
-        const char* ph = (e.flags & kBackward)           ? "backward"
-                         : (e.flags & kStep)             ? nullptr
-                         : ta.module[i] == kOutsideModel ? nullptr
-                                                         : "forward";
-        if (ph != run_phase) {
-          close();
-          if (ph != nullptr) {
-            run_phase = ph;
-            run_start = e.start_ns;
-          }
-        }
-        run_end = std::max(run_end, end);
-      }
-      const int m = ta.module[i];
-      if (e.kind == EventKind::kBackwardNode) {
-        TraceData::Span& sp = span(tid, e.start_ns, end, in.names->name(e.name_id), "autograd");
-        sp.module = module_label(tree, m);
-        sp.phase = "backward";
-        sp.external_id = make_external_id(static_cast<uint32_t>(t), static_cast<uint32_t>(i));
-        sp.seq_nr = e.seq_nr;
-        sp.fwd_thread = e.fwd_thread;
-        const Origin o = (e.flags & kEngine) ? Origin{} : at.origin[t][i];
-        if (o.thread >= 0) {
-          const RawEvent& f = in.threads[o.thread]->events[o.event];
-          trace.flows.push_back(TraceData::Flow{o.thread, tid, f.start_ns, e.start_ns});
-        }
-        continue;
-      }
-      TraceData::Span& sp = span(tid, e.start_ns, end, in.names->name(e.name_id), "op");
-      sp.external_id = make_external_id(static_cast<uint32_t>(t), static_cast<uint32_t>(i));
-      sp.seq_nr = e.seq_nr;
-      const Phase ph = ta.phase[i];
-      if (ph == Phase::kNone) continue;
-      sp.module = module_label(tree, m);
-      sp.phase = ph == Phase::kForward && m == kOutsideModel ? "outside" : phase_name(ph);
-      if (e.flags & kCounted) {
-        DType dt = DType::kUnknown;
-        bool declined = false;
-        std::optional<FlopCount> fc = counter.count(th, e, &dt, &declined);
-        if (fc) sp.flops = static_cast<int64_t>(fc->flops);
-        const std::vector<ArgView> args = arg_views(th, e);
-        sp.inputs = format_args(args);
-        for (const ArgView& a : args) {
-          const bool shaped = a.kind == ArgKind::kTensor || a.kind == ArgKind::kIntList;
-          sp.input_dims.emplace_back(shaped ? std::vector<int64_t>(a.shape.begin(), a.shape.end())
-                                            : std::vector<int64_t>{});
-          sp.input_types.push_back(a.kind == ArgKind::kTensor ? dtype_name(a.dtype)
-                                   : a.kind == ArgKind::kNone ? ""
-                                                              : "Scalar");
-        }
-      }
-    }
-    close();
-    for (size_t k = 0; k < th.steps.size(); ++k) {
-      if (!at.threads[t].step_counts[k]) continue;  // another model's optimizer
-      const StepRecord& s = th.steps[k];
-      const int64_t end = s.end_ns != 0 ? s.end_ns : in.stop_ns;
-      span(tid, s.start_ns, end, "step", "phase").phase = "step";
-    }
-  }
-  for (const CallSpan& c : at.calls) {
-    const ModuleNode& node = tree.nodes[c.module];
-    TraceData::Span& sp = span(c.thread, c.start, c.end,
-                               node.type + (node.name.empty() ? "" : " " + node.name), "module");
-    sp.module = node.name;
-    sp.phase = "forward";
-  }
-  if (in.gpu != nullptr) {
-    const GpuCollection& g = *in.gpu;
-    std::map<std::pair<size_t, uint32_t>, TraceData::GpuSpan> call_gpu;  // (call, stream)
-    std::vector<std::vector<size_t>> calls_of(tree.nodes.size());        // by start
-    for (size_t c = 0; c < at.calls.size(); ++c) calls_of[at.calls[c].module].push_back(c);
-    for (auto& cs : calls_of) {
-      std::sort(cs.begin(), cs.end(),
-                [&](size_t a, size_t b) { return at.calls[a].start < at.calls[b].start; });
-    }
-    for (const GpuRecord& k : g.records) {
-      uint32_t t = 0, i = 0;
-      int m = kUnlinked;
-      const RawEvent* launcher = nullptr;
-      if (split_external_id(k.external_id, &t, &i) && t < in.threads.size() &&
-          i < in.threads[t]->events.size()) {
-        launcher = &in.threads[t]->events[i];
-        m = event_owner(in, at, t, i).first;
-      }
-      TraceData::GpuSpan sp;
-      sp.device = k.device;
-      sp.stream = k.stream;
-      auto to_host = [&](int64_t ns) {
-        return g.host_origin +
-               static_cast<int64_t>(static_cast<double>(ns - g.gpu_origin_ns) / in.ns_per_tick);
-      };
-      sp.start = to_host(k.start_ns);
-      sp.end = to_host(k.end_ns);
-      sp.name = k.name;
-      sp.cat = k.kind == GpuKind::kMemcpy   ? "gpu_memcpy"
-               : k.kind == GpuKind::kMemset ? "gpu_memset"
-                                            : "kernel";
-      sp.external_id = k.external_id;
-      // The module calls that launched it: a gpu_user_annotation span per call and stream.
-      if (launcher != nullptr && k.kind == GpuKind::kKernel) {
-        for (int a = m; a >= 0; a = tree.nodes[a].parent) {
-          const std::vector<size_t>& cs = calls_of[a];
-          auto ub = std::upper_bound(cs.begin(), cs.end(), launcher->start_ns,
-                                     [&](int64_t ts, size_t c) { return ts < at.calls[c].start; });
-          for (auto it = ub; it != cs.begin();) {
-            const CallSpan& call = at.calls[*--it];
-            if (call.thread != static_cast<int>(t)) continue;
-            if (launcher->start_ns > call.end) break;  // its latest call on this thread ended
-            auto [slot, fresh] = call_gpu.try_emplace(std::make_pair(*it, k.stream), sp);
-            if (fresh) {
-              const ModuleNode& node = tree.nodes[a];
-              slot->second.cat = "gpu_user_annotation";
-              slot->second.name = node.type + (node.name.empty() ? "" : " " + node.name);
-              slot->second.module = node.name;
-              slot->second.launcher_thread = -1;
-            }
-            slot->second.start = std::min(slot->second.start, sp.start);
-            slot->second.end = std::max(slot->second.end, sp.end);
-            break;
-          }
-        }
-      }
-      sp.module = module_label(tree, m);
-      if (launcher != nullptr) {
-        sp.launcher_thread = static_cast<int>(t);
-        sp.launcher_start = launcher->start_ns;
-      }
-      trace.gpu.push_back(std::move(sp));
-    }
-    for (auto& [key, sp] : call_gpu) trace.gpu_modules.push_back(std::move(sp));
-  }
-  if (in.track_memory) {
-    std::vector<std::pair<int64_t, int64_t>> deltas;
-    for (const ThreadEvents* th : in.threads) {
-      for (const MemRecord& m : th->memory) deltas.emplace_back(m.time_ns, m.bytes);
-    }
-    std::stable_sort(deltas.begin(), deltas.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
-    int64_t in_use = 0;
-    for (const auto& [time, bytes] : deltas) {
-      if (__builtin_add_overflow(in_use, bytes, &in_use))
-        in_use = bytes > 0 ? INT64_MAX : INT64_MIN;
-      trace.memory.emplace_back(time, in_use);
-    }
-  }
-  return trace;
 }
 
 }  // namespace flopsprof::detail

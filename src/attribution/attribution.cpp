@@ -126,17 +126,18 @@ class ThreadAttributor {
       if (scoped_[c.module] || tree_.nodes[c.module].ignored) continue;
       const RawEvent& a = th_.events[items_[c.first].event];
       const RawEvent& b = th_.events[items_[c.last].event];
-      spans.push_back(CallSpan{c.module, t_, a.start_ns, end_of(b)});
+      spans.push_back(CallSpan{c.module, t_, a.start_tick, end_of(b)});
     }
     for (const ScopeRecord& s : th_.scopes) {
       if (s.module < 0 || s.backward || s.start_only || tree_.nodes[s.module].ignored || folded(s))
         continue;
-      spans.push_back(CallSpan{s.module, t_, s.enter_ns, s.exit_ns != 0 ? s.exit_ns : in_.stop_ns});
+      spans.push_back(
+          CallSpan{s.module, t_, s.enter_tick, s.exit_tick != 0 ? s.exit_tick : in_.stop_tick});
     }
   }
 
  private:
-  int64_t end_of(const RawEvent& e) const { return e.end_ns != 0 ? e.end_ns : in_.stop_ns; }
+  int64_t end_of(const RawEvent& e) const { return e.end_tick != 0 ? e.end_tick : in_.stop_tick; }
   const std::string& name(int event) const { return in_.names->name(th_.events[event].name_id); }
   const std::string& item_name(int pos) const { return name(items_[pos].event); }
 
@@ -147,10 +148,10 @@ class ThreadAttributor {
     out.step_counts.assign(st.size(), 1);
     for (size_t k = 0; k < st.size(); ++k) {
       if (!st[k].optimizer) continue;
-      const int64_t end = st[k].end_ns != 0 ? st[k].end_ns : in_.stop_ns;
+      const int64_t end = st[k].end_tick != 0 ? st[k].end_tick : in_.stop_tick;
       bool ours = false;
       for (const RawEvent& e : th_.events) {
-        if (e.start_ns < st[k].start_ns || e.start_ns > end) continue;
+        if (e.start_tick < st[k].start_tick || e.start_tick > end) continue;
         if ((e.flags & kStep) && e.owner >= 0) ours = true;
       }
       out.step_counts[k] = ours;
@@ -161,8 +162,8 @@ class ThreadAttributor {
   bool in_counted_step(const ThreadAttribution& out, const RawEvent& e) const {
     for (size_t k = 0; k < th_.steps.size(); ++k) {
       const StepRecord& s = th_.steps[k];
-      const int64_t end = s.end_ns != 0 ? s.end_ns : in_.stop_ns;
-      if (out.step_counts[k] && e.start_ns >= s.start_ns && e.start_ns <= end) return true;
+      const int64_t end = s.end_tick != 0 ? s.end_tick : in_.stop_tick;
+      if (out.step_counts[k] && e.start_tick >= s.start_tick && e.start_tick <= end) return true;
     }
     return false;
   }
@@ -379,7 +380,7 @@ class ThreadAttributor {
       if (it.forward) {
         anchor(it, /*in_scope_only_backward=*/false);
         // A model with no parameter or buffer at all leaves nothing to anchor on: every forward
-        // op in the profile is its own (README: limits).
+        // op in the profile is its own (docs/attribution.md, "Limits").
         if (it.anchor < 0 && tree_.nodes[0].tensors == 0 && !scoped_[0]) it.anchor = 0;
       }
       items_.push_back(it);
@@ -393,7 +394,7 @@ class ThreadAttributor {
     size_t p = 0;
     for (const ScopeRecord& r : th_.scopes) {
       if (!r.start_only || r.module < 0 || r.backward) continue;
-      while (p < items_.size() && th_.events[items_[p].event].start_ns < r.enter_ns) ++p;
+      while (p < items_.size() && th_.events[items_[p].event].start_tick < r.enter_tick) ++p;
       for (size_t q = p; q < items_.size(); ++q) {
         Item& it = items_[q];
         if (!it.forward) break;
@@ -1105,6 +1106,20 @@ Attribution attribute(const AttributionInput& in) {
     close_pass(th.events.size());
   }
   return out;
+}
+
+std::pair<int, Phase> event_owner(const Attribution& at,
+                                  const std::vector<const ThreadEvents*>& threads, size_t t,
+                                  size_t i) {
+  const RawEvent& e = threads[t]->events[i];
+  const ThreadAttribution& ta = at.threads[t];
+  if (e.kind == EventKind::kBackwardNode) return {ta.module[i], Phase::kBackward};
+  return {ta.module[i], ta.phase[i] == Phase::kNone ? Phase::kForward : ta.phase[i]};
+}
+
+std::string module_label(const ModuleTree& tree, int m) {
+  if (m >= 0) return tree.nodes[m].name;
+  return m == kOutsideModel ? "(outside the model)" : "(autograd)";
 }
 
 }  // namespace flopsprof::detail

@@ -1,30 +1,17 @@
 // The attribution stage: raw events + module tree in; each event's phase, module and call out.
 //
 // Runs once per profile, after collection. Every consumer (module statistics, op table, memory,
-// GPU, Chrome trace) reads its result instead of re-deciding. The rules, in order (README,
-// "How work is attributed"):
-//   1. Scope: an op inside a FLOPSPROF_MODULE() scope belongs to that module's subtree.
-//   2. Ownership: an op reading a parameter or buffer belongs to the module that registered it,
-//      but a LibTorch built-in module claims only ops its own forward runs (an Embedding never
-//      claims the matmul of a tied decoder). Such an op still belongs to the model.
-//   3. Calls: a built-in module's call ends with its last op (Linear: `t` starts one, Conv2d:
-//      `conv2d` ends one); a composite module's call runs from its first to its last claimed op
-//      and restarts when its first child starts again.
-//   4. Structure: an op no rule claims, inside a module's call, goes to the parameterless child
-//      whose type runs it, in registration order (Sequential); `Functional` and parameterless
-//      user modules take what their neighbours leave. A call also extends to adjacent
-//      parameterless children that run the ops just before or after it.
-//   5. Outside: forward work in no call of the model (data preparation, the loss, metrics,
-//      clipping) is "outside the model": never the root's forward, never a call.
-//   6. Backward: an autograd node belongs to the module of the forward op that created it (the
-//      op whose run advanced the thread's sequence counter past the node's number).
+// GPU, Chrome trace) reads its result instead of re-deciding. Evidence first (scope records of
+// observed module calls, FLOPSPROF_MODULE() scopes, parameter ownership, autograd links), then the
+// rules that infer from op order, each inferred placement marked: docs/attribution.md lists them
+// in the order they apply.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
-#include "capture/events.h"
 #include "attribution/module_tree.h"
+#include "capture/events.h"
 
 namespace flopsprof::detail {
 
@@ -86,7 +73,7 @@ struct AttributionInput {
   const ModuleTree* tree = nullptr;
   std::vector<const ThreadEvents*> threads;
   const NameLookup* names = nullptr;
-  int64_t stop_ns = 0;  ///< end of events and scopes still open (timestamp units)
+  int64_t stop_tick = 0;  ///< end of events and scopes still open (timestamp units)
 };
 
 /// Applies the rules above. Pure: no torch, no globals.
@@ -94,5 +81,14 @@ Attribution attribute(const AttributionInput& input);
 
 /// Whether module `m` of `tree` may claim an op named `op` through ownership (rule 2).
 bool module_runs_op(const ModuleTree& tree, int m, const std::string& op);
+
+/// The module and phase of event `i` on thread `t`, as the attribution placed it (an autograd
+/// node is backward; an op the attribution left without a phase counts as forward).
+std::pair<int, Phase> event_owner(const Attribution& attribution,
+                                  const std::vector<const ThreadEvents*>& threads, size_t t,
+                                  size_t i);
+
+/// A module's dotted name, or "(outside the model)" / "(autograd)" for the pseudo-owners.
+std::string module_label(const ModuleTree& tree, int module);
 
 }  // namespace flopsprof::detail

@@ -1,4 +1,4 @@
-// Module tree bookkeeping: pre-order ranges, lowest common ancestor, ignored-module folding.
+// Module tree bookkeeping: pre-order ranges, run order, ignored-module folding.
 #include "attribution/module_tree.h"
 
 #include <algorithm>
@@ -42,18 +42,6 @@ void ModuleTree::finalize() {
     for (int c : nodes[i].children) end = std::max(end, nodes[c].subtree_end);
     nodes[i].subtree_end = end;
   }
-}
-
-int ModuleTree::lowest_common_ancestor(int a, int b) const {
-  if (a < 0) return b;
-  if (b < 0) return a;
-  while (nodes[a].depth > nodes[b].depth) a = nodes[a].parent;
-  while (nodes[b].depth > nodes[a].depth) b = nodes[b].parent;
-  while (a != b) {
-    a = nodes[a].parent;
-    b = nodes[b].parent;
-  }
-  return a;
 }
 
 }  // namespace flopsprof::detail

@@ -57,7 +57,6 @@ struct ModuleTree {
   bool is_ancestor_or_self(int a, int b) const {
     return a >= 0 && b >= a && b < nodes[a].subtree_end;
   }
-  int lowest_common_ancestor(int a, int b) const;
   /// Fills depth, subtree_end, children (run order), child_index and effective from `parent`,
   /// `ignored` and `run_order`. Requires pre-order with parents before children.
   void finalize();

@@ -26,9 +26,9 @@
 #include <torch/nn.h>
 #include <torch/optim.h>
 
+#include "capture/observer.h"
 #include "flopsprof/error.h"
 #include "flopsprof/scope.h"
-#include "capture/observer.h"
 
 // X(mangled name, by value?, the module type, the type declaring forward...)
 #define FLOPSPROF_BUILTIN_FORWARDS(X)                                                              \

@@ -63,8 +63,8 @@ void DeviceEvents::resolve(const std::vector<ThreadBuffer*>& buffers, GpuCollect
   int64_t ref_host = INT64_MAX;
   for (const ThreadBuffer* b : buffers) {
     for (const DeviceMark& m : b->marks) {
-      if (m.start != nullptr && b->events[m.event].start_ns < ref_host) {
-        ref_host = b->events[m.event].start_ns;
+      if (m.start != nullptr && b->events[m.event].start_tick < ref_host) {
+        ref_host = b->events[m.event].start_tick;
         ref = m.start;
       }
     }

@@ -49,8 +49,6 @@ class DeviceEvents {
   /// Destroys the events of `buffers` without reading them (a discarded profile).
   void discard(const std::vector<ThreadBuffer*>& buffers) const noexcept;
 
-  c10::DeviceType type() const { return type_; }
-
  private:
   c10::DeviceType type_;
   c10::DeviceIndex index_;

@@ -44,8 +44,8 @@ struct ArgRecord {
 
 /// One op call as the observer saw it. 88 bytes, no pointers into torch.
 struct RawEvent {
-  int64_t start_ns = 0;
-  int64_t end_ns = 0;
+  int64_t start_tick = 0;
+  int64_t end_tick = 0;
   int64_t seq_nr = -1;      ///< autograd sequence number (forward op or backward node)
   int64_t seq_end = -1;     ///< forward op: the thread's next sequence number when it ended, so
                             ///< [seq_nr, seq_end) covers the nodes its nested ops created
@@ -71,8 +71,8 @@ struct RawEvent {
 struct ScopeRecord {
   int32_t module = -1;  ///< module index in the tree; -1: a module of another model (foreign)
   int32_t parent = -1;  ///< enclosing scope record on this thread
-  int64_t enter_ns = 0;
-  int64_t exit_ns = 0;    ///< 0 while open
+  int64_t enter_tick = 0;
+  int64_t exit_tick = 0;  ///< 0 while open
   bool backward = false;  ///< entered inside the autograd engine: a recomputed forward
   /// A call whose bounds the caller knows: records of the same module inside it are this call.
   bool window = false;
@@ -81,14 +81,14 @@ struct ScopeRecord {
   bool builtin = false;
   /// Only the start of a call is known (a BatchNorm's or InstanceNorm's forward is inline; its
   /// virtual input check is observed): the next op its type runs on this thread is that call's.
-  /// enter_ns == exit_ns; it encloses no op.
+  /// enter_tick == exit_tick; it encloses no op.
   bool start_only = false;
 };
 
 /// One step scope (the optimizer step), on the thread that ran it.
 struct StepRecord {
-  int64_t start_ns = 0;
-  int64_t end_ns = 0;  ///< 0 while open
+  int64_t start_tick = 0;
+  int64_t end_tick = 0;  ///< 0 while open
   /// An optimizer's step() observed at its function (no step_scope()): the step of this profile
   /// only if it updates this model's parameters (another model's optimizer is outside it).
   bool optimizer = false;
@@ -96,13 +96,12 @@ struct StepRecord {
 
 /// One allocation (bytes > 0) or free (bytes < 0) reported by LibTorch's allocators.
 struct MemRecord {
-  int64_t time_ns = 0;
+  int64_t time_tick = 0;
   int64_t bytes = 0;
-  int64_t total_allocated = 0;  ///< as the allocator reports it (CPU: since reporting began)
-  int64_t total_reserved = 0;   ///< caching allocators (CUDA); 0 on CPU
-  int32_t op = -1;              ///< the open op on this thread (index into events), -1: none
-  int32_t scope = -1;           ///< the open scope on this thread
-  int8_t device_type = 0;       ///< c10::DeviceType
+  int64_t total_reserved = 0;  ///< caching allocators (CUDA); 0 on CPU
+  int32_t op = -1;             ///< the open op on this thread (index into events), -1: none
+  int32_t scope = -1;          ///< the open scope on this thread
+  int8_t device_type = 0;      ///< c10::DeviceType
 };
 
 /// Everything one thread recorded in one profile.

@@ -15,11 +15,6 @@
 
 namespace flopsprof::detail {
 
-int g_force_device_type = -1;
-CuptiLimits g_cupti_limits;
-bool g_fail_start_after_gpu = false;
-bool g_skip_cupti = false;
-
 namespace {
 
 constexpr const char* kPluginName = "libflopsprof_cuda.so." FLOPSPROF_CUDA_PLUGIN_SOVERSION;
@@ -72,9 +67,6 @@ const GpuPluginV1* load_gpu_plugin(std::string* why) {
       candidates.push_back(env);
     } else {
       candidates.push_back(kPluginName);  // already loaded, RUNPATH, LD_LIBRARY_PATH
-#ifdef FLOPSPROF_CUDA_PLUGIN_BUILD_DIR
-      candidates.push_back(std::string(FLOPSPROF_CUDA_PLUGIN_BUILD_DIR) + "/" + kPluginName);
-#endif
       candidates.push_back(std::string(FLOPSPROF_INSTALL_LIBDIR) + "/" + kPluginName);
     }
     for (const std::string& c : candidates) {
@@ -94,28 +86,22 @@ const GpuPluginV1* load_gpu_plugin(std::string* why) {
   return g_loaded.plugin;
 }
 
-GpuSelection select_gpu_timing(int device_type, int device_index) {
+GpuSelection select_gpu_timing(const GpuTimingRequest& request) {
   GpuSelection sel;
-  if (g_force_device_type >= 0) {
-    device_type = g_force_device_type;
-    device_index = 0;
-  }
-  if (device_type < 0) return sel;
-  sel.device_type = device_type;
-  sel.device_index = device_index;
-  const auto type = static_cast<c10::DeviceType>(device_type);
+  if (request.device_type < 0) return sel;
+  sel.device_type = request.device_type;
+  sel.device_index = request.device_index;
+  const auto type = static_cast<c10::DeviceType>(request.device_type);
   std::string why_cupti, why_events;
   const GpuPluginV1* plugin = nullptr;
-  if (type == c10::DeviceType::CUDA) {
+  if (!request.try_cupti) {
+    why_cupti = "not tried (ProfilerOptions::device_timing)";
+  } else if (type == c10::DeviceType::CUDA) {
     plugin = load_gpu_plugin(&why_cupti);
-    if (plugin != nullptr && g_skip_cupti) {
-      why_cupti = "skipped (test hook)";
-      plugin = nullptr;
-    }
     if (plugin != nullptr) {
       char name[256] = {0};
-      if (plugin->cuda_device_name(device_index, name, sizeof name)) sel.device = name;
-      std::unique_ptr<GpuBackend> cupti(plugin->make_cupti_backend(g_cupti_limits));
+      if (plugin->cuda_device_name(request.device_index, name, sizeof name)) sel.device = name;
+      std::unique_ptr<GpuBackend> cupti(plugin->make_cupti_backend(request.cupti_limits));
       if (cupti->start(&why_cupti)) {
         sel.cupti = std::move(cupti);
         sel.timing = "cupti";
@@ -126,6 +112,11 @@ GpuSelection select_gpu_timing(int device_type, int device_index) {
     why_cupti = "CUPTI times CUDA devices only";
   }
   sel.reason = "CUPTI unavailable: " + why_cupti;
+  if (!request.try_events) {
+    sel.timing = "host clock";
+    sel.reason = "device timing off (ProfilerOptions::device_timing is kHostClock)";
+    return sel;
+  }
   if (device_events_available(type, &why_events)) {
     sel.events = true;
     sel.timing = c10::DeviceTypeName(type, /*lower_case=*/true) + " events";

@@ -73,17 +73,17 @@ struct GpuSelection {
   int device_index = 0;
 };
 
-/// `device_type`: the model's device type as c10::DeviceType's integer, or -1 for a CPU model.
-GpuSelection select_gpu_timing(int device_type, int device_index);
+/// What a profile asks of the device timing.
+struct GpuTimingRequest {
+  int device_type = -1;  ///< the device to time (c10::DeviceType's integer), -1: a CPU model
+  int device_index = 0;
+  bool try_cupti = true;   ///< false: device events first (ProfilerOptions::kDeviceEvents)
+  bool try_events = true;  ///< false with try_cupti false: the host clock (kHostClock)
+  CuptiLimits cupti_limits;
+};
 
-/// Test hooks (not API): force GPU timing for a CPU model as if it ran on `g_force_device_type`
-/// (-1: off), and the CUPTI buffer limits to use.
-extern int g_force_device_type;
-extern CuptiLimits g_cupti_limits;
-/// Test hook: start_profile() throws after the GPU timing started (checks the rollback).
-extern bool g_fail_start_after_gpu;
-/// Test hook: CUPTI is not tried (as when another profiler holds it): device events time the run.
-extern bool g_skip_cupti;
+/// Chooses and starts the device timing: CUPTI -> device events -> host clock.
+GpuSelection select_gpu_timing(const GpuTimingRequest& request);
 
 }  // namespace flopsprof::detail
 

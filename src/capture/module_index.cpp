@@ -8,8 +8,8 @@
 #include <torch/nn/module.h>
 #include <torch/version.h>
 
-#include "capture/builtin_calls.h"
 #include "attribution/builtin_modules.h"
+#include "capture/builtin_calls.h"
 #include "flopsprof/error.h"
 
 namespace flopsprof::detail {

@@ -20,10 +20,10 @@
 #include <fmt/format.h>
 
 #include "capture/device_events.h"
-#include "flopsprof/error.h"
-#include "formulas/registry.h"
 #include "capture/gpu_backend.h"
 #include "capture/module_index.h"
+#include "flopsprof/error.h"
+#include "formulas/registry.h"
 
 namespace flopsprof::detail {
 
@@ -297,14 +297,18 @@ void push_list(ThreadEvents* b, ArgRecord& a, const c10::List<int64_t>& list) {
 
 }  // namespace
 
+#ifdef FLOPSPROF_CAPTURE_FAULTS
 std::atomic<int> g_fail_captures{0};
+std::atomic<int> g_fail_registrations{0};
+#endif
 
 void capture_args(ThreadEvents* b, RawEvent& e, c10::ArrayRef<const c10::IValue> inputs) {
-  if (__builtin_expect(g_fail_captures.load(std::memory_order_relaxed) > 0, 0) &&
-      g_fail_captures.fetch_sub(1) > 0) {
+#ifdef FLOPSPROF_CAPTURE_FAULTS
+  if (g_fail_captures.load(std::memory_order_relaxed) > 0 && g_fail_captures.fetch_sub(1) > 0) {
     b->dims.push_back(0);  // a partial write, as a real failure midway would leave
     throw std::bad_alloc();
   }
+#endif
   e.args_begin = static_cast<uint32_t>(b->args.size());
   size_t n = inputs.size();
   if (n > kMaxArgs) {
@@ -518,7 +522,7 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
     ctx->session = s->id;
     ctx->index = index;
     ctx->pushed = pushed;
-    e.start_ns = s->now();
+    e.start_tick = s->now();
     return ctx;
   } catch (...) {
     // Never throw into the dispatcher.
@@ -540,7 +544,7 @@ void on_op_end(const at::RecordFunction& /*fn*/, at::ObserverContext* c) {
   if (s == nullptr || s->id != ctx->session) return;  // the profile stopped meanwhile
   ThreadBuffer* b = ctx->buffer;
   RawEvent& e = b->events[ctx->index];
-  e.end_ns = s->now();
+  e.end_tick = s->now();
   if (e.seq_nr >= 0 && e.kind == EventKind::kOp) e.seq_end = at::sequence_number::peek();
   if (ctx->pushed & 2) --b->backward_depth;
   if (ctx->pushed & 4) s->gpu->pop();
@@ -557,8 +561,10 @@ struct SlotHandles {
 };
 SlotHandles g_handles[kMaxSessions];
 
+// Registers slot K's callbacks, writing each handle into `h` as soon as it exists, so that a
+// throw from the second registration leaves the first in `h` for the caller to remove.
 template <int K>
-SlotHandles add_callbacks(bool all_threads) {
+void add_callbacks(bool all_threads, SlotHandles& h) {
   // Ops: inputs boxed for shapes and ownership. Autograd nodes: never read their inputs, so
   // LibTorch does not box them.
   auto ops = at::RecordFunctionCallback(on_op_start<K>, on_op_end<K>)
@@ -567,25 +573,37 @@ SlotHandles add_callbacks(bool all_threads) {
   auto nodes = at::RecordFunctionCallback(on_op_start<K>, on_op_end<K>)
                    .needsInputs(false)
                    .scopes({at::RecordScope::BACKWARD_FUNCTION});
-  SlotHandles h;
   h.ops = all_threads ? at::addGlobalCallback(ops) : at::addThreadLocalCallback(ops);
+#ifdef FLOPSPROF_CAPTURE_FAULTS
+  if (g_fail_registrations.load() > 0 && g_fail_registrations.fetch_sub(1) > 0) {
+    throw std::bad_alloc();  // as LibTorch's callback list failing to grow would
+  }
+#endif
   h.nodes = all_threads ? at::addGlobalCallback(nodes) : at::addThreadLocalCallback(nodes);
-  return h;
 }
 
-SlotHandles add_callbacks(int slot, bool all_threads) {
+void add_callbacks(int slot, bool all_threads, SlotHandles& h) {
   switch (slot) {
     case 0:
-      return add_callbacks<0>(all_threads);
+      return add_callbacks<0>(all_threads, h);
     case 1:
-      return add_callbacks<1>(all_threads);
+      return add_callbacks<1>(all_threads, h);
     case 2:
-      return add_callbacks<2>(all_threads);
+      return add_callbacks<2>(all_threads, h);
     default:
-      return add_callbacks<3>(all_threads);
+      return add_callbacks<3>(all_threads, h);
   }
 }
 static_assert(kMaxSessions == 4, "add_callbacks instantiates one callback pair per slot");
+
+void remove_callbacks(SlotHandles& h) noexcept {
+  try {
+    if (h.ops != 0) at::removeCallback(h.ops);
+    if (h.nodes != 0) at::removeCallback(h.nodes);
+  } catch (...) {
+  }
+  h = SlotHandles{};
+}
 
 }  // namespace
 
@@ -604,10 +622,9 @@ void start_observing(Session* session, bool all_threads) {
   session->slot = slot;
   g_sessions[slot].store(session, std::memory_order_seq_cst);
   try {
-    g_handles[slot] = add_callbacks(slot, all_threads);
+    add_callbacks(slot, all_threads, g_handles[slot]);
   } catch (...) {
-    if (g_handles[slot].ops != 0) at::removeCallback(g_handles[slot].ops);
-    g_handles[slot] = SlotHandles{};
+    remove_callbacks(g_handles[slot]);
     g_sessions[slot].store(nullptr, std::memory_order_seq_cst);
     session->slot = -1;
     throw;
@@ -619,28 +636,19 @@ void stop_observing(Session* session) noexcept {
   std::lock_guard<std::mutex> lock(g_observe_mu);
   const int slot = session->slot;
   if (slot < 0 || g_sessions[slot].load() != session) return;
-  try {
-    if (g_handles[slot].ops != 0) at::removeCallback(g_handles[slot].ops);
-    if (g_handles[slot].nodes != 0) at::removeCallback(g_handles[slot].nodes);
-  } catch (...) {
-  }
-  g_handles[slot] = SlotHandles{};
+  remove_callbacks(g_handles[slot]);
   g_sessions[slot].store(nullptr, std::memory_order_seq_cst);
   // Quiescence: a thread inside a callback now may have loaded `session` before the store above.
   // Wait for each such thread to leave (its epoch moves on); later callbacks see the empty slot.
-  std::vector<ThreadState*> states;
-  try {
-    std::lock_guard<std::mutex> states_lock(g_states_mu);
-    for (ThreadState& st : all_states()) {
-      if (st.in_use && &st != tl.state) states.push_back(&st);
-    }
-  } catch (...) {
-    // Out of memory: fall back to waiting on every state without a list.
-  }
-  for (ThreadState* st : states) {
-    const uint64_t e = st->epoch.load(std::memory_order_seq_cst);
+  // Walks the states under their lock and allocates nothing, so it cannot fail. Holding the lock
+  // while waiting is safe: a thread inside a callback already has its state and never takes it
+  // (a new thread takes it before it enters; an exiting one is not inside a callback).
+  std::lock_guard<std::mutex> states_lock(g_states_mu);
+  for (ThreadState& st : all_states()) {
+    if (!st.in_use || &st == tl.state) continue;
+    const uint64_t e = st.epoch.load(std::memory_order_seq_cst);
     if ((e & 1) == 0) continue;
-    while (st->epoch.load(std::memory_order_acquire) == e) std::this_thread::yield();
+    while (st.epoch.load(std::memory_order_acquire) == e) std::this_thread::yield();
   }
   session->slot = -1;
 }

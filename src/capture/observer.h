@@ -34,7 +34,6 @@ class CallbackGuard {
   bool ok_ = false;
 };
 
-
 /// Copies of `session`'s records while it runs, each taken while its thread is held outside the
 /// callbacks (a thread entering one waits for the copy, microseconds per buffer): the reader
 /// never sees a record being written. Callbacks on the calling thread are suspended meanwhile.
@@ -44,9 +43,13 @@ std::vector<std::unique_ptr<ThreadEvents>> snapshot_records(Session& session);
 /// `event`'s argument range at it. May allocate; never called for ops nested in counted ones.
 void capture_args(ThreadEvents* thread, RawEvent& event, c10::ArrayRef<const c10::IValue> inputs);
 
-/// Test hook: the next `n` argument captures throw std::bad_alloc (as an out-of-memory would),
-/// to prove the start callback is all or nothing. 0 in production (one relaxed load per capture).
+#ifdef FLOPSPROF_CAPTURE_FAULTS
+/// Fault injection, only in the test build of this file (tests/CMakeLists.txt,
+/// flopsprof_capture_faults; never in the library): the next `n` argument captures throw
+/// std::bad_alloc midway, and the next `n` callback registrations fail after the first of a pair.
 extern std::atomic<int> g_fail_captures;
+extern std::atomic<int> g_fail_registrations;
+#endif
 
 /// Takes a free slot for `session` and installs its RecordFunction callbacks. `all_threads` picks
 /// global vs thread-local registration. Throws Error when all kMaxSessions slots are taken.

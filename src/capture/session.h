@@ -1,4 +1,5 @@
-// A running profile's shared state: its slot, clock, ownership index, GPU timing and thread buffers.
+// A running profile's shared state: its slot, clock, ownership index, GPU timing and thread
+// buffers.
 #pragma once
 
 #include <atomic>

@@ -36,7 +36,7 @@ int32_t ThreadBuffer::open_scope_record(int32_t module, int64_t now, ScopeKind k
 
 void ThreadBuffer::close_scope_record(int32_t index, int64_t now) noexcept {
   if (index < 0 || static_cast<size_t>(index) >= scopes.size()) return;
-  scopes[index].exit_ns = now;
+  scopes[index].exit_tick = now;
   open_scope = scopes[index].parent;
 }
 
@@ -53,16 +53,15 @@ int32_t ThreadBuffer::begin_step(int64_t now, bool optimizer) noexcept {
 
 void ThreadBuffer::end_step(int32_t index, int64_t now) noexcept {
   if (index < 0 || static_cast<size_t>(index) >= steps.size()) return;
-  steps[index].end_ns = now;
+  steps[index].end_tick = now;
   --step_depth;
 }
 
-void ThreadBuffer::add_memory(int64_t now, int64_t bytes, int64_t total_allocated,
-                              int64_t total_reserved, int8_t device_type) noexcept {
+void ThreadBuffer::add_memory(int64_t now, int64_t bytes, int64_t total_reserved,
+                              int8_t device_type) noexcept {
   MemRecord r;
-  r.time_ns = now;
+  r.time_tick = now;
   r.bytes = bytes;
-  r.total_allocated = total_allocated;
   r.total_reserved = total_reserved;
   r.op = open_op;
   r.scope = open_scope;

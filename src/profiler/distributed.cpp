@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
-#include "flopsprof/error.h"
 #include "aggregation/ranks.h"
+#include "flopsprof/error.h"
 
 namespace flopsprof {
 namespace {

@@ -15,10 +15,10 @@
 #include <torch/cuda.h>
 #include <torch/version.h>
 
-#include "aggregation/aggregate.h"
-#include "flopsprof/error.h"
+#include "aggregation/op_counts.h"
 #include "capture/memory.h"
 #include "capture/observer.h"
+#include "flopsprof/error.h"
 
 namespace flopsprof {
 namespace {

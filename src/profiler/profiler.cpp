@@ -11,13 +11,13 @@
 #include <torch/cuda.h>
 
 #include "capture/device_events.h"
-#include "flopsprof/meta.h"
-#include "flopsprof/scope.h"
-#include "flopsprof/sweep.h"
 #include "capture/gpu_backend.h"
 #include "capture/memory.h"
 #include "capture/module_index.h"
 #include "capture/observer.h"
+#include "flopsprof/meta.h"
+#include "flopsprof/scope.h"
+#include "flopsprof/sweep.h"
 #include "reports/report_html.h"
 #include "reports/text_file.h"
 #include "reports/trace.h"
@@ -40,7 +40,7 @@ struct FlopsProfiler::Impl {
     std::string timer;
     std::vector<detail::InternalSpan> internal;
     std::optional<detail::GpuCollection> gpu;
-    detail::Attribution attribution;  // computed once, at stop_profile()
+    detail::Analysis analysis;  // attribution and op counts, computed once at stop_profile()
   } collected;
   std::unique_ptr<detail::GpuBackend> gpu;        // active device backend (CUPTI), if any
   std::unique_ptr<detail::DeviceEvents> events;   // active device-event timing, if any
@@ -83,8 +83,7 @@ struct FlopsProfiler::Impl {
     timer->on_start();
     detail::g_scope_demand.fetch_add(1, std::memory_order_relaxed);
     try {
-      const auto [type, index] = model_device();
-      detail::GpuSelection sel = detail::select_gpu_timing(type, index);
+      detail::GpuSelection sel = detail::select_gpu_timing(timing_request());
       gpu = std::move(sel.cupti);
       gpu_backend = sel.timing;
       gpu_reason = sel.reason;
@@ -96,9 +95,6 @@ struct FlopsProfiler::Impl {
       }
       s->gpu = gpu.get();
       s->events = events.get();
-      if (detail::g_fail_start_after_gpu) {
-        throw Error("start_profile: failing after the GPU timing started (test hook)");
-      }
       detail::start_observing(s.get(), options.threads == ProfilerOptions::Threads::kAll);
       if (options.track_memory) detail::install_memory_observer(*s);
     } catch (...) {  // all or nothing: nothing stays registered or started
@@ -129,6 +125,22 @@ struct FlopsProfiler::Impl {
     for (const auto& b : buffers) bs.push_back(b.get());
     events->discard(bs);
     events.reset();
+  }
+
+  // The device timing the options and the model ask for.
+  detail::GpuTimingRequest timing_request() const {
+    detail::GpuTimingRequest r;
+    if (options.device) {
+      r.device_type = options.device->is_cpu() ? -1 : static_cast<int>(options.device->type());
+      r.device_index = options.device->has_index() ? options.device->index() : 0;
+    } else {
+      std::tie(r.device_type, r.device_index) = model_device();
+    }
+    r.try_cupti = options.device_timing == ProfilerOptions::DeviceTiming::kAuto;
+    r.try_events = options.device_timing != ProfilerOptions::DeviceTiming::kHostClock;
+    r.cupti_limits.buffer_bytes = options.cupti_buffer_bytes;
+    r.cupti_limits.max_buffers = options.cupti_max_buffers;
+    return r;
   }
 
   // The device of the model's first parameter not on the CPU (type as c10::DeviceType's
@@ -174,20 +186,20 @@ struct FlopsProfiler::Impl {
 
   // The aggregation input over the live session's records (while running) or the last stopped
   // profile's, with the problems seen while collecting.
-  detail::AggregateInput input(const Records& records, int64_t stop_ns, double ns_per_tick,
+  detail::AggregateInput input(const Records& records, int64_t stop_tick, double ns_per_tick,
                                const std::string& timer_label) const {
     detail::AggregateInput in;
     if (!running && collected.gpu) in.gpu = &*collected.gpu;
     in.tree = &index->tree;
     in.names = &detail::NameTable::instance();
-    in.stop_ns = stop_ns;
+    in.stop_tick = stop_tick;
     in.timer = timer_label;
     in.ns_per_tick = ns_per_tick;
     in.track_memory = options.track_memory;
     uint64_t open = 0, errors = 0, dropped = 0;
     for (const detail::ThreadEvents* b : records.threads) {
       in.threads.push_back(b);
-      for (const detail::RawEvent& e : b->events) open += e.end_ns == 0;
+      for (const detail::RawEvent& e : b->events) open += e.end_tick == 0;
       errors += b->capture_errors;
       dropped += b->dropped_args;
     }
@@ -210,8 +222,8 @@ struct FlopsProfiler::Impl {
     return in;
   }
 
-  ProfileResult compute(const detail::AggregateInput& in, const detail::Attribution& at) const {
-    ProfileResult r = detail::aggregate(in, at);
+  ProfileResult compute(const detail::AggregateInput& in, const detail::Analysis& a) const {
+    ProfileResult r = detail::aggregate(in, a.attribution, a.counts);
     r.batch_size = options.batch_size;
     r.world_size = options.world_size;
     r.data_parallel_size = options.data_parallel_size;
@@ -223,7 +235,7 @@ struct FlopsProfiler::Impl {
     if (running) {
       const Records recs = records();
       detail::AggregateInput in = input(recs, session->now(), session->ns_per_tick(), timer_name());
-      snapshot = compute(in, detail::attribute(detail::attribution_input(in)));
+      snapshot = compute(in, detail::analyze(in));
       return *snapshot;
     }
     if (!result) {
@@ -268,13 +280,13 @@ void FlopsProfiler::stop_profile() {
   if (!impl_->running) {
     throw Error("stop_profile() called but no profile is running; call start_profile() first");
   }
-  if (impl_->model_device().first == static_cast<int>(c10::DeviceType::CUDA) &&
+  if (impl_->timing_request().device_type == static_cast<int>(c10::DeviceType::CUDA) &&
       torch::cuda::is_available()) {
     at::DisableRecordFunctionGuard no_record;
     torch::cuda::synchronize();  // the single synchronization of the profile
   }
   detail::Session& s = *impl_->session;
-  const int64_t stop_ns = s.now();
+  const int64_t stop_tick = s.now();
   impl_->halt();
   impl_->timer->on_stop();
   auto& c = impl_->collected;
@@ -297,7 +309,7 @@ void FlopsProfiler::stop_profile() {
     }
   }
   if (c.gpu) c.gpu->device = impl_->gpu_device.empty() ? c.gpu->device : impl_->gpu_device;
-  c.stop = stop_ns;
+  c.stop = stop_tick;
   c.origin = s.tick0;
   c.ns_per_tick = s.ns_per_tick();
   c.timer = impl_->timer_name();
@@ -307,13 +319,13 @@ void FlopsProfiler::stop_profile() {
   auto t0 = std::chrono::steady_clock::now();
   {
     detail::AggregateInput in = impl_->input(impl_->records(), c.stop, c.ns_per_tick, c.timer);
-    c.attribution = detail::attribute(detail::attribution_input(in));
-    impl_->result = impl_->compute(in, c.attribution);
+    c.analysis = detail::analyze(in);
+    impl_->result = impl_->compute(in, c.analysis);
   }
   impl_->compute_ns =
       std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
   c.internal.push_back(
-      detail::InternalSpan{"flopsprof: stop_profile (computing results)", stop_ns, stop_ns});
+      detail::InternalSpan{"flopsprof: stop_profile (computing results)", stop_tick, stop_tick});
 }
 
 void FlopsProfiler::reset_profile() {
@@ -469,11 +481,13 @@ std::string FlopsProfiler::chrome_trace(int level) const {
     const detail::Session& s = *impl_->session;
     clock = {s.tick0, s.ns_per_tick()};
     detail::AggregateInput in = impl_->input(recs, s.now(), clock.ns_per_tick, impl_->timer_name());
-    trace = detail::build_trace(in, detail::attribute(detail::attribution_input(in)));
+    const detail::Analysis a = detail::analyze(in);
+    trace = detail::build_trace(in, a.attribution, a.counts);
   } else {
     const auto& c = impl_->collected;
     clock = {c.origin, c.ns_per_tick};
-    trace = detail::build_trace(impl_->input(recs, c.stop, c.ns_per_tick, c.timer), c.attribution);
+    trace = detail::build_trace(impl_->input(recs, c.stop, c.ns_per_tick, c.timer),
+                                c.analysis.attribution, c.analysis.counts);
     internal = c.internal;
   }
   if (level >= 2 && !internal.empty()) {
@@ -524,19 +538,21 @@ void FlopsProfiler::export_chrome_trace(const std::string& path, int level) cons
   detail::write_text_file(path, chrome_trace(level), "Chrome trace");
 }
 
-std::string FlopsProfiler::model_profile_string(int profile_step, int module_depth, int top_modules,
+std::string FlopsProfiler::model_profile_string(int header_step, int module_depth, int top_modules,
                                                 bool detailed) const {
   ReportOptions o;
-  o.profile_step = profile_step;
+  o.header_step = header_step > 0                   ? header_step
+                  : impl_->options.profile_step > 0 ? impl_->options.profile_step
+                                                    : 1;
   o.module_depth = module_depth;
   o.top_modules = top_modules;
   o.detailed = detailed;
   return format_text_report(impl_->current(), o);
 }
 
-void FlopsProfiler::print_model_profile(int profile_step, int module_depth, int top_modules,
+void FlopsProfiler::print_model_profile(int header_step, int module_depth, int top_modules,
                                         bool detailed, const std::string& output_file) const {
-  std::string text = model_profile_string(profile_step, module_depth, top_modules, detailed);
+  std::string text = model_profile_string(header_step, module_depth, top_modules, detailed);
   if (output_file.empty()) {
     std::cout << text << std::flush;
   } else {
@@ -553,7 +569,7 @@ void FlopsProfiler::save_json(const std::string& path) const {
 }
 
 std::string FlopsProfiler::html(const BatchSweep* sweep) const {
-  return detail::html_report(impl_->current(), sweep ? sweep->csv() : std::string());
+  return detail::html_report(impl_->current(), sweep ? sweep->rows : std::vector<BatchSweepRow>{});
 }
 
 void FlopsProfiler::save_html(const std::string& path, const BatchSweep* sweep) const {

@@ -14,7 +14,7 @@
 namespace flopsprof {
 namespace {
 
-double mb(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
+double mib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
 
 }  // namespace
 
@@ -57,11 +57,11 @@ BatchSweep sweep_batch_sizes(const std::shared_ptr<torch::nn::Module>& model,
 }
 
 std::string BatchSweep::table() const {
-  std::string out = fmt::format("{:>10} {:>14} {:>14} {:>14} {:>12}\n", "batch", "fwd peak MB",
-                                "train peak MB", "fwd GFLOPs", "fwd ms");
+  std::string out = fmt::format("{:>10} {:>14} {:>14} {:>14} {:>12}\n", "batch", "fwd peak MiB",
+                                "train peak MiB", "fwd GFLOPs", "fwd ms");
   for (const BatchSweepRow& r : rows) {
     fmt::format_to(std::back_inserter(out), "{:>10} {:>14.2f} {:>14.2f} {:>14.3f} {:>12.2f}\n",
-                   r.batch_size, mb(r.fwd_peak_bytes), mb(r.train_peak_bytes),
+                   r.batch_size, mib(r.fwd_peak_bytes), mib(r.train_peak_bytes),
                    static_cast<double>(r.fwd_flops) * 1e-9, r.fwd_latency_s * 1e3);
   }
   return out;
@@ -81,21 +81,21 @@ std::string BatchSweep::svg() const {
   const double W = 640, H = 420, left = 70, right = 20, top = 60, bottom = 50;
   const double pw = W - left - right, ph = H - top - bottom;
   int64_t max_b = 1;
-  double max_mb = 0;
+  double max_mib = 0;
   bool has_train = false;
   for (const BatchSweepRow& r : rows) {
     max_b = std::max(max_b, r.batch_size);
-    max_mb = std::max({max_mb, mb(r.fwd_peak_bytes), mb(r.train_peak_bytes)});
+    max_mib = std::max({max_mib, mib(r.fwd_peak_bytes), mib(r.train_peak_bytes)});
     has_train = has_train || r.train_peak_bytes > 0;
   }
   // A "nice" y range: 1, 2 or 5 times a power of ten per tick, 5 ticks.
-  double raw = std::max(max_mb, 1e-3) / 5.0;
+  double raw = std::max(max_mib, 1e-3) / 5.0;
   double mag = std::pow(10.0, std::floor(std::log10(raw)));
   double step = raw / mag <= 1   ? mag
                 : raw / mag <= 2 ? 2 * mag
                 : raw / mag <= 5 ? 5 * mag
                                  : 10 * mag;
-  double y_max = step * std::ceil(std::max(max_mb, 1e-3) / step);
+  double y_max = step * std::ceil(std::max(max_mib, 1e-3) / step);
   auto x = [&](int64_t b) {
     return left + pw * static_cast<double>(b) / static_cast<double>(max_b);
   };
@@ -127,7 +127,7 @@ std::string BatchSweep::svg() const {
       std::back_inserter(s),
       "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">batch size</text>\n"
       "<text x=\"16\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 16 {})\">peak "
-      "memory (MB)</text>\n",
+      "memory (MiB)</text>\n",
       left + pw / 2, H - 10, top + ph / 2, top + ph / 2);
   auto series = [&](const char* color, const char* label, int legend_row, auto value) {
     std::string points;
@@ -145,10 +145,10 @@ std::string BatchSweep::svg() const {
         color, points, left + 12 + 180 * legend_row, top - 14, left + 36 + 180 * legend_row,
         left + 42 + 180 * legend_row, top - 10, label);
   };
-  series("#1f77b4", "forward", 0, [](const BatchSweepRow& r) { return mb(r.fwd_peak_bytes); });
+  series("#1f77b4", "forward", 0, [](const BatchSweepRow& r) { return mib(r.fwd_peak_bytes); });
   if (has_train)
     series("#d62728", "training (forward + backward)", 1,
-           [](const BatchSweepRow& r) { return mb(r.train_peak_bytes); });
+           [](const BatchSweepRow& r) { return mib(r.train_peak_bytes); });
   s += "</svg>\n";
   return s;
 }

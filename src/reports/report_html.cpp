@@ -121,7 +121,18 @@ constexpr const char* kScript = R"JS(
     const t = hi > lo ? (Math.log10(r) - lo) / (hi - lo) : 0.5;  // slow (red) .. fast (green)
     return 'hsl(' + Math.round(8 + t * 122) + ', 62%, ' + Math.round(72 - t * 12) + '%)';
   };
-  const value = (m) => Math.max(0, m[metric] || 0);
+  // A cell's width: its module's value, or its children's sum when larger (a container that is
+  // never called, such as a ModuleList, has no latency of its own but its layers have).
+  const widths = (key) => {
+    const v = M.map((m) => Math.max(0, m[key] || 0));
+    for (let i = M.length - 1; i >= 0; --i) {
+      let sum = 0;
+      for (const k of kids[i]) sum += v[k];
+      v[i] = Math.max(v[i], sum);
+    }
+    return v;
+  };
+  let V = widths(metric);
   const tipText = (m) => [label(m) + ' (' + m.type + ')', 'calls ' + m.calls + ', params ' + num(m.params),
     'MACs ' + num(m.macs) + ', FLOPs ' + num(m.flops), 'fwd ' + dur(m.latency_s) + ', bwd ' + dur(m.bwd_latency_s || 0),
     'achieved ' + num(rate(m.flops, m.latency_s), 'FLOP/s')].join('\n');
@@ -143,12 +154,12 @@ constexpr const char* kScript = R"JS(
       icicle.appendChild(c);
       shown++;
       maxDepth = Math.max(maxDepth, row);
-      const total = value(m);
+      const total = V[i];
       if (total <= 0) return;
       let cx = x;
-      for (const k of kids[i]) { const cw = w * value(M[k]) / total; place(k, cx, cw, row + 1); cx += cw; }
+      for (const k of kids[i]) { const cw = w * V[k] / total; place(k, cx, cw, row + 1); cx += cw; }
     };
-    if (value(root) > 0) place(zoom, 0, W, 0);
+    if (V[zoom] > 0) place(zoom, 0, W, 0);
     icicle.style.height = ((maxDepth + 1) * H + 2) + 'px';
     const crumbs = document.getElementById('crumbs');
     crumbs.textContent = '';
@@ -163,7 +174,7 @@ constexpr const char* kScript = R"JS(
     document.getElementById('zoomed').textContent = label(M[zoom]);
   }
   document.querySelectorAll('button.seg').forEach((b) => b.addEventListener('click', () => {
-    metric = b.dataset.metric;
+    metric = b.dataset.metric; V = widths(metric);
     document.querySelectorAll('button.seg').forEach((x) => x.classList.toggle('on', x === b));
     drawIcicle();
   }));
@@ -299,25 +310,15 @@ constexpr const char* kScript = R"JS(
 })();
 )JS";
 
-// Batch-size sweep CSV (BatchSweep::csv()) as a JSON array for the page.
-std::string sweep_json(const std::string& csv) {
+// The batch-size sweep as a JSON array for the page.
+std::string sweep_json(const std::vector<BatchSweepRow>& rows) {
   std::string out = "[";
-  size_t pos = csv.find('\n');  // skip the header line
-  bool first = true;
-  while (pos != std::string::npos && pos + 1 < csv.size()) {
-    size_t end = csv.find('\n', pos + 1);
-    std::string line = csv.substr(pos + 1, end == std::string::npos ? end : end - pos - 1);
-    pos = end;
-    long long b = 0, fwd = 0, train = 0;
-    unsigned long long flops = 0;
-    double lat = 0;
-    if (std::sscanf(line.c_str(), "%lld,%lld,%lld,%llu,%lf", &b, &fwd, &train, &flops, &lat) != 5)
-      continue;
+  for (const BatchSweepRow& r : rows) {
     out += fmt::format(
         "{}{{\"batch_size\":{},\"fwd_peak_bytes\":{},\"train_peak_bytes\":{},\"fwd_flops\":{},"
         "\"fwd_latency_s\":{}}}",
-        first ? "" : ",", b, fwd, train, flops, lat);
-    first = false;
+        out.size() > 1 ? "," : "", r.batch_size, r.fwd_peak_bytes, r.train_peak_bytes, r.fwd_flops,
+        r.fwd_latency_s);
   }
   return out + "]";
 }
@@ -340,7 +341,7 @@ std::string json_for_script(const std::string& json) {
   return out;
 }
 
-std::string html_report(const ProfileResult& result, const std::string& sweep_csv) {
+std::string html_report(const ProfileResult& result, const std::vector<BatchSweepRow>& sweep) {
   std::string out;
   out += "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
@@ -389,7 +390,7 @@ std::string html_report(const ProfileResult& result, const std::string& sweep_cs
   out += "<script type=\"application/json\" id=\"flopsprof-data\">";
   out += json_for_script(to_json(result, -1));
   out += "</script>\n<script type=\"application/json\" id=\"flopsprof-sweep\">";
-  out += json_for_script(sweep_json(sweep_csv));
+  out += json_for_script(sweep_json(sweep));
   out += "</script>\n<script>";
   out += kScript;
   out += "document.getElementById('model-name').textContent = ";
@@ -403,7 +404,7 @@ std::string html_report(const ProfileResult& result, const std::string& sweep_cs
 }  // namespace flopsprof::detail
 
 namespace flopsprof {
-std::string to_html(const ProfileResult& result, const std::string& sweep_csv) {
-  return detail::html_report(result, sweep_csv);
+std::string to_html(const ProfileResult& result, const std::vector<BatchSweepRow>& sweep) {
+  return detail::html_report(result, sweep);
 }
 }  // namespace flopsprof

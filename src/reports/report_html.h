@@ -16,6 +16,6 @@ std::string json_for_script(const std::string& json);
 /// module table (sort, filter, depth limit), op table (no-formula ops highlighted), memory
 /// footprint (with track_memory) and the batch-size sweep when `sweep_csv` (BatchSweep::csv())
 /// is given. Every model-provided string is inserted as text, never as markup.
-std::string html_report(const ProfileResult& result, const std::string& sweep_csv = "");
+std::string html_report(const ProfileResult& result, const std::vector<BatchSweepRow>& sweep = {});
 
 }  // namespace flopsprof::detail

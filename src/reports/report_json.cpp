@@ -1,6 +1,6 @@
-// The JSON rendering of a profile (schema_version 1, documented in README.md). Written by a small
-// streaming writer: building an nlohmann DOM for a 10,000-module model took ~100 ms, streaming
-// takes a few. The tests parse every document with nlohmann::json.
+// The JSON rendering of a profile (schema_version 1, documented in docs/json.md). Written by a
+// small streaming writer: building an nlohmann DOM for a 10,000-module model took ~100 ms,
+// streaming takes a few. The tests parse every document with nlohmann::json.
 #include <cmath>
 #include <string_view>
 

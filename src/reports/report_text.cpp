@@ -37,7 +37,7 @@ std::string rate(uint64_t flops, double seconds) {
 void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
   const bool training = r.has_backward || r.has_step;
   out += "-------------------------- flopsprof: Flops Profiler --------------------------\n";
-  fmt::format_to(std::back_inserter(out), "Profile Summary at step {}:\n", o.profile_step);
+  fmt::format_to(std::back_inserter(out), "Profile Summary at step {}:\n", o.header_step);
   out +=
       "Notations:\n"
       "data parallel size (dp_size), model parallel size (mp_size),\n"

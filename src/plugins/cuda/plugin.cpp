@@ -5,8 +5,8 @@
 
 #include <cuda_runtime_api.h>
 
-#include "flopsprof/config.h"
 #include "capture/gpu_backend.h"
+#include "flopsprof/config.h"
 
 namespace flopsprof::detail {
 

@@ -1,0 +1,106 @@
+// The capture stage's failure paths, run against the fault-injection build of the observer
+// (flopsprof_capture_faults: the library's objects with src/capture/observer.cpp compiled with
+// FLOPSPROF_CAPTURE_FAULTS). This binary also replaces operator new, to fail allocations on one
+// thread on demand.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <new>
+#include <string>
+#include <thread>
+
+#include "capture/observer.h"
+#include "flopsprof/flopsprof.h"
+
+namespace {
+thread_local bool t_fail_new = false;  // operator new throws on this thread while set
+}  // namespace
+
+void* operator new(std::size_t n) {
+  if (t_fail_new) throw std::bad_alloc();
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+namespace {
+
+namespace d = flopsprof::detail;
+using flopsprof::FlopsProfiler;
+
+// A start callback that fails midway (an out-of-memory while capturing arguments) leaves nothing
+// behind: the op is not recorded, the thread's depth counters and open op are unchanged, later
+// ops are counted as usual, and the failure is reported once.
+TEST(Capture, AFailedStartCallbackIsAllOrNothing) {
+  torch::nn::Sequential model(torch::nn::Linear(4, 4), torch::nn::Linear(4, 4));
+  torch::NoGradGuard no_grad;
+  torch::Tensor x = torch::randn({2, 4});
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  d::g_fail_captures = 1;  // the first counted op with arguments: 0's addmm
+  model->forward(x);
+  d::g_fail_captures = 0;
+  model->forward(x);
+  prof.stop_profile();
+  // first forward: layer 0's addmm lost (2*4*4 MACs), layer 1 counted; second forward: both
+  EXPECT_EQ(prof.get_total_macs(), 3u * (2 * 4 * 4));
+  EXPECT_EQ(prof.get_module_macs("1"), 2u * (2 * 4 * 4));
+  bool reported = false;
+  for (const std::string& p : prof.result().problems)
+    reported |= p.find("could not be recorded") != std::string::npos;
+  EXPECT_TRUE(reported);
+}
+
+// The second of a slot's two callback registrations fails: the first is removed with it, so the
+// slot's next profile records each op once (a leftover callback would record it twice) and
+// nothing stays registered after end_profile.
+TEST(Capture, ARegistrationFailingMidwayLeavesNoCallbackBehind) {
+  const bool callbacks_before = at::hasGlobalCallbacks();
+  torch::nn::Linear model(4, 4);
+  torch::NoGradGuard no_grad;
+  torch::Tensor x = torch::randn({2, 4});
+  FlopsProfiler prof(model);
+  d::g_fail_registrations = 1;
+  EXPECT_ANY_THROW(prof.start_profile());
+  d::g_fail_registrations = 0;
+  EXPECT_FALSE(prof.is_running());
+  EXPECT_EQ(at::hasGlobalCallbacks(), callbacks_before) << "the failed start left a callback";
+  prof.start_profile();
+  model->forward(x);
+  prof.stop_profile();
+  EXPECT_EQ(prof.get_total_macs(), 2u * 4 * 4) << "addmm: batch 2 x in 4 x out 4, counted once";
+  prof.end_profile();
+  EXPECT_EQ(at::hasGlobalCallbacks(), callbacks_before);
+}
+
+// stop_observing promises that afterwards no thread is inside a callback that may use the
+// session, and it must keep that promise with no memory to spare: here no allocation on the
+// stopping thread succeeds. The other thread leaves its callback only after stop_observing has
+// begun; whatever the scheduling, stop_observing may return only after it left.
+TEST(Capture, StopWaitsForAThreadInsideACallbackEvenWithoutMemory) {
+  d::Session session;
+  d::start_observing(&session, /*all_threads=*/true);
+  std::atomic<bool> inside{false}, entered{false}, stopping{false}, left{false};
+  std::thread worker([&] {
+    d::CallbackGuard guard;  // inside a callback, as an op's would be
+    entered = guard.ok();
+    inside = true;
+    while (!stopping) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let the stop begin
+    left = true;
+  });  // the guard ends here: the thread leaves the callback
+  while (!inside) std::this_thread::yield();
+  EXPECT_TRUE(entered.load());
+  stopping = true;
+  t_fail_new = true;
+  d::stop_observing(&session);
+  t_fail_new = false;
+  EXPECT_TRUE(left.load()) << "stop_observing returned while a thread was inside a callback";
+  worker.join();
+}
+
+}  // namespace
