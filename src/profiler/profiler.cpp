@@ -509,6 +509,10 @@ void FlopsProfiler::set_rank(int rank, int world_size, const std::string& backen
                     rank, world_size));
   }
   impl_->rank = Impl::RankInfo{rank, world_size, backend};
+  if (impl_->result) {  // the summary shows the job's size, as on the rank that gathers
+    impl_->result->world_size = world_size;
+    if (impl_->options.data_parallel_size == 1) impl_->result->data_parallel_size = world_size;
+  }
 }
 
 void FlopsProfiler::attach_distributed(DistributedStats stats) {
