@@ -1,5 +1,6 @@
 // Multi-rank pieces on one process: gather_profile's error paths against a store that fails as a
-// lost TCPStore does, and the world size on a rank that does not combine.
+// lost TCPStore does, the world size on a rank that does not combine, c10d collectives recorded
+// per module, and the trace's shared time base and step annotation.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -7,7 +8,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <thread>
 
+#include <ATen/record_function.h>
 #include <c10/util/Exception.h>
 #include <torch/torch.h>
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -153,6 +156,99 @@ TEST(GatherProfile, FirstLineKeepsOnlyTheCause) {
             "Socket Timeout");
   EXPECT_EQ(flopsprof::detail::first_line("no newline  "), "no newline");
   EXPECT_EQ(flopsprof::detail::first_line(""), "");
+}
+
+// A process group's work, as ProcessGroup::Work records it: an async USER_SCOPE record named
+// "<backend>:<collective>" with the input tensors, ended by the thread that completes the work.
+void fake_all_reduce(const torch::Tensor& grad) {
+  auto rf = std::make_shared<at::RecordFunction>(at::RecordScope::USER_SCOPE);
+  if (rf->isActive()) {
+    rf->_setAsync();
+    std::vector<c10::IValue> inputs{grad};
+    rf->before("gloo:all_reduce", c10::ArrayRef<const c10::IValue>(inputs.data(), inputs.size()));
+  }
+  std::thread([rf] { rf->end(); }).join();
+}
+
+TEST(Collectives, AnAllReduceInAGradientHookIsThatModulesBackward) {
+  torch::manual_seed(0);
+  models::Mlp model(8, 16, 4, 2);
+  model->named_parameters()["head.weight"].register_hook([](torch::Tensor g) {
+    fake_all_reduce(g);
+    return g;
+  });
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  {
+    RECORD_USER_SCOPE("my.scope");  // a user scope that is no collective: not recorded
+    model->forward(torch::randn({3, 8})).sum().backward();
+  }
+  prof.stop_profile();
+  const auto& cs = prof.result().collectives;
+  ASSERT_EQ(cs.size(), 1u);
+  EXPECT_EQ(cs[0].name, "gloo:all_reduce");
+  EXPECT_EQ(cs[0].module, "head");
+  EXPECT_EQ(cs[0].phase, "backward");
+  EXPECT_EQ(cs[0].calls, 1u);
+  EXPECT_EQ(cs[0].numel, 4u * 16);
+  EXPECT_EQ(cs[0].bytes, 4u * 16 * 4);
+  EXPECT_EQ(cs[0].incomplete, 0u) << "completed on another thread";
+
+  const json j = json::parse(prof.to_json());
+  ASSERT_EQ(j["collectives"].size(), 1u);
+  EXPECT_EQ(j["collectives"][0]["module"], "head");
+  EXPECT_EQ(j["collectives"][0]["bytes"].get<uint64_t>(), 256u);
+
+  const std::string text = prof.model_profile_string();
+  EXPECT_NE(text.find("Collectives (c10d)"), std::string::npos) << text;
+  EXPECT_NE(text.find("head                        backward  gloo:all_reduce"), std::string::npos)
+      << text;
+
+  const json t = json::parse(prof.chrome_trace());
+  int found = 0;
+  for (const json& e : t["traceEvents"]) {
+    if (e.value("name", "") == "my.scope") ADD_FAILURE() << "a user scope that is no collective";
+    if (e.value("name", "") != "gloo:all_reduce") continue;
+    ++found;
+    EXPECT_EQ(e["cat"], "user_annotation");
+    EXPECT_EQ(e["args"]["Collective name"], "all_reduce");
+    EXPECT_EQ(e["args"]["In msg nelems"].get<uint64_t>(), 64u);
+    EXPECT_EQ(e["args"]["Input Dims"], json::parse("[[4, 16]]"));
+    EXPECT_EQ(e["args"]["module"], "head");
+  }
+  EXPECT_EQ(found, 1);
+}
+
+TEST(ChromeTrace, TimestampsAreWallClockSinceKinetosBaseWithAProfilerStep) {
+  auto wall_ns = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  torch::manual_seed(0);
+  models::Mlp model(8, 16, 4, 2);
+  FlopsProfiler prof(model);
+  const int64_t before = wall_ns();
+  prof.start_profile();
+  model->forward(torch::randn({3, 8}));
+  prof.stop_profile();
+  const int64_t after = wall_ns();
+  const json t = json::parse(prof.chrome_trace());
+  const int64_t base = t["baseTimeNanoseconds"].get<int64_t>();
+  EXPECT_EQ(base % (int64_t{7889238} * 1000000000), 0) << "kineto's: three-month multiples";
+  EXPECT_LE(base, before);
+  bool step = false;
+  for (const json& e : t["traceEvents"]) {
+    if (e.value("ph", "") != "X") continue;
+    const double ns = base + e["ts"].get<double>() * 1e3;
+    EXPECT_GE(ns, static_cast<double>(before) - 1e3) << e.dump();
+    EXPECT_LE(ns, static_cast<double>(after) + 1e3) << e.dump();
+    if (e["name"] == "ProfilerStep#0") {
+      step = true;
+      EXPECT_EQ(e["cat"], "user_annotation");
+    }
+  }
+  EXPECT_TRUE(step) << "kineto's step annotation (HTA finds iterations by it)";
 }
 
 }  // namespace

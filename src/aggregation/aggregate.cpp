@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "aggregation/collectives.h"
 #include "formulas/registry.h"
 
 namespace flopsprof::detail {
@@ -656,6 +657,7 @@ ProfileResult aggregate(const AggregateInput& in, const Attribution& at) {
     r.problems.push_back(fmt::format("{} ({} call(s))", msg, count));
   }
   if (overflow) r.problems.push_back("a FLOP or MAC total overflowed 64 bits and was saturated");
+  r.collectives = collective_stats(collective_calls(in, at), in.ns_per_tick);
   return r;
 }
 
@@ -837,6 +839,7 @@ TraceData build_trace(const AggregateInput& in, const Attribution& at) {
       trace.memory.emplace_back(time, in_use);
     }
   }
+  trace.collectives = collective_calls(in, at);
   return trace;
 }
 

@@ -56,8 +56,22 @@ struct TraceData {
     int launcher_thread = -1;  ///< the launching op, for a flow arrow
     int64_t launcher_start = 0;
   };
+  /// A c10d collective (src/collectives.h): issued on `thread`, completed at `end`.
+  struct Collective {
+    int thread = 0;              ///< the issuing thread (index into AggregateInput::threads)
+    int64_t start = 0, end = 0;  ///< timestamp units; end: completion (stop when it never did)
+    bool completed = true;
+    std::string name;    ///< "gloo:all_reduce"
+    std::string module;  ///< the module whose work issued it (as in the op table)
+    std::string phase;   ///< "forward", "backward", "step", "outside"
+    uint64_t numel = 0, bytes = 0;
+    uint32_t tensors = 0;
+    DType dtype = DType::kUnknown;  ///< the first input's
+    std::vector<int64_t> dims;      ///< the first input's sizes
+  };
   std::vector<Span> spans;
   std::vector<Flow> flows;
+  std::vector<Collective> collectives;
   std::vector<GpuSpan> gpu;
   /// Per-module spans on the GPU tracks (kineto's gpu_user_annotation): a module call's first
   /// kernel start to its last kernel end.

@@ -1,0 +1,28 @@
+// c10d collectives seen in a profile: where each was issued (module, phase), when it completed,
+// its sizes; summed per module for the reports and listed for the Chrome trace.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "aggregation/aggregate.h"
+#include "flopsprof/report.h"
+
+namespace flopsprof::detail {
+
+/// One collective call, its issue and completion matched across threads.
+using CollectiveCall = TraceData::Collective;
+
+/// Every collective of the profile, in issue order per thread.
+std::vector<CollectiveCall> collective_calls(const AggregateInput& input,
+                                             const Attribution& attribution);
+
+/// `calls` summed per (module, phase, name), in order of first issue.
+std::vector<CollectiveStats> collective_stats(const std::vector<CollectiveCall>& calls,
+                                              double ns_per_tick);
+
+/// "all_reduce" from "gloo:all_reduce"; the process group's backend is the part before.
+std::string collective_name(const std::string& record_name);
+
+}  // namespace flopsprof::detail
