@@ -670,6 +670,16 @@ static_assert(kMaxSessions == 4, "add_callbacks instantiates one callback pair p
 
 }  // namespace
 
+bool only_collective_observers(const at::StepCallbacks& callbacks) noexcept {
+  for (const auto& c : callbacks.callbacks_) {
+    if (c.start_ != on_collective_start<0> && c.start_ != on_collective_start<1> &&
+        c.start_ != on_collective_start<2> && c.start_ != on_collective_start<3>) {
+      return false;
+    }
+  }
+  return true;
+}
+
 void start_observing(Session* session, bool all_threads) {
   std::lock_guard<std::mutex> lock(g_observe_mu);
   int slot = -1;

@@ -5,6 +5,8 @@
 #include <memory>
 #include <vector>
 
+#include <ATen/record_function.h>
+
 #include "capture/events.h"
 #include "capture/gpu.h"
 #include "capture/session.h"
@@ -34,7 +36,6 @@ class CallbackGuard {
   bool ok_ = false;
 };
 
-
 /// Copies of `session`'s records while it runs, each taken while its thread is held outside the
 /// callbacks (a thread entering one waits for the copy, microseconds per buffer): the reader
 /// never sees a record being written. Callbacks on the calling thread are suspended meanwhile.
@@ -55,5 +56,9 @@ void start_observing(Session* session, bool all_threads);
 /// callback that may still use it: afterwards nothing touches `session`, which may be freed.
 /// Safe while other threads run ops. Idempotent.
 void stop_observing(Session* session) noexcept;
+
+/// Whether every callback in `callbacks` is flopsprof's own observer of c10d collectives (which
+/// ignores any other user scope): a module scope then opens no user-scope record of its own.
+bool only_collective_observers(const at::StepCallbacks& callbacks) noexcept;
 
 }  // namespace flopsprof::detail
