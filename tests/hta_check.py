@@ -65,7 +65,10 @@ def main(trace_dir):
     for rank in t.get_ranks():
         df = t.get_trace(rank)
         name = df["name"].map(lambda i: names[i])
-        step = df[name.str.startswith("ProfilerStep#")].iloc[0]
+        steps = df[name.str.startswith("ProfilerStep#")]
+        if steps.empty:
+            sys.exit(f"rank {rank}: no ProfilerStep#N annotation in its trace (kineto's step marker)")
+        step = steps.iloc[0]
         out["step_start_us"][str(rank)] = int(step["ts"])
         comm = df[name.str.match(COLLECTIVE)]
         out["collectives"][str(rank)] = int(len(comm))
