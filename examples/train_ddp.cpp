@@ -11,7 +11,16 @@
 //                               [--skip-gather-rank R]          rank R never gathers
 //                               [--timeout-ms T]                gather timeout
 //                               [--all-ranks 1]                 every rank gets the report
+//                               [--late-rank R --late-ms MS]    rank R starts the profiled
+//                                                               iteration MS later
+//                               [--allreduce-in-backward 1]     all-reduce each gradient from a
+//                                                               hook, inside backward (as DDP)
+//                               [--store-host-dies 1]           rank 0 (the TCPStore's host) is
+//                                                               killed while the others gather
+// Each rank writes the wall-clock time (ns since the epoch) at which its profiled iteration
+// started to DIR/rankR.start_ns.
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,6 +28,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -56,6 +66,7 @@ void use_classic_tcp_store(Options& options) {
 struct Args {
   int world_size = 2, steps = 3, slow_rank = -1, slow_ms = 0, mismatch_rank = -1;
   int skip_gather_rank = -1, timeout_ms = 30000, all_ranks = 0;
+  int late_rank = -1, late_ms = 0, allreduce_in_backward = 0, store_host_dies = 0;
   std::string out = "ddp_profile";
 };
 
@@ -106,18 +117,35 @@ int worker(const Args& a, int rank, uint16_t port) {
   po.batch_size = 16;
   flopsprof::FlopsProfiler prof(model, po);
 
+  // The data-parallel all-reduce of one gradient (averaged over the ranks).
+  auto allreduce = [&](const torch::Tensor& grad) {
+    std::vector<torch::Tensor> grads{grad};
+    pg->allreduce(grads)->wait();
+    return grads[0].div_(a.world_size);
+  };
+  if (a.allreduce_in_backward != 0) {  // inside backward, as DistributedDataParallel does
+    for (torch::Tensor& p : model->parameters()) {
+      p.register_hook([&](torch::Tensor g) { return allreduce(g.clone()); });
+    }
+  }
+  std::filesystem::create_directories(a.out);
   torch::manual_seed(100 + rank);  // each rank its own shard of the data
   for (int step = 1; step <= a.steps; ++step) {
+    if (step == po.profile_step) {
+      if (rank == a.late_rank) std::this_thread::sleep_for(std::chrono::milliseconds(a.late_ms));
+      std::ofstream(a.out + "/rank" + std::to_string(rank) + ".start_ns")
+          << std::chrono::duration_cast<std::chrono::nanoseconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+                 .count();
+    }
     auto iteration = prof.iteration();
     optimizer.zero_grad();
     torch::Tensor x = torch::randn({16, 32});
     torch::Tensor y = x.sum(1, /*keepdim=*/true);
     torch::Tensor loss = torch::mse_loss(model->forward(x), y);
     loss.backward();
-    for (torch::Tensor& p : model->parameters()) {  // the data-parallel all-reduce
-      std::vector<torch::Tensor> grads{p.grad()};
-      pg->allreduce(grads)->wait();
-      p.grad().div_(a.world_size);
+    if (a.allreduce_in_backward == 0) {
+      for (torch::Tensor& p : model->parameters()) allreduce(p.grad());
     }
     {
       auto s = prof.step_scope();
@@ -125,16 +153,30 @@ int worker(const Args& a, int rank, uint16_t port) {
     }
     if (rank == 0) std::cout << "step " << step << " loss " << loss.item<double>() << "\n";
   }
-  std::filesystem::create_directories(a.out);
   if (rank == a.skip_gather_rank) return 0;  // a rank that never gathers (for the tests)
+  if (a.store_host_dies != 0 && rank == 0) {
+    // The store's host dies once every other rank has sent its header (so they are gathering):
+    // flopsprof's keys are <prefix>/<round>/header/<rank>, round 0 here.
+    std::vector<std::string> keys;
+    for (int r = 1; r < a.world_size; ++r)
+      keys.push_back("flopsprof/0/header/" + std::to_string(r));
+    while (!store->check(keys)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::cout.flush();
+    raise(SIGKILL);
+  }
   flopsprof::GatherOptions go;
   go.timeout = std::chrono::milliseconds(a.timeout_ms);
   go.backend = pg->getBackendName();
   go.all_ranks = a.all_ranks != 0;
+  const auto gather_start = std::chrono::steady_clock::now();
   try {
     flopsprof::gather_profile(prof, *store, rank, a.world_size, go);
   } catch (const flopsprof::Error& e) {
-    std::cerr << "rank " << rank << ": " << e.what() << "\n";
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - gather_start)
+                        .count();
+    std::cerr << "rank " << rank << " (flopsprof::Error after " << ms << " ms): " << e.what()
+              << "\n";
     return 3;
   }
   const std::string base = a.out + "/rank" + std::to_string(rank);
@@ -182,6 +224,14 @@ int main(int argc, char** argv) {
       a.timeout_ms = std::stoi(v);
     else if (k == "--all-ranks")
       a.all_ranks = std::stoi(v);
+    else if (k == "--late-rank")
+      a.late_rank = std::stoi(v);
+    else if (k == "--late-ms")
+      a.late_ms = std::stoi(v);
+    else if (k == "--allreduce-in-backward")
+      a.allreduce_in_backward = std::stoi(v);
+    else if (k == "--store-host-dies")
+      a.store_host_dies = std::stoi(v);
     else if (k == "--out")
       a.out = v;
     else {

@@ -2,7 +2,10 @@
 # Installs flopsprof's build dependencies from Debian's packages (skips apt-get when all present).
 #   scripts/install_deps.sh            what building, the examples and the tests need
 #   scripts/install_deps.sh --browser  also the browser tests' set-up: Debian's chromium and
-#                                      playwright-core from npm (tests/browser, package-lock.json)
+#                                      playwright-core from npm (tests/browser, package-lock.json),
+#                                      and Debian's Python packages that Holistic Trace Analysis needs
+#                                      (the multi-rank trace test runs the pinned copy in
+#                                      ../shared/tools/hta with /usr/bin/python3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 packages=(cmake g++ make libtorch-dev libopenblas0-openmp libfmt-dev nlohmann-json3-dev
@@ -10,7 +13,9 @@ packages=(cmake g++ make libtorch-dev libopenblas0-openmp libfmt-dev nlohmann-js
 browser=0
 if [ "${1:-}" = "--browser" ]; then
   browser=1
-  packages+=(chromium nodejs npm)
+  packages+=(chromium nodejs npm
+             python3-pandas python3-numpy python3-plotly python3-ijson python3-yaml python3-psutil
+             python3-networkx python3-pydot)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -56,6 +56,9 @@ exit $rc
 EOF
 )
 binds=(--bind "$here:/src")
+# shared/ beside the checkout (CI's layout) holds the pinned Holistic Trace Analysis the multi-rank
+# trace test runs: /src/../shared inside, as outside.
+[ -d "$here/../shared" ] && binds+=(--bind "$(cd "$here/../shared" && pwd):/shared")
 cuda_home=${FLOPSPROF_CUDA_HOME:-/usr/local/cuda}
 if [ -d "$cuda_home" ]; then
   binds+=(--bind "$(readlink -f "$cuda_home"):/usr/local/cuda")

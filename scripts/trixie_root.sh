@@ -15,7 +15,9 @@ set -euo pipefail
 root_dir=${FLOPSPROF_TRIXIE_ROOT:-/var/cache/flopsprof/trixie}
 # Keep in sync with what a build, the tests, the benchmarks and the FlopCounterMode cross-check need.
 packages=(libtorch-dev g++ cmake make libfmt-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev libgloo-dev
-          libopenblas0-openmp python3-torch python3-torchvision git ca-certificates)
+          libopenblas0-openmp python3-torch python3-torchvision git ca-certificates
+          python3-pandas python3-numpy python3-plotly python3-ijson python3-yaml python3-psutil
+          python3-networkx python3-pydot)
 stamp="$root_dir/.flopsprof-root"
 
 die() { echo "trixie_root: $*" >&2; exit 1; }

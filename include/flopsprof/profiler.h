@@ -241,9 +241,10 @@ class FlopsProfiler {
   void export_chrome_trace(const std::string& path, int level = 1) const;
 
   /// Labels this profile as rank `rank` of a `world_size`-rank job on c10d `backend`: traces
-  /// gain kineto's `distributedInfo` (Holistic Trace Analysis groups ranks by it) and the summary
-  /// shows the world size. `flopsprof::gather_profile` calls it. Not thread-safe with a running
-  /// profile's readers.
+  /// gain kineto's `distributedInfo` (Holistic Trace Analysis groups ranks by it) and the stopped
+  /// profile's summary shows the world size (and it as the data-parallel size, unless
+  /// `ProfilerOptions::data_parallel_size` says otherwise). `flopsprof::gather_profile` calls it.
+  /// Not thread-safe with a running profile's readers.
   void set_rank(int rank, int world_size, const std::string& backend);
   /// Attaches every rank's profile, combined (`gather_profile` does it on the gathering rank):
   /// `print_model_profile` then adds the ranks section and `to_json` a `ranks` object. Throws

@@ -181,6 +181,22 @@ struct DistributedStats {
   std::vector<Straggler> stragglers;
 };
 
+/// One c10d collective (a process group's work, e.g. `gloo:all_reduce`) issued from one module
+/// in one phase, summed over its calls. A collective issued in a module's backward (a gradient
+/// hook's all-reduce, as DistributedDataParallel does) is that backward waiting on it when the
+/// hook waits for the work.
+struct CollectiveStats {
+  std::string name;    ///< the process group's record name, "<backend>:<collective>"
+  std::string module;  ///< dotted name of the module whose work issued it ("" root),
+                       ///< "(outside the model)" or "(autograd)"
+  std::string phase;   ///< "forward", "backward", "step" or "outside"
+  uint64_t calls = 0;
+  uint64_t numel = 0;       ///< elements of their input tensors
+  uint64_t bytes = 0;       ///< bytes of their input tensors
+  double time_s = 0;        ///< issue to completion, summed, seconds
+  uint64_t incomplete = 0;  ///< calls not completed when the profile stopped (counted to then)
+};
+
 struct ProfileResult {
   std::vector<ModuleStats> modules;  ///< tree order (pre-order); `modules[0]` is the root
   std::vector<OpStats> ops;          ///< sorted by descending latency
@@ -212,6 +228,8 @@ struct ProfileResult {
   double step_latency_s = 0;      ///< sum of step scopes, seconds
 
   OutsideStats outside;  ///< work observed outside the model's forward
+  /// c10d collectives issued while profiling, per module and phase (empty without any).
+  std::vector<CollectiveStats> collectives;
 
   MemoryStats memory;  ///< filled when ProfilerOptions::track_memory
   GpuStats gpu;        ///< filled by the CUPTI backend

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "aggregation/collectives.h"
 #include "formulas/registry.h"
 
 namespace flopsprof::detail {
@@ -509,6 +510,7 @@ ProfileResult aggregate(const AggregateInput& in, const Attribution& at, const O
     r.problems.push_back(fmt::format("{} ({} call(s))", msg, count));
   }
   if (overflow) r.problems.push_back("a FLOP or MAC total overflowed 64 bits and was saturated");
+  r.collectives = collective_stats(collective_calls(in, at), in.ns_per_tick);
   return r;
 }
 

@@ -80,6 +80,14 @@ double lower_median(std::vector<double> v) {
 
 }  // namespace
 
+std::string first_line(const std::string& message) {
+  std::string line = message.substr(0, message.find('\n'));
+  while (!line.empty() && (line.back() == ' ' || line.back() == '\r' || line.back() == '\t')) {
+    line.pop_back();
+  }
+  return line;
+}
+
 uint64_t model_signature(const ProfileResult& r) {
   uint64_t h = 1469598103934665603ull;
   auto mix = [&](const std::string& s) {

@@ -10,6 +10,10 @@
 
 namespace flopsprof::detail {
 
+/// The first line of `message`, without trailing spaces: a cause quoted in an error message
+/// (LibTorch's exceptions append a multi-line C++ backtrace).
+std::string first_line(const std::string& message);
+
 /// What one rank sends to the gathering rank.
 struct RankProfile {
   RankStats stats;

@@ -104,6 +104,28 @@ struct MemRecord {
   int8_t device_type = 0;      ///< c10::DeviceType
 };
 
+/// One c10d collective (a process group's work: `gloo:all_reduce`, `nccl:broadcast`, ...), on
+/// the thread that issued it. Its end is a `CollectiveEnd` on the thread that completed the work
+/// (a backend's worker thread), so no thread writes into another's records.
+struct CollectiveRecord {
+  int64_t start_tick = 0;
+  uint64_t numel = 0;             ///< elements of its input tensors
+  uint64_t bytes = 0;             ///< bytes of its input tensors
+  uint32_t name_id = 0;           ///< into the name table
+  uint32_t tensors = 0;           ///< input tensors
+  int32_t op = -1;                ///< the open op on this thread when issued (index into events)
+  int32_t scope = -1;             ///< the open scope on this thread
+  uint32_t dims_begin = 0;        ///< into `dims`: the first input's sizes (`rank` values)
+  uint8_t rank = 0;               ///< the first input's dimensions
+  DType dtype = DType::kUnknown;  ///< the first input's
+  uint8_t flags = 0;              ///< kBackward, kStep: where it was issued
+};
+struct CollectiveEnd {
+  uint32_t thread = 0;  ///< the issuing thread (index into the profile's threads)
+  uint32_t index = 0;   ///< into its `collectives`
+  int64_t end_tick = 0;
+};
+
 /// Everything one thread recorded in one profile.
 struct ThreadEvents {
   uint64_t thread_id = 0;
@@ -114,6 +136,8 @@ struct ThreadEvents {
   std::vector<ScopeRecord> scopes;
   std::vector<StepRecord> steps;
   std::vector<MemRecord> memory;
+  std::vector<CollectiveRecord> collectives;
+  std::vector<CollectiveEnd> collective_ends;
   uint64_t dropped_args = 0;    ///< ops whose arguments did not fit (args_count limit)
   uint64_t capture_errors = 0;  ///< ops or records that could not be stored (reported once)
 };

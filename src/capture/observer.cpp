@@ -552,12 +552,87 @@ void on_op_end(const at::RecordFunction& /*fn*/, at::ObserverContext* c) {
   if (b->open_op == static_cast<int32_t>(ctx->index)) b->open_op = e.parent;
 }
 
+// c10d collectives: a process group's work records itself as a USER_SCOPE record named
+// "<backend>:<collective>" (ProcessGroup::Work), started on the issuing thread and ended where the
+// work completes. Other user scopes are left at the first characters of their name.
+bool is_c10d_work(const char* name) noexcept {
+  for (const char* prefix : {"gloo:", "nccl:", "mpi:", "ucc:", "xccl:"}) {
+    if (std::strncmp(name, prefix, std::strlen(prefix)) == 0) return true;
+  }
+  return false;
+}
+
+struct CollectiveContext final : at::ObserverContext {
+  uint64_t session = 0;
+  uint32_t thread = 0, index = 0;
+};
+
+template <int K>
+std::unique_ptr<at::ObserverContext> on_collective_start(const at::RecordFunction& fn) {
+  if (!is_c10d_work(fn.name())) return nullptr;
+  OpGuard guard;
+  if (!guard.ok()) return nullptr;
+  Session* s = g_sessions[K].load(std::memory_order_acquire);
+  ThreadBuffer* b = s == nullptr ? nullptr : s->thread_buffer();
+  if (b == nullptr) return nullptr;
+  const size_t dims_before = b->dims.size();
+  try {
+    CollectiveRecord c;
+    uint8_t unused_flags;
+    b->names.lookup(fn.name(), &c.name_id, &unused_flags);
+    c.op = b->open_op;
+    c.scope = b->open_scope;
+    if (b->backward_depth > 0) c.flags |= kBackward;
+    if (b->step_depth > 0) c.flags |= kStep;
+    c.dims_begin = static_cast<uint32_t>(b->dims.size());
+    for (const c10::IValue& v : fn.inputs()) {
+      if (!v.isTensor() || !v.toTensor().defined()) continue;
+      const at::Tensor& t = v.toTensor();
+      if (c.tensors++ == 0) {
+        c.dtype = to_dtype(t.scalar_type());
+        c.rank = static_cast<uint8_t>(std::min<size_t>(t.dim(), 255));
+        b->dims.insert(b->dims.end(), t.sizes().begin(), t.sizes().begin() + c.rank);
+      }
+      c.numel += static_cast<uint64_t>(t.numel());
+      c.bytes += static_cast<uint64_t>(t.numel()) * t.element_size();
+    }
+    auto ctx = std::make_unique<CollectiveContext>();
+    ctx->session = s->id;
+    ctx->thread = b->ordinal;
+    ctx->index = static_cast<uint32_t>(b->collectives.size());
+    c.start_tick = s->now();
+    b->collectives.push_back(c);
+    return ctx;
+  } catch (...) {
+    b->dims.resize(dims_before);
+    ++b->capture_errors;
+    return nullptr;
+  }
+}
+
+template <int K>
+void on_collective_end(const at::RecordFunction& /*fn*/, at::ObserverContext* c) {
+  auto* ctx = static_cast<CollectiveContext*>(c);
+  if (ctx == nullptr) return;
+  OpGuard guard;
+  if (!guard.ok()) return;
+  Session* s = g_sessions[K].load(std::memory_order_acquire);
+  if (s == nullptr || s->id != ctx->session) return;  // the profile stopped meanwhile
+  ThreadBuffer* b = s->thread_buffer();               // the completing thread's own records
+  if (b == nullptr) return;
+  try {
+    b->collective_ends.push_back(CollectiveEnd{ctx->thread, ctx->index, s->now()});
+  } catch (...) {
+    ++b->capture_errors;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Registration: one callback pair per session slot
 
 std::mutex g_observe_mu;
 struct SlotHandles {
-  at::CallbackHandle ops = 0, nodes = 0;
+  at::CallbackHandle ops = 0, nodes = 0, collectives = 0;
 };
 SlotHandles g_handles[kMaxSessions];
 
@@ -573,6 +648,10 @@ void add_callbacks(bool all_threads, SlotHandles& h) {
   auto nodes = at::RecordFunctionCallback(on_op_start<K>, on_op_end<K>)
                    .needsInputs(false)
                    .scopes({at::RecordScope::BACKWARD_FUNCTION});
+  // c10d work (user scopes, filtered by name): rare, so boxing their inputs costs nothing.
+  auto collectives = at::RecordFunctionCallback(on_collective_start<K>, on_collective_end<K>)
+                         .needsInputs(true)
+                         .scopes({at::RecordScope::USER_SCOPE});
   h.ops = all_threads ? at::addGlobalCallback(ops) : at::addThreadLocalCallback(ops);
 #ifdef FLOPSPROF_CAPTURE_FAULTS
   if (g_fail_registrations.load() > 0 && g_fail_registrations.fetch_sub(1) > 0) {
@@ -580,6 +659,8 @@ void add_callbacks(bool all_threads, SlotHandles& h) {
   }
 #endif
   h.nodes = all_threads ? at::addGlobalCallback(nodes) : at::addThreadLocalCallback(nodes);
+  h.collectives =
+      all_threads ? at::addGlobalCallback(collectives) : at::addThreadLocalCallback(collectives);
 }
 
 void add_callbacks(int slot, bool all_threads, SlotHandles& h) {
@@ -594,18 +675,29 @@ void add_callbacks(int slot, bool all_threads, SlotHandles& h) {
       return add_callbacks<3>(all_threads, h);
   }
 }
-static_assert(kMaxSessions == 4, "add_callbacks instantiates one callback pair per slot");
+static_assert(kMaxSessions == 4, "add_callbacks instantiates one set of callbacks per slot");
 
 void remove_callbacks(SlotHandles& h) noexcept {
   try {
     if (h.ops != 0) at::removeCallback(h.ops);
     if (h.nodes != 0) at::removeCallback(h.nodes);
+    if (h.collectives != 0) at::removeCallback(h.collectives);
   } catch (...) {
   }
   h = SlotHandles{};
 }
 
 }  // namespace
+
+bool only_collective_observers(const at::StepCallbacks& callbacks) noexcept {
+  for (const auto& c : callbacks.callbacks_) {
+    if (c.start_ != on_collective_start<0> && c.start_ != on_collective_start<1> &&
+        c.start_ != on_collective_start<2> && c.start_ != on_collective_start<3>) {
+      return false;
+    }
+  }
+  return true;
+}
 
 void start_observing(Session* session, bool all_threads) {
   std::lock_guard<std::mutex> lock(g_observe_mu);

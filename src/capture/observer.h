@@ -5,6 +5,8 @@
 #include <memory>
 #include <vector>
 
+#include <ATen/record_function.h>
+
 #include "capture/events.h"
 #include "capture/gpu.h"
 #include "capture/session.h"
@@ -58,5 +60,9 @@ void start_observing(Session* session, bool all_threads);
 /// callback that may still use it: afterwards nothing touches `session`, which may be freed.
 /// Safe while other threads run ops. Idempotent.
 void stop_observing(Session* session) noexcept;
+
+/// Whether every callback in `callbacks` is flopsprof's own observer of c10d collectives (which
+/// ignores any other user scope): a module scope then opens no user-scope record of its own.
+bool only_collective_observers(const at::StepCallbacks& callbacks) noexcept;
 
 }  // namespace flopsprof::detail

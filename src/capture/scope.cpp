@@ -126,7 +126,8 @@ void ModuleScope::enter(const torch::nn::Module* module) {
     detail::CallbackGuard guard;
     const char* scope_name =
         detail::open_scope_records(module, records_, detail::ScopeKind::kModule);
-    if (auto callbacks = at::getStepCallbacksUnlessEmpty(at::RecordScope::USER_SCOPE)) {
+    auto callbacks = at::getStepCallbacksUnlessEmpty(at::RecordScope::USER_SCOPE);
+    if (callbacks && !detail::only_collective_observers(*callbacks)) {
       auto* rf = new at::RecordFunction(std::move(*callbacks));
       rf->before(std::string(scope_name != nullptr ? scope_name : module->name().c_str()));
       record_function_ = rf;

@@ -12,6 +12,8 @@ void ThreadBuffer::reset(uint64_t thread) {
   scopes.clear();
   steps.clear();
   memory.clear();
+  collectives.clear();
+  collective_ends.clear();
   dropped_args = 0;
   open_op = -1;
   backward_depth = 0;

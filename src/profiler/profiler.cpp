@@ -51,6 +51,7 @@ struct FlopsProfiler::Impl {
   bool running = false;
   int iterations = 0;
   int64_t wall0_ns = 0;  // wall clock (ns since the epoch) when the profile's clock started
+  int step = 0;          // the iteration the profile started in (the traces' ProfilerStep#N)
   struct RankInfo {
     int rank = 0, world_size = 1;
     std::string backend;
@@ -73,6 +74,7 @@ struct FlopsProfiler::Impl {
     wall0_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                    std::chrono::system_clock::now().time_since_epoch())
                    .count();
+    step = iterations;
     s->owners.build(index->owner_entries);
     s->module_index = index->by_ptr;
     s->scope_names = index->scope_names;
@@ -474,18 +476,21 @@ std::string FlopsProfiler::chrome_trace(int level) const {
   impl_->current();  // throws when nothing was collected
   detail::TraceData trace;
   detail::TraceClock clock;
+  int64_t step_end = 0;
   std::vector<detail::InternalSpan> internal;
   auto t0 = std::chrono::steady_clock::now();
   const Impl::Records recs = impl_->records();
   if (impl_->running) {
     const detail::Session& s = *impl_->session;
     clock = {s.tick0, s.ns_per_tick()};
+    step_end = s.now();
     detail::AggregateInput in = impl_->input(recs, s.now(), clock.ns_per_tick, impl_->timer_name());
     const detail::Analysis a = detail::analyze(in);
     trace = detail::build_trace(in, a.attribution, a.counts);
   } else {
     const auto& c = impl_->collected;
     clock = {c.origin, c.ns_per_tick};
+    step_end = c.stop;
     trace = detail::build_trace(impl_->input(recs, c.stop, c.ns_per_tick, c.timer),
                                 c.analysis.attribution, c.analysis.counts);
     internal = c.internal;
@@ -504,7 +509,11 @@ std::string FlopsProfiler::chrome_trace(int level) const {
   std::vector<uint64_t> ids;
   for (const detail::ThreadEvents* b : recs.threads) ids.push_back(b->thread_id);
   detail::TraceMeta meta;
-  meta.base_time_ns = impl_->wall0_ns;
+  // kineto's shared time base: every rank's timestamps are wall-clock time since one base.
+  meta.base_time_ns = detail::kineto_base_time_ns(impl_->wall0_ns);
+  clock.origin_ns = impl_->wall0_ns - meta.base_time_ns;
+  meta.step = impl_->step;
+  meta.step_end = step_end;
   meta.device = impl_->gpu_device;
   if (impl_->rank) {
     meta.distributed = true;
@@ -523,6 +532,10 @@ void FlopsProfiler::set_rank(int rank, int world_size, const std::string& backen
                     rank, world_size));
   }
   impl_->rank = Impl::RankInfo{rank, world_size, backend};
+  if (impl_->result) {  // the summary shows the job's size, as on the rank that gathers
+    impl_->result->world_size = world_size;
+    if (impl_->options.data_parallel_size == 1) impl_->result->data_parallel_size = world_size;
+  }
 }
 
 void FlopsProfiler::attach_distributed(DistributedStats stats) {

@@ -285,6 +285,22 @@ std::string to_json(const ProfileResult& r, int indent) {
     w.end_array();
     w.end_object();
   }
+  // c10d collectives per module and phase: where a module's forward or backward waits on them.
+  w.key("collectives");
+  w.begin_array();
+  for (const CollectiveStats& c : r.collectives) {
+    w.begin_object();
+    w.member("name", c.name);
+    w.member("module", c.module);
+    w.member("phase", c.phase);
+    w.member("calls", c.calls);
+    w.member("numel", c.numel);
+    w.member("bytes", c.bytes);
+    w.member("time_s", c.time_s);
+    w.member("incomplete", c.incomplete);
+    w.end_object();
+  }
+  w.end_array();
   w.key("problems");
   w.begin_array();
   for (const std::string& p : r.problems) w.value(p);

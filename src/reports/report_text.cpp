@@ -390,6 +390,20 @@ void ranks(std::string& out, const DistributedStats& d, const ReportOptions& o) 
   }
 }
 
+// c10d collectives, per module and phase (a module's backward waits on the all-reduce its
+// gradient hooks issue).
+void collectives(std::string& out, const ProfileResult& r) {
+  out += "\n------------------------- Collectives (c10d) -------------------------\n";
+  out += fmt::format("{:<28}{:<10}{:<20}{:>7}{:>12}{:>12}\n", "module", "phase", "collective",
+                     "calls", "bytes", "time");
+  for (const CollectiveStats& c : r.collectives) {
+    out += fmt::format("{:<28}{:<10}{:<20}{:>7}{:>12}{:>12}{}\n",
+                       c.module.empty() ? "(root)" : c.module, c.phase, c.name, c.calls,
+                       bytes_to_string(static_cast<int64_t>(c.bytes)), duration_to_string(c.time_s),
+                       c.incomplete > 0 ? fmt::format(" ({} not completed)", c.incomplete) : "");
+  }
+}
+
 }  // namespace
 
 std::string format_text_report(const ProfileResult& result, const ReportOptions& options) {
@@ -405,6 +419,7 @@ std::string format_text_report(const ProfileResult& result, const ReportOptions&
   aggregated(out, result, options);
   if (options.detailed) detailed(out, result, options);
   if (result.gpu.measured) kernel_table(out, result, options);
+  if (!result.collectives.empty()) collectives(out, result);
   if (result.distributed) ranks(out, *result.distributed, options);
   out += "------------------------------------------------------------------------------\n";
   return out;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string_view>
 
+#include "aggregation/collectives.h"
 #include "reports/json_writer.h"
 
 namespace flopsprof::detail {
@@ -50,11 +51,20 @@ const char* kineto_category(const char* cat) {
 
 }  // namespace
 
+int64_t kineto_base_time_ns(int64_t wall_ns) {
+  constexpr int64_t kThreeMonthsNs = int64_t{7889238} * 1000000000;
+  const int64_t q = wall_ns / kThreeMonthsNs;
+  return (wall_ns % kThreeMonthsNs < 0 ? q - 1 : q) * kThreeMonthsNs;
+}
+
 std::string to_chrome_trace(const TraceData& trace, const std::vector<uint64_t>& thread_ids,
                             const TraceClock& clock, int level,
                             const std::vector<InternalSpan>& internal, const TraceMeta& meta) {
+  // In double ns first: the tick difference is small, the offset large but exact.
   auto us = [&](int64_t t) {
-    return static_cast<double>(t - clock.origin) * clock.ns_per_tick * 1e-3;
+    return (static_cast<double>(clock.origin_ns) +
+            static_cast<double>(t - clock.origin) * clock.ns_per_tick) *
+           1e-3;
   };
   // Parents before children on each thread: by start, then the longer first.
   std::vector<const TraceData::Span*> spans;
@@ -103,6 +113,20 @@ std::string to_chrome_trace(const TraceData& trace, const std::vector<uint64_t>&
     metadata(w, "thread_name", 1, static_cast<int64_t>(t + 1),
              "thread " + std::to_string(thread_ids[t]));
   }
+  if (meta.step >= 0) {  // kineto's step annotation, the parent of everything on its thread
+    w.begin_object();
+    w.member("name", "ProfilerStep#" + std::to_string(meta.step));
+    w.member("cat", "user_annotation");
+    w.member("ph", "X");
+    w.member("ts", us(clock.origin));
+    w.member("dur", static_cast<double>(meta.step_end - clock.origin) * clock.ns_per_tick * 1e-3);
+    w.member("pid", 1);
+    w.member("tid", int64_t{1});
+    w.key("args");
+    w.begin_object();
+    w.end_object();
+    w.end_object();
+  }
   for (const TraceData::Span* s : spans) {
     w.begin_object();
     w.member("name", s->name);
@@ -135,6 +159,40 @@ std::string to_chrome_trace(const TraceData& trace, const std::vector<uint64_t>&
       for (const auto& t : s->input_types) w.value(t);
       w.end_array();
     }
+    w.end_object();
+    w.end_object();
+  }
+  // c10d collectives, as kineto shows a process group's work: a user annotation on the issuing
+  // thread, with record_param_comms' size arguments.
+  for (const TraceData::Collective& c : trace.collectives) {
+    w.begin_object();
+    w.member("name", c.name);
+    w.member("cat", "user_annotation");
+    w.member("ph", "X");
+    w.member("ts", us(c.start));
+    w.member("dur", static_cast<double>(c.end - c.start) * clock.ns_per_tick * 1e-3);
+    w.member("pid", 1);
+    w.member("tid", static_cast<int64_t>(c.thread + 1));
+    w.key("args");
+    w.begin_object();
+    w.member("Collective name", collective_name(c.name));
+    w.member("In msg nelems", c.numel);
+    w.member("In msg size", c.bytes);
+    w.member("dtype", dtype_name(c.dtype));
+    if (meta.distributed) {
+      w.member("Process Group Backend", meta.backend);
+      w.member("Rank", static_cast<int64_t>(meta.rank));
+    }
+    w.key("Input Dims");
+    w.begin_array();
+    w.begin_array();
+    for (int64_t d : c.dims) w.value(d);
+    w.end_array();
+    w.end_array();
+    w.member("Input tensors", static_cast<int64_t>(c.tensors));
+    w.member("module", c.module);
+    w.member("phase", c.phase);
+    if (!c.completed) w.member("completed", false);
     w.end_object();
     w.end_object();
   }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "aggregation/aggregate.h"
+#include "aggregation/collectives.h"
 
 namespace flopsprof::detail {
 
@@ -41,8 +42,11 @@ struct TraceData {
     int launcher_thread = -1;  ///< the launching op, for a flow arrow
     int64_t launcher_start = 0;
   };
+  /// A c10d collective: issued on `thread`, completed at `end` (aggregation/collectives.h).
+  using Collective = CollectiveCall;
   std::vector<Span> spans;
   std::vector<Flow> flows;
+  std::vector<Collective> collectives;
   std::vector<GpuSpan> gpu;
   /// Per-module spans on the GPU tracks (kineto's gpu_user_annotation): a module call's first
   /// kernel start to its last kernel end.
@@ -58,9 +62,17 @@ TraceData build_trace(const AggregateInput& input, const Attribution& attributio
 ProfileResult aggregate_with_trace(const AggregateInput& input, TraceData* trace);
 
 struct TraceClock {
-  int64_t origin = 0;        ///< timestamp of time 0 in the trace (timestamp units)
+  int64_t origin = 0;        ///< timestamp of the profile's start (timestamp units)
   double ns_per_tick = 1.0;  ///< nanoseconds per timestamp unit
+  /// Trace time of `origin`: wall-clock ns from `TraceMeta::base_time_ns` to the profile's start,
+  /// so that every rank's trace shares one time base (kineto's). 0: the trace starts at 0.
+  int64_t origin_ns = 0;
 };
+
+/// kineto's trace base time for wall-clock `wall_ns` (ns since the epoch): rounded down to a
+/// multiple of three months (7,889,238 s), so that processes started apart share it while
+/// microsecond timestamps keep nanosecond precision in a double.
+int64_t kineto_base_time_ns(int64_t wall_ns);
 
 /// A profiler-internal interval shown at level 2 ("flopsprof: stop_profile").
 struct InternalSpan {
@@ -73,6 +85,10 @@ struct InternalSpan {
 /// `"rank":\s+(\d+)`).
 struct TraceMeta {
   int64_t base_time_ns = 0;  ///< wall-clock ns (since the epoch) of trace time 0
+  /// kineto's step annotation `ProfilerStep#<step>` over the profile (its start to `step_end`,
+  /// on the first thread); -1: none. HTA finds iterations by it.
+  int64_t step = -1;
+  int64_t step_end = 0;      ///< timestamp units
   std::string device;        ///< GPU name, when known (deviceProperties)
   bool distributed = false;  ///< write distributedInfo
   int rank = 0, world_size = 1;

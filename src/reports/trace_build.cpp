@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "aggregation/collectives.h"
 #include "reports/trace.h"
 
 namespace flopsprof::detail {
@@ -185,6 +186,7 @@ TraceData build_trace(const AggregateInput& in, const Attribution& at, const OpC
       trace.memory.emplace_back(time, in_use);
     }
   }
+  trace.collectives = collective_calls(in, at);
   return trace;
 }
 
