@@ -81,9 +81,12 @@ struct JitModel::Impl {
     if (open == std::string_view::npos || open == 0) return -1;  // a free function: "::relu"
     const std::string_view inst = entry.substr(0, open);
     if (inst == "SELF") return -1;  // a method of the same module
+    // A frame of a free function (not inlined): "CALL_FUNCTION::relu()::relu".
+    if (inst.find("::") != std::string_view::npos) return -1;
     const size_t close = entry.find(')', open);
     const std::string_view type =
         entry.substr(open + 1, close == std::string_view::npos ? 0 : close - open - 1);
+    if (type.empty()) return -1;
     for (int c : nodes[parent].children) {
       if (nodes[c].name == inst) return c;
     }
@@ -178,7 +181,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& /*fn*/) 
     for (size_t i = common; i < path.size(); ++i) {
       ts.handles.emplace_back();
       detail::open_scope_records(impl->nodes[path[i]].mirror, ts.handles.back().h,
-                                 detail::ScopeKind::kModule);
+                                 detail::ScopeKind::kExact);
       ts.path.push_back(path[i]);
     }
   } catch (...) {
