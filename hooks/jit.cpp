@@ -57,8 +57,7 @@ struct JitModel::Impl {
     const int id_ = static_cast<int>(nodes.size());
     nodes.push_back(Node{name, class_name(m), parent, {}, mirror.get()});
     for (const auto& p : m.named_parameters(/*recurse=*/false)) {
-      if (p.value.defined())
-        mirror->register_parameter(p.name, p.value, p.value.requires_grad());
+      if (p.value.defined()) mirror->register_parameter(p.name, p.value, p.value.requires_grad());
     }
     for (const auto& b : m.named_buffers(/*recurse=*/false)) {
       if (b.value.defined()) mirror->register_buffer(b.name, b.value);
@@ -234,8 +233,8 @@ JitObserver JitModel::observe() {
   }
   JitObserver obs;
   try {
-    obs.handle_ = at::addGlobalCallback(
-        at::RecordFunctionCallback(on_start).needsInputs(false).scopes(
+    obs.handle_ =
+        at::addGlobalCallback(at::RecordFunctionCallback(on_start).needsInputs(false).scopes(
             {at::RecordScope::FUNCTION}));
   } catch (...) {
     g_active.store(nullptr);

@@ -1,17 +1,17 @@
 // The `flopsprof` command (tools/flopsprof_main.cpp) run as a user runs it: reports, files, errors.
 // Models are TorchScript modules built here in C++ (Module::define) and saved, so this test needs
 // no Python and runs on every LibTorch.
+#include <sys/wait.h>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <sys/wait.h>
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <torch/script.h>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #ifndef FLOPSPROF_CLI
 #error "FLOPSPROF_CLI: path of the flopsprof command"
@@ -67,7 +67,8 @@ std::string save_net() {
   torch::jit::Module net("Net");
   net.register_module("enc", block);
   net.register_module("head", proj("Head", 16, 4));
-  net.define("def forward(self, x):\n  return self.head.forward(torch.relu(self.enc.forward(x)))\n");
+  net.define(
+      "def forward(self, x):\n  return self.head.forward(torch.relu(self.enc.forward(x)))\n");
   net.save(path);
   return path;
 }
@@ -134,9 +135,7 @@ TEST(Cli, ClearErrorsAndNothingWritten) {
   const std::string model = save_net();
   const std::string json = dir() + "/never.json";
   expect_error(dir() + "/missing.pt --input 1x16 --json " + json, "no such file", json);
-  {
-    std::ofstream(dir() + "/corrupt.pt") << "not a zip archive";
-  }
+  { std::ofstream(dir() + "/corrupt.pt") << "not a zip archive"; }
   expect_error(dir() + "/corrupt.pt --input 1x16 --json " + json, "cannot load MODEL", json);
   expect_error(model + " --input 1x16:complex7 --json " + json, "unknown dtype 'complex7'", json);
   expect_error(model + " --input 1xx16 --json " + json, "bad size '' in the shape", json);

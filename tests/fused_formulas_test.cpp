@@ -13,7 +13,16 @@ TEST(FusedFormula, MkldnnLstmLayerIsBothCellLinearsPerStep) {
   // LSTM layer: input [T=5, B=2, I=8], hidden 6, 4 gates: w_ih [24, 8], w_hh [24, 6].
   Args a;
   a.tensor({5, 2, 8}).tensor({24, 8}).tensor({24, 6}).tensor({24}).tensor({24});
-  a.tensor({1, 2, 6}).tensor({1, 2, 6}).b(false).list({}).i(2).i(6).i(1).b(true).b(false).b(false)
+  a.tensor({1, 2, 6})
+      .tensor({1, 2, 6})
+      .b(false)
+      .list({})
+      .i(2)
+      .i(6)
+      .i(1)
+      .b(true)
+      .b(false)
+      .b(false)
       .b(false);
   auto c = compute_flops("aten::mkldnn_rnn_layer", a.inputs());
   ASSERT_TRUE(c);

@@ -1,4 +1,5 @@
 // The `flopsprof` command: profiles a saved TorchScript model without writing any C++.
+#include <sys/stat.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -7,7 +8,6 @@
 #include <iostream>
 #include <sstream>
 #include <string>
-#include <sys/stat.h>
 #include <vector>
 
 #include <ATen/Parallel.h>
@@ -86,12 +86,12 @@ struct InputSpec {
 
 torch::Dtype parse_dtype(const std::string& s, const std::string& arg) {
   static const std::pair<const char*, torch::Dtype> kNames[] = {
-      {"float32", torch::kFloat},   {"float", torch::kFloat},      {"f32", torch::kFloat},
-      {"float64", torch::kDouble},  {"double", torch::kDouble},    {"f64", torch::kDouble},
-      {"float16", torch::kHalf},    {"half", torch::kHalf},        {"f16", torch::kHalf},
-      {"bfloat16", torch::kBFloat16}, {"bf16", torch::kBFloat16},  {"int64", torch::kLong},
-      {"long", torch::kLong},       {"int32", torch::kInt},        {"int", torch::kInt},
-      {"int16", torch::kShort},     {"int8", torch::kChar},        {"uint8", torch::kByte},
+      {"float32", torch::kFloat},     {"float", torch::kFloat},   {"f32", torch::kFloat},
+      {"float64", torch::kDouble},    {"double", torch::kDouble}, {"f64", torch::kDouble},
+      {"float16", torch::kHalf},      {"half", torch::kHalf},     {"f16", torch::kHalf},
+      {"bfloat16", torch::kBFloat16}, {"bf16", torch::kBFloat16}, {"int64", torch::kLong},
+      {"long", torch::kLong},         {"int32", torch::kInt},     {"int", torch::kInt},
+      {"int16", torch::kShort},       {"int8", torch::kChar},     {"uint8", torch::kByte},
       {"bool", torch::kBool},
   };
   for (const auto& [name, t] : kNames) {
@@ -310,11 +310,11 @@ int run(int argc, char** argv) {
     torch::manual_seed(0);
     for (const InputSpec& in : o.inputs) {
       auto opts = torch::TensorOptions().dtype(in.dtype).device(device);
-      torch::Tensor t = at::isFloatingType(in.dtype)
-                            ? torch::randn(in.shape, opts)
-                            : (in.dtype == torch::kBool ? torch::randint(0, 2, in.shape, opts)
-                                                        : torch::randint(0, o.int_max, in.shape,
-                                                                         opts));
+      torch::Tensor t =
+          at::isFloatingType(in.dtype)
+              ? torch::randn(in.shape, opts)
+              : (in.dtype == torch::kBool ? torch::randint(0, 2, in.shape, opts)
+                                          : torch::randint(0, o.int_max, in.shape, opts));
       inputs.emplace_back(t);
     }
   }
@@ -351,8 +351,9 @@ int run(int argc, char** argv) {
       sum_outputs(out, loss);
     }
     if (!loss.defined()) {
-      fail("--backward: the model's output has no floating tensor that requires grad; profile "
-           "without --backward");
+      fail(
+          "--backward: the model's output has no floating tensor that requires grad; profile "
+          "without --backward");
     }
     loss.backward();
   };
@@ -379,7 +380,10 @@ int run(int argc, char** argv) {
     progress("profiled in " + std::to_string(seconds_since(tp)).substr(0, 5) + " s");
   }
   const auto stats = model.hierarchy_stats();
-  if (stats.ops == 0) {
+  if (module.named_children().size() == 0) {
+    std::cerr << "flopsprof: warning: the model has no submodules (torch.jit.freeze inlines them): "
+                 "all its work is the root's; save the module unfrozen for per-module counts\n";
+  } else if (stats.ops == 0) {
     std::cerr << "flopsprof: warning: no op carried a TorchScript module hierarchy; ops are placed "
                  "by parameter ownership only\n";
   }
@@ -412,8 +416,9 @@ int run(int argc, char** argv) {
     const double median = times.size() % 2 == 1
                               ? times[times.size() / 2]
                               : (times[times.size() / 2 - 1] + times[times.size() / 2]) / 2;
-    std::cout << "median latency of " << times.size() << (o.backward ? " training steps" : " forwards")
-              << " (unprofiled): " << median * 1e3 << " ms\n";
+    std::cout << "median latency of " << times.size()
+              << (o.backward ? " training steps" : " forwards") << " (unprofiled): " << median * 1e3
+              << " ms\n";
   }
   return 0;
 }

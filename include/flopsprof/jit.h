@@ -1,4 +1,5 @@
-// Opt-in: profiles TorchScript modules (torch::jit::Module) with the interpreter's module hierarchy.
+// Opt-in: profiles TorchScript modules (torch::jit::Module) with the interpreter's module
+// hierarchy.
 #pragma once
 
 #include <cstdint>

@@ -21,7 +21,7 @@ std::optional<FlopCount> mkldnn_rnn_layer(const OpInputs& in) {
   const uint64_t input_size = u(x.back(0));
   if (input_size == 0 || u(w_ih[1]) != input_size) return std::nullopt;
   const uint64_t steps = numel_of(x) / input_size;  // T*B
-  const uint64_t gates_h = u(w_ih[0]);                // G*H
+  const uint64_t gates_h = u(w_ih[0]);              // G*H
   if (gates_h % rnn_gates(*mode) != 0) return std::nullopt;
   const uint64_t rows = checked_mul(steps, gates_h);
   const uint64_t macs = checked_mul(rows, checked_add(input_size, u(w_hh[1])));
@@ -58,9 +58,11 @@ bool batch_length(IntSpan t, uint64_t& batch, uint64_t& length) {
 // projection B*L*D*D. Bias adds: B*(2*L + 2*S)*D. Softmax: B*H*L*S (as attention.cpp).
 FlopCount attention_block(uint64_t b, uint64_t l, uint64_t s, uint64_t d, uint64_t heads) {
   const uint64_t dd = checked_mul(d, d);
-  uint64_t macs = checked_mul(checked_mul(b, checked_add(checked_mul(2, l), checked_mul(2, s))), dd);
+  uint64_t macs =
+      checked_mul(checked_mul(b, checked_add(checked_mul(2, l), checked_mul(2, s))), dd);
   macs = checked_add(macs, checked_mul(checked_mul(2, b), checked_mul(checked_mul(l, s), d)));
-  uint64_t extra = checked_mul(checked_mul(b, checked_add(checked_mul(2, l), checked_mul(2, s))), d);
+  uint64_t extra =
+      checked_mul(checked_mul(b, checked_add(checked_mul(2, l), checked_mul(2, s))), d);
   extra = checked_add(extra, checked_mul(checked_mul(b, heads), checked_mul(l, s)));
   return gemm_count(macs, extra);
 }
