@@ -312,7 +312,7 @@ int run(int argc, char** argv) {
       auto opts = torch::TensorOptions().dtype(in.dtype).device(device);
       torch::Tensor t =
           at::isFloatingType(in.dtype)
-              ? torch::randn(in.shape, opts)
+              ? torch::randn(in.shape).to(opts)
               : (in.dtype == torch::kBool ? torch::randint(0, 2, in.shape, opts)
                                           : torch::randint(0, o.int_max, in.shape, opts));
       inputs.emplace_back(t);
