@@ -35,6 +35,9 @@ enum class ScopeKind : uint8_t {
   kBuiltin,  ///< one call of a LibTorch built-in module's forward, observed at its function
   kStart,    ///< the start of a call of a built-in whose forward is inline (BatchNorm,
              ///< InstanceNorm), observed at the virtual input check it begins with
+  kExact,    ///< one call of a module whose every called submodule has its own record (the
+             ///< TorchScript interpreter's module hierarchy): an op in it is this module's own,
+             ///< whatever parameters it reads
 };
 /// Opens a record of `module` in every running profile that knows it; returns the module's
 /// name in the first such profile (null: none).

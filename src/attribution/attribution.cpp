@@ -330,6 +330,11 @@ class ThreadAttributor {
     int s = -1;
     const int ks = known_scope(e.scope);
     if (ks >= 0 && th_.scopes[ks].backward == in_scope_only_backward) s = th_.scopes[ks].module;
+    if (s >= 0 && th_.scopes[ks].exact) {  // the interpreter said which module ran it
+      it.anchor = s;
+      it.firm = true;
+      return;
+    }
     bool touch = false;
     if (e.owner >= 0 && static_cast<size_t>(e.owner) < tree_.owner_sets.size()) {
       const std::string& op = name(it.event);

@@ -83,6 +83,9 @@ struct ScopeRecord {
   /// virtual input check is observed): the next op its type runs on this thread is that call's.
   /// enter_tick == exit_tick; it encloses no op.
   bool start_only = false;
+  /// Every called submodule has its own record (a TorchScript module's hierarchy): the ops
+  /// directly inside are this module's, not moved to a descendant by the parameters they read.
+  bool exact = false;
 };
 
 /// One step scope (the optimizer step), on the thread that ran it.

@@ -490,6 +490,12 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
       pushed |= 2;
     } else {
       c10::ArrayRef<const c10::IValue> inputs = fn.inputs();
+      // A boxed call (the TorchScript interpreter's) passes its whole stack: the op's arguments
+      // are the last num_inputs() values.
+      if (inputs.size() > 1) {
+        const size_t n = fn.num_inputs();
+        if (n > 0 && n < inputs.size()) inputs = inputs.slice(inputs.size() - n);
+      }
       e.owner = find_owner(s, inputs, b->open_op < 0 && e.seq_nr >= 0, e);
       if (b->open_op < 0) e.data_in = first_data(s, inputs);
       if (name_flags & kNameHasFormula) {

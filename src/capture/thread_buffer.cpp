@@ -27,7 +27,7 @@ int32_t ThreadBuffer::open_scope_record(int32_t module, int64_t now, ScopeKind k
   try {
     scopes.push_back(ScopeRecord{module, open_scope, now, 0, backward_depth > 0,
                                  kind == ScopeKind::kWindow, kind == ScopeKind::kBuiltin,
-                                 kind == ScopeKind::kStart});
+                                 kind == ScopeKind::kStart, kind == ScopeKind::kExact});
   } catch (...) {
     ++capture_errors;
     return -1;

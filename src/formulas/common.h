@@ -20,6 +20,7 @@ void register_pointwise_formulas();
 void register_pool_formulas();
 void register_attention_formulas();
 void register_zero_formulas();
+void register_fused_formulas();
 
 /// Product of the sizes (1 for a scalar). Throws Error on overflow.
 uint64_t numel_of(IntSpan shape);

@@ -141,6 +141,7 @@ Registry& registry() {
     register_pool_formulas();
     register_attention_formulas();
     register_zero_formulas();
+    register_fused_formulas();
     g_building = nullptr;
     return reg;
   }();

@@ -1,0 +1,438 @@
+// The `flopsprof` command: profiles a saved TorchScript model without writing any C++.
+#include <sys/stat.h>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <ATen/Parallel.h>
+#include <torch/csrc/jit/passes/tensorexpr_fuser.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
+#include <torch/cuda.h>
+#include <torch/script.h>
+
+#include "flopsprof/error.h"
+#include "flopsprof/jit.h"
+#include "flopsprof/profiler.h"
+
+namespace {
+
+using flopsprof::Error;
+
+constexpr const char* kUsage = R"(usage: flopsprof MODEL [options]
+
+Profiles one forward (or training step) of a TorchScript model (torch.jit.script / torch.jit.trace,
+saved with torch.jit.save) and prints per-module parameters, MACs, FLOPs and latency, as
+flopsprof's print_model_profile prints them. Modules are named as in Python (layer1.0.conv1): each
+op goes to the module the TorchScript interpreter says it ran in.
+
+options:
+  --input SHAPE[:DTYPE]  one per forward argument, in order: 1x3x224x224, 1x128:int64, 4:bool.
+                         Random values: normal floats; integers in [0, --int-max).
+                         dtypes: float32 (default), float64, float16, bfloat16, int64, int32,
+                         int16, int8, uint8, bool
+  --int-max N            upper bound (exclusive) of random integer inputs (default 2: valid token
+                         ids, masks and class indices for any model)
+  --depth N              module depth of the aggregated section (default -1: all)
+  --top N                top modules per depth (default 1)
+  --warmup N             unprofiled forwards first (default 1; the first forward of a TorchScript
+                         model runs one-off ops outside any module)
+  --runs N               also time N unprofiled runs and print their median latency (default 0)
+  --backward             profile a training step: forward, loss = sum of the outputs, backward
+  --device cpu|cuda      where the model and inputs live (default cpu)
+  --threads N            intra-op threads (torch::set_num_threads)
+  --json FILE            also write the profile as JSON
+  --html FILE            also write the self-contained HTML report
+  --trace FILE           also write a Chrome trace (chrome://tracing, Perfetto)
+  --quiet                no progress lines on stderr
+  -h, --help             this text
+
+What is disabled, so that every op of the model is seen and nothing stalls: the graph executor's
+optimizations (torch::jit::setGraphExecutorOptimize(false): no profiling-executor
+specialization, no fusion groups, no differentiable graphs: the ops run as the saved graph has
+them) and LibTorch's TensorExpr fuser (torch::jit::setTensorExprFuserEnabled(false): its LLVM
+compilation of a ViT-B/16 took over 580 s on a second forward). Latency is therefore that of
+the unoptimized graph. The model runs in eval mode under no_grad unless --backward is given
+(then train mode is left as saved and gradients are on).
+
+examples:
+  flopsprof resnet50.pt --input 1x3x224x224
+  flopsprof bert.pt --input 1x128:int64 --int-max 30000 --depth 2 --top 3 --json bert.json
+  flopsprof model.pt --input 8x3x64x64 --backward --runs 10 --html report.html
+)";
+
+[[noreturn]] void fail(const std::string& msg) { throw Error(msg); }
+
+int64_t parse_int(const std::string& opt, const std::string& v, int64_t min) {
+  char* end = nullptr;
+  errno = 0;
+  long long n = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || errno != 0 || n < min) {
+    fail(opt + ": '" + v + "' is not an integer >= " + std::to_string(min));
+  }
+  return n;
+}
+
+struct InputSpec {
+  std::vector<int64_t> shape;
+  torch::Dtype dtype = torch::kFloat;
+  std::string text;
+};
+
+torch::Dtype parse_dtype(const std::string& s, const std::string& arg) {
+  static const std::pair<const char*, torch::Dtype> kNames[] = {
+      {"float32", torch::kFloat},     {"float", torch::kFloat},   {"f32", torch::kFloat},
+      {"float64", torch::kDouble},    {"double", torch::kDouble}, {"f64", torch::kDouble},
+      {"float16", torch::kHalf},      {"half", torch::kHalf},     {"f16", torch::kHalf},
+      {"bfloat16", torch::kBFloat16}, {"bf16", torch::kBFloat16}, {"int64", torch::kLong},
+      {"long", torch::kLong},         {"int32", torch::kInt},     {"int", torch::kInt},
+      {"int16", torch::kShort},       {"int8", torch::kChar},     {"uint8", torch::kByte},
+      {"bool", torch::kBool},
+  };
+  for (const auto& [name, t] : kNames) {
+    if (s == name) return t;
+  }
+  fail("--input " + arg + ": unknown dtype '" + s +
+       "'; use one of float32, float64, float16, bfloat16, int64, int32, int16, int8, uint8, bool");
+}
+
+InputSpec parse_input(const std::string& arg) {
+  InputSpec spec;
+  spec.text = arg;
+  std::string shape = arg;
+  const size_t colon = arg.find(':');
+  if (colon != std::string::npos) {
+    shape = arg.substr(0, colon);
+    spec.dtype = parse_dtype(arg.substr(colon + 1), arg);
+  }
+  const std::string hint = "; write the sizes separated by 'x', e.g. 1x3x224x224 or 1x128:int64";
+  if (shape.empty()) fail("--input " + arg + ": the shape is empty" + hint);
+  std::stringstream ss(shape);
+  std::string dim;
+  while (std::getline(ss, dim, 'x')) {
+    char* end = nullptr;
+    errno = 0;
+    long long n = std::strtoll(dim.c_str(), &end, 10);
+    if (dim.empty() || *end != '\0' || errno != 0 || n < 0 || !std::isdigit(dim[0])) {
+      fail("--input " + arg + ": bad size '" + dim + "' in the shape" + hint);
+    }
+    spec.shape.push_back(n);
+  }
+  if (shape.back() == 'x') fail("--input " + arg + ": the shape ends with 'x'" + hint);
+  return spec;
+}
+
+struct Options {
+  std::string model;
+  std::vector<InputSpec> inputs;
+  int64_t int_max = 2;
+  int depth = -1;
+  int top = 1;
+  int warmup = 1;
+  int runs = 0;
+  bool backward = false;
+  std::string device = "cpu";
+  int threads = 0;
+  std::string json, html, trace;
+  bool quiet = false;
+};
+
+Options parse_args(int argc, char** argv) {
+  Options o;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= args.size()) fail(a + " needs a value (see flopsprof --help)");
+      return args[++i];
+    };
+    if (a == "-h" || a == "--help") {
+      std::cout << kUsage;
+      std::exit(0);
+    } else if (a == "--input") {
+      o.inputs.push_back(parse_input(value()));
+    } else if (a == "--int-max") {
+      o.int_max = parse_int(a, value(), 1);
+    } else if (a == "--depth") {
+      o.depth = static_cast<int>(parse_int(a, value(), -1));
+    } else if (a == "--top") {
+      o.top = static_cast<int>(parse_int(a, value(), 1));
+    } else if (a == "--warmup") {
+      o.warmup = static_cast<int>(parse_int(a, value(), 0));
+    } else if (a == "--runs") {
+      o.runs = static_cast<int>(parse_int(a, value(), 0));
+    } else if (a == "--backward") {
+      o.backward = true;
+    } else if (a == "--device") {
+      o.device = value();
+      if (o.device != "cpu" && o.device != "cuda")
+        fail("--device: '" + o.device + "' is not a device; use cpu or cuda");
+    } else if (a == "--threads") {
+      o.threads = static_cast<int>(parse_int(a, value(), 1));
+    } else if (a == "--json") {
+      o.json = value();
+    } else if (a == "--html") {
+      o.html = value();
+    } else if (a == "--trace") {
+      o.trace = value();
+    } else if (a == "--quiet") {
+      o.quiet = true;
+    } else if (!a.empty() && a[0] == '-') {
+      fail("unknown option '" + a + "' (see flopsprof --help)");
+    } else if (o.model.empty()) {
+      o.model = a;
+    } else {
+      fail("a second MODEL '" + a + "' (one model per run; see flopsprof --help)");
+    }
+  }
+  if (o.model.empty()) fail("no MODEL given; usage: flopsprof MODEL --input 1x3x224x224");
+  return o;
+}
+
+std::string schema_of(torch::jit::Module& m) {
+  try {
+    auto method = m.find_method("forward");
+    if (!method) return "(no forward method)";
+    std::stringstream ss;
+    ss << method->function().getSchema();
+    return ss.str();
+  } catch (const std::exception&) {
+    return "(unknown schema)";
+  }
+}
+
+// Sum of every floating tensor in a (nested) output: the loss of --backward.
+void sum_outputs(const c10::IValue& v, torch::Tensor& acc) {
+  if (v.isTensor()) {
+    const torch::Tensor& t = v.toTensor();
+    if (t.defined() && t.is_floating_point() && t.requires_grad()) {
+      torch::Tensor s = t.sum();
+      acc = acc.defined() ? acc + s : s;
+    }
+  } else if (v.isTuple()) {
+    for (const auto& e : v.toTupleRef().elements()) sum_outputs(e, acc);
+  } else if (v.isList()) {
+    for (const auto& e : v.toListRef()) sum_outputs(e, acc);
+  } else if (v.isGenericDict()) {
+    for (const auto& kv : v.toGenericDict()) sum_outputs(kv.value(), acc);
+  }
+}
+
+// Writes `text` to `path` whole or not at all (a temporary file renamed over it).
+void write_file(const std::string& path, const std::string& text, const char* what) {
+  const std::string tmp = path + ".flopsprof-tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f << text;
+    f.flush();
+    if (!f) {
+      std::remove(tmp.c_str());
+      fail(std::string("cannot write the ") + what + " to '" + path +
+           "'; check that its folder exists and is writable");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    fail(std::string("cannot write the ") + what + " to '" + path + "'");
+  }
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int run(int argc, char** argv) {
+  const Options o = parse_args(argc, argv);
+  auto progress = [&](const std::string& s) {
+    if (!o.quiet) std::cerr << "flopsprof: " << s << std::endl;
+  };
+  struct stat st {};
+  if (stat(o.model.c_str(), &st) != 0) {
+    fail("cannot open MODEL '" + o.model + "': no such file; pass the path of a file saved with " +
+         "torch.jit.save");
+  }
+  if (!S_ISREG(st.st_mode)) fail("MODEL '" + o.model + "' is not a file");
+  if (o.inputs.empty()) {
+    fail("no --input given: pass one --input SHAPE[:DTYPE] per argument of the model's forward");
+  }
+  torch::Device device(torch::kCPU);
+  if (o.device == "cuda") {
+    if (!torch::cuda::is_available()) {
+      fail("--device cuda: no CUDA device is available to this LibTorch (" +
+           std::to_string(torch::cuda::device_count()) + " devices); use --device cpu");
+    }
+    device = torch::Device(torch::kCUDA);
+  }
+  if (o.threads > 0) at::set_num_threads(o.threads);
+  // See --help: the ops run as saved, nothing is compiled.
+  torch::jit::setGraphExecutorOptimize(false);
+  torch::jit::setTensorExprFuserEnabled(false);
+
+  auto t0 = std::chrono::steady_clock::now();
+  torch::jit::Module module;
+  try {
+    module = torch::jit::load(o.model, device);
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    what = what.substr(0, what.find('\n'));
+    fail("cannot load MODEL '" + o.model + "' as TorchScript (" + what +
+         "); pass a file saved with torch.jit.save of a scripted or traced module");
+  }
+  if (!o.backward) module.eval();
+  flopsprof::JitModel model(module);
+  progress("loaded " + o.model + " in " + std::to_string(seconds_since(t0)).substr(0, 5) + " s");
+
+  // Inputs: checked against the schema before anything runs.
+  const std::string schema = schema_of(module);
+  {
+    auto method = module.find_method("forward");
+    if (!method) fail("MODEL '" + o.model + "' has no forward method; export a module with one");
+    const auto& args = method->function().getSchema().arguments();
+    size_t required = 0;
+    for (size_t i = 1; i < args.size(); ++i) {
+      if (!args[i].default_value()) ++required;
+    }
+    const size_t given = o.inputs.size();
+    if (given < required || given + 1 > args.size()) {
+      fail("the model's forward takes " + std::to_string(required) +
+           (args.size() - 1 > required ? " to " + std::to_string(args.size() - 1) : "") +
+           " arguments, " + std::to_string(given) + " --input given; its schema is " + schema);
+    }
+  }
+  std::vector<c10::IValue> inputs;
+  {
+    torch::NoGradGuard no_grad;
+    torch::manual_seed(0);
+    for (const InputSpec& in : o.inputs) {
+      auto opts = torch::TensorOptions().dtype(in.dtype).device(device);
+      torch::Tensor t =
+          at::isFloatingType(in.dtype)
+              ? torch::randn(in.shape).to(opts)
+              : (in.dtype == torch::kBool ? torch::randint(0, 2, in.shape, opts)
+                                          : torch::randint(0, o.int_max, in.shape, opts));
+      inputs.emplace_back(t);
+    }
+  }
+  int64_t batch = 0;
+  if (!o.inputs.empty() && !o.inputs[0].shape.empty()) batch = o.inputs[0].shape[0];
+
+  auto forward = [&]() -> c10::IValue {
+    try {
+      return model.forward(inputs);
+    } catch (const flopsprof::Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      std::string what = e.what();
+      // TorchScript's messages carry the whole traceback: keep the first lines.
+      std::stringstream ss(what);
+      std::string line, head;
+      for (int n = 0; n < 6 && std::getline(ss, line); ++n) head += "\n    " + line;
+      std::string shapes;
+      for (const InputSpec& in : o.inputs) shapes += (shapes.empty() ? "" : ", ") + in.text;
+      fail("the model's forward rejected the inputs (" + shapes + "); its schema is " + schema +
+           ". LibTorch said:" + head);
+    }
+  };
+  auto step = [&] {
+    if (!o.backward) {
+      torch::NoGradGuard no_grad;
+      forward();
+      return;
+    }
+    c10::IValue out = forward();
+    torch::Tensor loss;
+    {
+      at::DisableRecordFunctionGuard not_the_model;  // the loss is not the model's work
+      sum_outputs(out, loss);
+    }
+    if (!loss.defined()) {
+      fail(
+          "--backward: the model's output has no floating tensor that requires grad; profile "
+          "without --backward");
+    }
+    loss.backward();
+  };
+
+  for (int i = 0; i < o.warmup; ++i) {
+    auto tw = std::chrono::steady_clock::now();
+    step();
+    progress("warm-up " + std::to_string(i + 1) + "/" + std::to_string(o.warmup) + " " +
+             std::to_string(seconds_since(tw)).substr(0, 5) + " s");
+  }
+  if (o.backward) {
+    for (at::Tensor p : module.parameters()) p.mutable_grad() = torch::Tensor();
+  }
+
+  flopsprof::ProfilerOptions popts;
+  popts.batch_size = batch;
+  flopsprof::FlopsProfiler prof(model.tree(), popts);
+  {
+    flopsprof::JitObserver observer = model.observe();  // before start_profile: see observe()
+    prof.start_profile();
+    auto tp = std::chrono::steady_clock::now();
+    step();
+    prof.stop_profile();
+    progress("profiled in " + std::to_string(seconds_since(tp)).substr(0, 5) + " s");
+  }
+  const auto stats = model.hierarchy_stats();
+  if (module.named_children().size() == 0) {
+    std::cerr << "flopsprof: warning: the model has no submodules (torch.jit.freeze inlines them): "
+                 "all its work is the root's; save the module unfrozen for per-module counts\n";
+  } else if (stats.ops == 0) {
+    std::cerr << "flopsprof: warning: no op carried a TorchScript module hierarchy; ops are placed "
+                 "by parameter ownership only\n";
+  }
+  for (const auto& u : stats.unresolved) {
+    std::cerr << "flopsprof: warning: the hierarchy names '" << u
+              << "', which is no module of the loaded tree; its ops go to its parent\n";
+  }
+
+  std::vector<double> times;
+  for (int i = 0; i < o.runs; ++i) {
+    auto tr = std::chrono::steady_clock::now();
+    step();
+    if (device.is_cuda()) torch::cuda::synchronize();
+    times.push_back(seconds_since(tr));
+    progress("run " + std::to_string(i + 1) + "/" + std::to_string(o.runs));
+  }
+
+  // Everything is produced before anything is written.
+  const std::string text = prof.model_profile_string(1, o.depth, o.top, true);
+  std::string json, html, trace;
+  if (!o.json.empty()) json = prof.to_json();
+  if (!o.html.empty()) html = prof.html();
+  if (!o.trace.empty()) trace = prof.chrome_trace();
+  if (!o.json.empty()) write_file(o.json, json, "JSON profile");
+  if (!o.html.empty()) write_file(o.html, html, "HTML report");
+  if (!o.trace.empty()) write_file(o.trace, trace, "Chrome trace");
+  std::cout << text;
+  if (!times.empty()) {
+    std::sort(times.begin(), times.end());
+    const double median = times.size() % 2 == 1
+                              ? times[times.size() / 2]
+                              : (times[times.size() / 2 - 1] + times[times.size() / 2]) / 2;
+    std::cout << "median latency of " << times.size()
+              << (o.backward ? " training steps" : " forwards") << " (unprofiled): " << median * 1e3
+              << " ms\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const flopsprof::Error& e) {
+    std::cerr << "flopsprof: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "flopsprof: error: " << e.what() << "\n";
+    return 1;
+  }
+}
