@@ -108,410 +108,478 @@ ProfileResult aggregate(const AggregateInput& in) {
   return aggregate(in, a.attribution, a.counts);
 }
 
-ProfileResult aggregate(const AggregateInput& in, const Attribution& at, const OpCounts& counts) {
-  const ModuleTree& tree = *in.tree;
-  const int num_modules = static_cast<int>(tree.nodes.size());
-  ProfileResult r;
-  r.timer = in.timer;
-  r.problems = in.problems;
-  std::vector<ModuleAcc> acc(num_modules);
-  std::map<std::pair<int, uint32_t>, OpAcc> ops;  // (op-table phase, name id)
-  const double s_per_tick = in.ns_per_tick * 1e-9;
-  bool overflow = false;
-  auto end_of = [&](const RawEvent& e) { return e.end_tick != 0 ? e.end_tick : in.stop_tick; };
-  OutsideStats& outside = r.outside;
+namespace {
 
-  for (size_t t = 0; t < in.threads.size(); ++t) {
-    const ThreadEvents& th = *in.threads[t];
-    const std::vector<RawEvent>& ev = th.events;
-    const ThreadAttribution& ta = at.threads[t];
-    const size_t n = ev.size();
-    if (n == 0 && th.scopes.empty() && th.steps.empty()) continue;
-    ++r.threads;
-    r.op_events += n;
-    std::vector<int64_t> child_ns(n, 0);
-    for (size_t i = 0; i < n; ++i) {
-      if (ev[i].parent >= 0) child_ns[ev[i].parent] += end_of(ev[i]) - ev[i].start_tick;
-    }
-    // Backward passes: spans of consecutive top-level backward events, those that ran a node of
-    // this model (another model's backward pass is outside it).
-    int64_t bwd_start = -1, bwd_end = -1;
-    bool bwd_ours = false;
-    for (size_t i = 0; i < n; ++i) {
-      const RawEvent& e = ev[i];
-      const int64_t end = end_of(e);
-      const int64_t dur = end - e.start_tick;
-      if (e.parent < 0) {
-        if (e.flags & kBackward) {
-          if (bwd_start < 0) bwd_start = e.start_tick;
-          bwd_end = std::max(bwd_end, end);
-        } else if (bwd_start >= 0) {
-          if (bwd_ours) r.bwd_latency_s += static_cast<double>(bwd_end - bwd_start) * s_per_tick;
-          bwd_start = -1;
-          bwd_ours = false;
-        }
+// The aggregation as a sequence of named steps over one state (aggregate() runs them in order):
+// the per-thread pass over the events, calls, memory, device activity, the module table, the
+// footprint, the problems, the op table.
+class Aggregator {
+ public:
+  Aggregator(const AggregateInput& input, const Attribution& attribution, const OpCounts& op_counts)
+      : in(input),
+        at(attribution),
+        counts(op_counts),
+        tree(*input.tree),
+        num_modules(static_cast<int>(input.tree->nodes.size())),
+        acc(num_modules),
+        s_per_tick(input.ns_per_tick * 1e-9),
+        outside(r.outside),
+        gpu_ns(num_modules, 0),
+        gpu_first(num_modules, INT64_MAX),
+        gpu_last(num_modules, INT64_MIN),
+        dev_fwd(num_modules, 0),
+        dev_bwd(num_modules, 0),
+        gpu_kernels(num_modules) {
+    r.timer = in.timer;
+    r.problems = in.problems;
+  }
+
+  // Per thread: each op and autograd node into its module, phase and op-table row; steps.
+  void count_events() {
+    for (size_t t = 0; t < in.threads.size(); ++t) {
+      const ThreadEvents& th = *in.threads[t];
+      const std::vector<RawEvent>& ev = th.events;
+      const ThreadAttribution& ta = at.threads[t];
+      const size_t n = ev.size();
+      if (n == 0 && th.scopes.empty() && th.steps.empty()) continue;
+      ++r.threads;
+      r.op_events += n;
+      std::vector<int64_t> child_ns(n, 0);
+      for (size_t i = 0; i < n; ++i) {
+        if (ev[i].parent >= 0) child_ns[ev[i].parent] += end_of(ev[i]) - ev[i].start_tick;
       }
-      const int m = ta.module[i];
-      if (bwd_start >= 0 && m >= 0) bwd_ours = true;
-      if (e.kind == EventKind::kBackwardNode) {
-        r.has_backward = true;
-        // Node time: the evaluate_function wrapper (node + output validation) when there is one.
-        const bool wrapped =
-            !(e.flags & kEngine) && e.parent >= 0 && (ev[e.parent].flags & kEngine);
-        if (wrapped) continue;
-        if (m >= 0) {
-          for (int a = m; a >= 0; a = tree.nodes[a].parent) acc[a].bwd_ns += dur;
-        } else if (m == kOutsideModel) {
-          outside.bwd_latency_s += static_cast<double>(dur) * s_per_tick;
+      // Backward passes: spans of consecutive top-level backward events, those that ran a node of
+      // this model (another model's backward pass is outside it).
+      int64_t bwd_start = -1, bwd_end = -1;
+      bool bwd_ours = false;
+      for (size_t i = 0; i < n; ++i) {
+        const RawEvent& e = ev[i];
+        const int64_t end = end_of(e);
+        const int64_t dur = end - e.start_tick;
+        if (e.parent < 0) {
+          if (e.flags & kBackward) {
+            if (bwd_start < 0) bwd_start = e.start_tick;
+            bwd_end = std::max(bwd_end, end);
+          } else if (bwd_start >= 0) {
+            if (bwd_ours) r.bwd_latency_s += static_cast<double>(bwd_end - bwd_start) * s_per_tick;
+            bwd_start = -1;
+            bwd_ours = false;
+          }
+        }
+        const int m = ta.module[i];
+        if (bwd_start >= 0 && m >= 0) bwd_ours = true;
+        if (e.kind == EventKind::kBackwardNode) {
+          r.has_backward = true;
+          // Node time: the evaluate_function wrapper (node + output validation) when there is one.
+          const bool wrapped =
+              !(e.flags & kEngine) && e.parent >= 0 && (ev[e.parent].flags & kEngine);
+          if (wrapped) continue;
+          if (m >= 0) {
+            for (int a = m; a >= 0; a = tree.nodes[a].parent) acc[a].bwd_ns += dur;
+          } else if (m == kOutsideModel) {
+            outside.bwd_latency_s += static_cast<double>(dur) * s_per_tick;
+          } else {
+            r.autograd_latency_s += static_cast<double>(dur) * s_per_tick;
+          }
+          continue;
+        }
+        const Phase ph = ta.phase[i];
+        if (ph == Phase::kNone) continue;
+        const bool out_fwd = ph == Phase::kForward && m == kOutsideModel;
+        OpAcc& op = ops[{out_fwd ? kOutsidePhase : static_cast<int>(ph), e.name_id}];
+        ++op.calls;
+        op.ns += dur;
+        op.has_formula = op.has_formula || (e.flags & kHasFormula);
+        const OpCount& c = counts.threads[t][i];
+        const DType dt = c.dtype;
+        if (c.state == OpCount::kDeclined) ++op.declined;
+        const FlopCount* fc = c.counted();
+        if (fc) {
+          add_saturating(op.flops, fc->flops, overflow);
+          add_saturating(op.macs, fc->macs, overflow);
         } else {
-          r.autograd_latency_s += static_cast<double>(dur) * s_per_tick;
+          const int64_t self = dur - child_ns[i];
+          op.uncovered_ns += self;
+          if (ph == Phase::kForward && !out_fwd)
+            r.no_formula_s += static_cast<double>(self) * s_per_tick;
         }
-        continue;
-      }
-      const Phase ph = ta.phase[i];
-      if (ph == Phase::kNone) continue;
-      const bool out_fwd = ph == Phase::kForward && m == kOutsideModel;
-      OpAcc& op = ops[{out_fwd ? kOutsidePhase : static_cast<int>(ph), e.name_id}];
-      ++op.calls;
-      op.ns += dur;
-      op.has_formula = op.has_formula || (e.flags & kHasFormula);
-      const OpCount& c = counts.threads[t][i];
-      const DType dt = c.dtype;
-      if (c.state == OpCount::kDeclined) ++op.declined;
-      const FlopCount* fc = c.counted();
-      if (fc) {
-        add_saturating(op.flops, fc->flops, overflow);
-        add_saturating(op.macs, fc->macs, overflow);
-      } else {
-        const int64_t self = dur - child_ns[i];
-        op.uncovered_ns += self;
-        if (ph == Phase::kForward && !out_fwd)
-          r.no_formula_s += static_cast<double>(self) * s_per_tick;
-      }
-      switch (ph) {
-        case Phase::kForward:
-          if (out_fwd) {
-            if (e.parent < 0) {
-              ++outside.ops;
-              outside.latency_s += static_cast<double>(dur) * s_per_tick;
+        switch (ph) {
+          case Phase::kForward:
+            if (out_fwd) {
+              if (e.parent < 0) {
+                ++outside.ops;
+                outside.latency_s += static_cast<double>(dur) * s_per_tick;
+              }
+              if (fc) {
+                add_saturating(outside.flops, fc->flops, overflow);
+                add_saturating(outside.macs, fc->macs, overflow);
+              }
+              break;
             }
             if (fc) {
-              add_saturating(outside.flops, fc->flops, overflow);
-              add_saturating(outside.macs, fc->macs, overflow);
+              add_saturating(r.flops, fc->flops, overflow);
+              add_saturating(r.macs, fc->macs, overflow);
+              add_saturating(r.flops_by_dtype[static_cast<size_t>(dt)], fc->flops, overflow);
             }
-            break;
-          }
-          if (fc) {
-            add_saturating(r.flops, fc->flops, overflow);
-            add_saturating(r.macs, fc->macs, overflow);
-            add_saturating(r.flops_by_dtype[static_cast<size_t>(dt)], fc->flops, overflow);
-          }
-          if (ta.inferred[i] && m >= 0) {
-            const uint64_t f = fc ? fc->flops : 0;
-            const uint64_t top = e.parent < 0 ? 1 : 0;
-            acc[m].own_inferred_ops += top;
-            add_saturating(acc[m].own_inferred_flops, f, overflow);
+            if (ta.inferred[i] && m >= 0) {
+              const uint64_t f = fc ? fc->flops : 0;
+              const uint64_t top = e.parent < 0 ? 1 : 0;
+              acc[m].own_inferred_ops += top;
+              add_saturating(acc[m].own_inferred_flops, f, overflow);
+              for (int a = m; a >= 0; a = tree.nodes[a].parent) {
+                acc[a].inferred_ops += top;
+                add_saturating(acc[a].inferred_flops, f, overflow);
+              }
+            }
             for (int a = m; a >= 0; a = tree.nodes[a].parent) {
-              acc[a].inferred_ops += top;
-              add_saturating(acc[a].inferred_flops, f, overflow);
+              if (fc) {
+                add_saturating(acc[a].flops, fc->flops, overflow);
+                add_saturating(acc[a].macs, fc->macs, overflow);
+                add_saturating(acc[a].by_dtype[static_cast<size_t>(dt)], fc->flops, overflow);
+              } else {
+                ++acc[a].na_ops;
+              }
             }
-          }
-          for (int a = m; a >= 0; a = tree.nodes[a].parent) {
-            if (fc) {
-              add_saturating(acc[a].flops, fc->flops, overflow);
-              add_saturating(acc[a].macs, fc->macs, overflow);
-              add_saturating(acc[a].by_dtype[static_cast<size_t>(dt)], fc->flops, overflow);
-            } else {
-              ++acc[a].na_ops;
-            }
-          }
-          break;
-        case Phase::kBackward:
-          if (!fc) break;
-          if (m == kOutsideModel) {
-            add_saturating(outside.bwd_flops, fc->flops, overflow);
-            add_saturating(outside.bwd_macs, fc->macs, overflow);
             break;
-          }
-          add_saturating(r.bwd_flops, fc->flops, overflow);
-          add_saturating(r.bwd_macs, fc->macs, overflow);
-          if (m < 0) add_saturating(r.autograd_flops, fc->flops, overflow);
-          for (int a = m; a >= 0; a = tree.nodes[a].parent) {
-            add_saturating(acc[a].bwd_flops, fc->flops, overflow);
-            add_saturating(acc[a].bwd_macs, fc->macs, overflow);
-          }
-          break;
-        case Phase::kRecompute:
-          if (!fc) break;
-          add_saturating(r.recompute_flops, fc->flops, overflow);
-          add_saturating(r.recompute_macs, fc->macs, overflow);
-          for (int a = m; a >= 0; a = tree.nodes[a].parent) {
-            add_saturating(acc[a].re_flops, fc->flops, overflow);
-            add_saturating(acc[a].re_macs, fc->macs, overflow);
-          }
-          break;
-        case Phase::kStep:
-          r.has_step = true;
-          if (fc) add_saturating(r.step_flops, fc->flops, overflow);
-          break;
-        default:
-          break;
+          case Phase::kBackward:
+            if (!fc) break;
+            if (m == kOutsideModel) {
+              add_saturating(outside.bwd_flops, fc->flops, overflow);
+              add_saturating(outside.bwd_macs, fc->macs, overflow);
+              break;
+            }
+            add_saturating(r.bwd_flops, fc->flops, overflow);
+            add_saturating(r.bwd_macs, fc->macs, overflow);
+            if (m < 0) add_saturating(r.autograd_flops, fc->flops, overflow);
+            for (int a = m; a >= 0; a = tree.nodes[a].parent) {
+              add_saturating(acc[a].bwd_flops, fc->flops, overflow);
+              add_saturating(acc[a].bwd_macs, fc->macs, overflow);
+            }
+            break;
+          case Phase::kRecompute:
+            if (!fc) break;
+            add_saturating(r.recompute_flops, fc->flops, overflow);
+            add_saturating(r.recompute_macs, fc->macs, overflow);
+            for (int a = m; a >= 0; a = tree.nodes[a].parent) {
+              add_saturating(acc[a].re_flops, fc->flops, overflow);
+              add_saturating(acc[a].re_macs, fc->macs, overflow);
+            }
+            break;
+          case Phase::kStep:
+            r.has_step = true;
+            if (fc) add_saturating(r.step_flops, fc->flops, overflow);
+            break;
+          default:
+            break;
+        }
       }
-    }
-    if (bwd_start >= 0 && bwd_ours)
-      r.bwd_latency_s += static_cast<double>(bwd_end - bwd_start) * s_per_tick;
-    for (size_t k = 0; k < th.steps.size(); ++k) {
-      if (!ta.step_counts[k]) continue;  // another model's optimizer
-      const StepRecord& s = th.steps[k];
-      r.has_step = true;
-      const int64_t end = s.end_tick != 0 ? s.end_tick : in.stop_tick;
-      r.step_latency_s += static_cast<double>(end - s.start_tick) * s_per_tick;
+      if (bwd_start >= 0 && bwd_ours)
+        r.bwd_latency_s += static_cast<double>(bwd_end - bwd_start) * s_per_tick;
+      for (size_t k = 0; k < th.steps.size(); ++k) {
+        if (!ta.step_counts[k]) continue;  // another model's optimizer
+        const StepRecord& s = th.steps[k];
+        r.has_step = true;
+        const int64_t end = s.end_tick != 0 ? s.end_tick : in.stop_tick;
+        r.step_latency_s += static_cast<double>(end - s.start_tick) * s_per_tick;
+      }
     }
   }
-  for (const CallSpan& c : at.calls) {
-    ++acc[c.module].calls;
-    acc[c.module].ns += c.end - c.start;
+
+  // Calls and their latency per module (the attribution's call spans).
+  void add_calls() {
+    for (const CallSpan& c : at.calls) {
+      ++acc[c.module].calls;
+      acc[c.module].ns += c.end - c.start;
+    }
   }
 
   // Memory: each allocation or free belongs to the op that was open on its thread.
+  void place_memory() {
+    for (size_t t = 0; t < in.threads.size() && in.track_memory; ++t) {
+      const ThreadEvents& th = *in.threads[t];
+      for (const MemRecord& m : th.memory) {
+        MemSample x;
+        x.time = m.time_tick;
+        x.bytes = m.bytes;
+        x.reserved = m.total_reserved;
+        if (m.op >= 0 && static_cast<size_t>(m.op) < th.events.size()) {
+          x.name = th.events[m.op].name_id;
+          std::tie(x.module, x.phase) = event_owner(at, in.threads, t, static_cast<size_t>(m.op));
+        } else {
+          int known = m.scope;  // foreign calls (module -1) skipped
+          while (known >= 0 && th.scopes[known].module < 0) known = th.scopes[known].parent;
+          const ScopeRecord* sc = known >= 0 ? &th.scopes[known] : nullptr;
+          x.phase = sc && sc->backward ? Phase::kRecompute : Phase::kForward;
+          x.module = sc ? tree.nodes[sc->module].effective : kOutsideModel;
+        }
+        if (x.phase == Phase::kForward) {
+          for (int a = x.module; a >= 0; a = tree.nodes[a].parent) {
+            if (x.bytes > 0 && __builtin_add_overflow(acc[a].mem_alloc, x.bytes, &acc[a].mem_alloc))
+              acc[a].mem_alloc = INT64_MAX;
+            if (__builtin_add_overflow(acc[a].mem_held, x.bytes, &acc[a].mem_held))
+              acc[a].mem_held = x.bytes > 0 ? INT64_MAX : INT64_MIN;
+          }
+        }
+        mem.push_back(x);
+      }
+    }
+  }
+
+  // Device activity: each CUPTI record belongs to the op that launched it (external correlation
+  // id); each device-event span to its top-level record. Both give per-phase device time.
+  void place_device_activity() {
+    if (in.gpu != nullptr) {
+      const GpuCollection& g = *in.gpu;
+      GpuStats& gs = r.gpu;
+      gs.backend = g.backend;
+      gs.reason = g.reason;
+      gs.device = g.device;
+      gs.dropped_records = g.dropped_records;
+      gs.untimed = g.untimed;
+      gs.measured = !g.records.empty() || !g.spans.empty();
+      // Owner and phase of record (t, i); adds `ns` of device time to its phase and modules.
+      auto place = [&](uint32_t t, uint32_t i, int64_t ns) -> int {
+        int m = kUnlinked;
+        Phase ph = Phase::kForward;
+        if (t < in.threads.size() && i < in.threads[t]->events.size()) {
+          std::tie(m, ph) = event_owner(at, in.threads, t, i);
+        }
+        const double sec = static_cast<double>(ns) * 1e-9;
+        const bool bwd = ph == Phase::kBackward || ph == Phase::kRecompute;
+        if (m == kOutsideModel) {
+          gs.outside_s += sec;
+        } else if (ph == Phase::kStep) {
+          gs.step_s += sec;
+        } else if (bwd) {
+          gs.backward_s += sec;
+        } else {
+          gs.forward_s += sec;
+        }
+        for (int a = m; a >= 0 && ph != Phase::kStep; a = tree.nodes[a].parent) {
+          (bwd ? dev_bwd : dev_fwd)[a] += ns;
+        }
+        return m;
+      };
+      std::map<std::string, KernelAcc> all;
+      int64_t first = INT64_MAX, last = INT64_MIN, unattributed = 0;
+      for (const GpuRecord& k : g.records) {
+        const int64_t dur = k.end_ns - k.start_ns;  // device ns
+        uint32_t t = UINT32_MAX, i = UINT32_MAX;
+        split_external_id(k.external_id, &t, &i);
+        if (k.kind == GpuKind::kMemcpy) {  // apart from kernels: not "busy"
+          ++gs.memcpys;
+          gs.memcpy_s += static_cast<double>(dur) * 1e-9;
+          continue;
+        }
+        if (k.kind == GpuKind::kMemset) {
+          ++gs.memsets;
+          gs.memset_s += static_cast<double>(dur) * 1e-9;
+          continue;
+        }
+        ++gs.kernels;
+        gs.busy_s += static_cast<double>(dur) * 1e-9;
+        first = std::min(first, k.start_ns);
+        last = std::max(last, k.end_ns);
+        KernelAcc& ka = all[k.name];
+        ++ka.calls;
+        ka.ns += dur;
+        const int m = place(t, i, dur);
+        if (m < 0) unattributed += dur;
+        for (int a = m; a >= 0; a = tree.nodes[a].parent) {
+          gpu_ns[a] += dur;
+          gpu_first[a] = std::min(gpu_first[a], k.start_ns);
+          gpu_last[a] = std::max(gpu_last[a], k.end_ns);
+          KernelAcc& mk = gpu_kernels[a][k.name];
+          ++mk.calls;
+          mk.ns += dur;
+        }
+      }
+      for (const DeviceSpan& sp : g.spans) place(sp.thread, sp.event, sp.end_ns - sp.start_ns);
+      if (gs.kernels > 0) gs.span_s = static_cast<double>(last - first) * 1e-9;
+      gs.unattributed_s = static_cast<double>(unattributed) * 1e-9;
+      gs.top_kernels = top_kernels(all, 10, 1e-9);
+    }
+  }
+
+  // Modules in tree order, ignored ones folded away; the model's totals.
+  void module_table() {
+    remap.assign(num_modules, -1);
+    for (int t = 0; t < num_modules; ++t) {
+      const ModuleNode& node = tree.nodes[t];
+      if (node.ignored) continue;
+      remap[t] = static_cast<int>(r.modules.size());
+      ModuleStats s;
+      s.name = node.name;
+      s.type = node.type;
+      s.depth = node.depth;
+      s.parent = node.parent >= 0 ? remap[node.parent] : -1;
+      s.calls = acc[t].calls;
+      s.scoped = at.scoped[t];
+      s.params = node.params;
+      s.trainable_params = node.trainable_params;
+      s.param_bytes = node.param_bytes;
+      s.flops = acc[t].flops;
+      s.macs = acc[t].macs;
+      s.latency_s = static_cast<double>(acc[t].ns) * s_per_tick;
+      s.na_ops = acc[t].na_ops;
+      s.inferred_ops = acc[t].inferred_ops;
+      s.inferred_flops = acc[t].inferred_flops;
+      s.flops_by_dtype = acc[t].by_dtype;
+      s.bwd_flops = acc[t].bwd_flops;
+      s.bwd_macs = acc[t].bwd_macs;
+      s.bwd_latency_s = static_cast<double>(acc[t].bwd_ns) * s_per_tick;
+      s.recompute_flops = acc[t].re_flops;
+      s.recompute_macs = acc[t].re_macs;
+      s.fwd_alloc_bytes = acc[t].mem_alloc;
+      s.fwd_held_bytes = acc[t].mem_held;
+      s.gpu_busy_s = static_cast<double>(gpu_ns[t]) * 1e-9;
+      s.device_fwd_s = static_cast<double>(dev_fwd[t]) * 1e-9;
+      s.device_bwd_s = static_cast<double>(dev_bwd[t]) * 1e-9;
+      s.gpu_span_s = gpu_ns[t] > 0 ? static_cast<double>(gpu_last[t] - gpu_first[t]) * 1e-9 : 0.0;
+      s.top_kernels = top_kernels(gpu_kernels[t], 5, 1e-9);
+      if (s.parent >= 0) r.modules[s.parent].children.push_back(remap[t]);
+      r.modules.push_back(std::move(s));
+    }
+    r.params = tree.params;
+    r.trainable_params = tree.trainable_params;
+    r.param_bytes = tree.param_bytes;
+    r.param_bytes_by_dtype = tree.param_bytes_by_dtype;
+    r.duration_s = r.modules.empty() ? 0.0 : r.modules[0].latency_s;
+  }
+
+  // The footprint: all threads' records merged by time, net bytes since the profile started.
+  void footprint() {
+    if (in.track_memory) {
+      MemoryStats& ms = r.memory;
+      ms.tracked = true;
+      std::stable_sort(mem.begin(), mem.end(),
+                       [](const MemSample& a, const MemSample& b) { return a.time < b.time; });
+      int64_t in_use = 0;
+      bool saturated = false;
+      const int64_t t0 = mem.empty() ? 0 : mem.front().time;
+      ms.trace.reserve(mem.size());
+      for (const MemSample& x : mem) {
+        if (__builtin_add_overflow(in_use, x.bytes, &in_use)) {  // absurd meta shapes
+          in_use = x.bytes > 0 ? INT64_MAX : INT64_MIN;
+          saturated = true;
+        }
+        (x.bytes >= 0 ? ms.allocations : ms.frees) += 1;
+        MemorySample sample;
+        sample.time_s = static_cast<double>(x.time - t0) * s_per_tick;
+        sample.bytes = in_use;
+        sample.reserved = x.reserved;
+        sample.op = x.name == UINT32_MAX ? "" : in.names->name(x.name);
+        sample.module = module_label(tree, x.module);
+        sample.phase = phase_name(x.phase);
+        if (in_use > ms.peak_bytes) {
+          ms.peak_bytes = in_use;
+          ms.peak_op = sample.op;
+          ms.peak_module = sample.module;
+          ms.peak_phase = sample.phase;
+        }
+        if (x.phase == Phase::kForward) ms.fwd_peak_bytes = std::max(ms.fwd_peak_bytes, in_use);
+        ms.peak_reserved_bytes = std::max(ms.peak_reserved_bytes, x.reserved);
+        ms.trace.push_back(std::move(sample));
+      }
+      ms.final_bytes = in_use;
+      if (saturated) {
+        r.problems.push_back(
+            "the bytes in use overflowed 64 bits (sizes of absurd shapes, e.g. on meta) and were "
+            "saturated: the memory peak is a lower bound");
+      }
+    }
+  }
+
+  // Inferred placements and an inferred call count of the root, named.
+  void inference_problems() {
+    placement_problems(tree, acc, r.problems);
+    if (at.root_calls_inferred && !at.scoped[0]) {
+      r.problems.push_back(fmt::format(
+          "the model's call count ({}) is inferred: its first submodule ran again with nothing "
+          "between that shows the forward returned (the model called twice in a row, or a block "
+          "applied twice in one forward); FLOPSPROF_MODULE() as the first line of its forward "
+          "makes it exact",
+          acc[0].calls));
+    }
+  }
+
+  // The op table, slowest first; the top ops outside the model; formulas that declined.
+  void op_table() {
+    for (auto& [key, a] : ops) {
+      OpStats s;
+      s.name = in.names->name(key.second);
+      s.phase = op_phase_name(key.first);
+      s.has_formula = a.has_formula;
+      s.calls = a.calls;
+      s.flops = a.flops;
+      s.macs = a.macs;
+      s.latency_s = static_cast<double>(a.ns) * s_per_tick;
+      s.uncovered_s = static_cast<double>(a.uncovered_ns) * s_per_tick;
+      if (a.declined > 0) {
+        r.problems.push_back(fmt::format(
+            "{}: the formula could not count {} call(s) (arguments not understood); their FLOPs "
+            "are n/a",
+            s.name, a.declined));
+      }
+      r.ops.push_back(std::move(s));
+    }
+    std::sort(r.ops.begin(), r.ops.end(), [](const OpStats& a, const OpStats& b) {
+      return a.latency_s != b.latency_s ? a.latency_s > b.latency_s : a.name < b.name;
+    });
+    for (const OpStats& s : r.ops) {
+      if (s.phase == "outside" && outside.top_ops.size() < 5) outside.top_ops.push_back(s);
+    }
+  }
+
+  // Formula errors, overflow, and the collectives per module.
+  void finish() {
+    for (const auto& [msg, count] : counts.errors) {
+      r.problems.push_back(fmt::format("{} ({} call(s))", msg, count));
+    }
+    if (overflow) r.problems.push_back("a FLOP or MAC total overflowed 64 bits and was saturated");
+    r.collectives = collective_stats(collective_calls(in, at), in.ns_per_tick);
+  }
+
+  ProfileResult r;
+
+ private:
   struct MemSample {
     int64_t time = 0, bytes = 0, reserved = 0;
     uint32_t name = UINT32_MAX;  // op name id; UINT32_MAX: between ops
     int module = kOutsideModel;
     Phase phase = Phase::kForward;
   };
+  int64_t end_of(const RawEvent& e) const { return e.end_tick != 0 ? e.end_tick : in.stop_tick; }
+
+  const AggregateInput& in;
+  const Attribution& at;
+  const OpCounts& counts;
+  const ModuleTree& tree;
+  const int num_modules;
+  std::vector<ModuleAcc> acc;
+  std::map<std::pair<int, uint32_t>, OpAcc> ops;  // (op-table phase, name id)
+  const double s_per_tick;
+  bool overflow = false;
+  OutsideStats& outside;
   std::vector<MemSample> mem;
-  for (size_t t = 0; t < in.threads.size() && in.track_memory; ++t) {
-    const ThreadEvents& th = *in.threads[t];
-    for (const MemRecord& m : th.memory) {
-      MemSample x;
-      x.time = m.time_tick;
-      x.bytes = m.bytes;
-      x.reserved = m.total_reserved;
-      if (m.op >= 0 && static_cast<size_t>(m.op) < th.events.size()) {
-        x.name = th.events[m.op].name_id;
-        std::tie(x.module, x.phase) = event_owner(at, in.threads, t, static_cast<size_t>(m.op));
-      } else {
-        int known = m.scope;  // foreign calls (module -1) skipped
-        while (known >= 0 && th.scopes[known].module < 0) known = th.scopes[known].parent;
-        const ScopeRecord* sc = known >= 0 ? &th.scopes[known] : nullptr;
-        x.phase = sc && sc->backward ? Phase::kRecompute : Phase::kForward;
-        x.module = sc ? tree.nodes[sc->module].effective : kOutsideModel;
-      }
-      if (x.phase == Phase::kForward) {
-        for (int a = x.module; a >= 0; a = tree.nodes[a].parent) {
-          if (x.bytes > 0 && __builtin_add_overflow(acc[a].mem_alloc, x.bytes, &acc[a].mem_alloc))
-            acc[a].mem_alloc = INT64_MAX;
-          if (__builtin_add_overflow(acc[a].mem_held, x.bytes, &acc[a].mem_held))
-            acc[a].mem_held = x.bytes > 0 ? INT64_MAX : INT64_MIN;
-        }
-      }
-      mem.push_back(x);
-    }
-  }
+  std::vector<int64_t> gpu_ns, gpu_first, gpu_last, dev_fwd, dev_bwd;
+  std::vector<std::map<std::string, KernelAcc>> gpu_kernels;
+  std::vector<int> remap;
+};
 
-  // Device activity: each CUPTI record belongs to the op that launched it (external correlation
-  // id); each device-event span to its top-level record. Both give per-phase device time.
-  std::vector<int64_t> gpu_ns(num_modules, 0), gpu_first(num_modules, INT64_MAX),
-      gpu_last(num_modules, INT64_MIN), dev_fwd(num_modules, 0), dev_bwd(num_modules, 0);
-  std::vector<std::map<std::string, KernelAcc>> gpu_kernels(num_modules);
-  if (in.gpu != nullptr) {
-    const GpuCollection& g = *in.gpu;
-    GpuStats& gs = r.gpu;
-    gs.backend = g.backend;
-    gs.reason = g.reason;
-    gs.device = g.device;
-    gs.dropped_records = g.dropped_records;
-    gs.untimed = g.untimed;
-    gs.measured = !g.records.empty() || !g.spans.empty();
-    // Owner and phase of record (t, i); adds `ns` of device time to its phase and modules.
-    auto place = [&](uint32_t t, uint32_t i, int64_t ns) -> int {
-      int m = kUnlinked;
-      Phase ph = Phase::kForward;
-      if (t < in.threads.size() && i < in.threads[t]->events.size()) {
-        std::tie(m, ph) = event_owner(at, in.threads, t, i);
-      }
-      const double sec = static_cast<double>(ns) * 1e-9;
-      const bool bwd = ph == Phase::kBackward || ph == Phase::kRecompute;
-      if (m == kOutsideModel) {
-        gs.outside_s += sec;
-      } else if (ph == Phase::kStep) {
-        gs.step_s += sec;
-      } else if (bwd) {
-        gs.backward_s += sec;
-      } else {
-        gs.forward_s += sec;
-      }
-      for (int a = m; a >= 0 && ph != Phase::kStep; a = tree.nodes[a].parent) {
-        (bwd ? dev_bwd : dev_fwd)[a] += ns;
-      }
-      return m;
-    };
-    std::map<std::string, KernelAcc> all;
-    int64_t first = INT64_MAX, last = INT64_MIN, unattributed = 0;
-    for (const GpuRecord& k : g.records) {
-      const int64_t dur = k.end_ns - k.start_ns;  // device ns
-      uint32_t t = UINT32_MAX, i = UINT32_MAX;
-      split_external_id(k.external_id, &t, &i);
-      if (k.kind == GpuKind::kMemcpy) {  // apart from kernels: not "busy"
-        ++gs.memcpys;
-        gs.memcpy_s += static_cast<double>(dur) * 1e-9;
-        continue;
-      }
-      if (k.kind == GpuKind::kMemset) {
-        ++gs.memsets;
-        gs.memset_s += static_cast<double>(dur) * 1e-9;
-        continue;
-      }
-      ++gs.kernels;
-      gs.busy_s += static_cast<double>(dur) * 1e-9;
-      first = std::min(first, k.start_ns);
-      last = std::max(last, k.end_ns);
-      KernelAcc& ka = all[k.name];
-      ++ka.calls;
-      ka.ns += dur;
-      const int m = place(t, i, dur);
-      if (m < 0) unattributed += dur;
-      for (int a = m; a >= 0; a = tree.nodes[a].parent) {
-        gpu_ns[a] += dur;
-        gpu_first[a] = std::min(gpu_first[a], k.start_ns);
-        gpu_last[a] = std::max(gpu_last[a], k.end_ns);
-        KernelAcc& mk = gpu_kernels[a][k.name];
-        ++mk.calls;
-        mk.ns += dur;
-      }
-    }
-    for (const DeviceSpan& sp : g.spans) place(sp.thread, sp.event, sp.end_ns - sp.start_ns);
-    if (gs.kernels > 0) gs.span_s = static_cast<double>(last - first) * 1e-9;
-    gs.unattributed_s = static_cast<double>(unattributed) * 1e-9;
-    gs.top_kernels = top_kernels(all, 10, 1e-9);
-  }
+}  // namespace
 
-  // Modules in tree order, ignored ones folded away.
-  std::vector<int> remap(num_modules, -1);
-  for (int t = 0; t < num_modules; ++t) {
-    const ModuleNode& node = tree.nodes[t];
-    if (node.ignored) continue;
-    remap[t] = static_cast<int>(r.modules.size());
-    ModuleStats s;
-    s.name = node.name;
-    s.type = node.type;
-    s.depth = node.depth;
-    s.parent = node.parent >= 0 ? remap[node.parent] : -1;
-    s.calls = acc[t].calls;
-    s.scoped = at.scoped[t];
-    s.params = node.params;
-    s.trainable_params = node.trainable_params;
-    s.param_bytes = node.param_bytes;
-    s.flops = acc[t].flops;
-    s.macs = acc[t].macs;
-    s.latency_s = static_cast<double>(acc[t].ns) * s_per_tick;
-    s.na_ops = acc[t].na_ops;
-    s.inferred_ops = acc[t].inferred_ops;
-    s.inferred_flops = acc[t].inferred_flops;
-    s.flops_by_dtype = acc[t].by_dtype;
-    s.bwd_flops = acc[t].bwd_flops;
-    s.bwd_macs = acc[t].bwd_macs;
-    s.bwd_latency_s = static_cast<double>(acc[t].bwd_ns) * s_per_tick;
-    s.recompute_flops = acc[t].re_flops;
-    s.recompute_macs = acc[t].re_macs;
-    s.fwd_alloc_bytes = acc[t].mem_alloc;
-    s.fwd_held_bytes = acc[t].mem_held;
-    s.gpu_busy_s = static_cast<double>(gpu_ns[t]) * 1e-9;
-    s.device_fwd_s = static_cast<double>(dev_fwd[t]) * 1e-9;
-    s.device_bwd_s = static_cast<double>(dev_bwd[t]) * 1e-9;
-    s.gpu_span_s = gpu_ns[t] > 0 ? static_cast<double>(gpu_last[t] - gpu_first[t]) * 1e-9 : 0.0;
-    s.top_kernels = top_kernels(gpu_kernels[t], 5, 1e-9);
-    if (s.parent >= 0) r.modules[s.parent].children.push_back(remap[t]);
-    r.modules.push_back(std::move(s));
-  }
-  r.params = tree.params;
-  r.trainable_params = tree.trainable_params;
-  r.param_bytes = tree.param_bytes;
-  r.param_bytes_by_dtype = tree.param_bytes_by_dtype;
-  r.duration_s = r.modules.empty() ? 0.0 : r.modules[0].latency_s;
-
-  // The footprint: all threads' records merged by time, net bytes since the profile started.
-  if (in.track_memory) {
-    MemoryStats& ms = r.memory;
-    ms.tracked = true;
-    std::stable_sort(mem.begin(), mem.end(),
-                     [](const MemSample& a, const MemSample& b) { return a.time < b.time; });
-    int64_t in_use = 0;
-    bool saturated = false;
-    const int64_t t0 = mem.empty() ? 0 : mem.front().time;
-    ms.trace.reserve(mem.size());
-    for (const MemSample& x : mem) {
-      if (__builtin_add_overflow(in_use, x.bytes, &in_use)) {  // absurd meta shapes
-        in_use = x.bytes > 0 ? INT64_MAX : INT64_MIN;
-        saturated = true;
-      }
-      (x.bytes >= 0 ? ms.allocations : ms.frees) += 1;
-      MemorySample sample;
-      sample.time_s = static_cast<double>(x.time - t0) * s_per_tick;
-      sample.bytes = in_use;
-      sample.reserved = x.reserved;
-      sample.op = x.name == UINT32_MAX ? "" : in.names->name(x.name);
-      sample.module = module_label(tree, x.module);
-      sample.phase = phase_name(x.phase);
-      if (in_use > ms.peak_bytes) {
-        ms.peak_bytes = in_use;
-        ms.peak_op = sample.op;
-        ms.peak_module = sample.module;
-        ms.peak_phase = sample.phase;
-      }
-      if (x.phase == Phase::kForward) ms.fwd_peak_bytes = std::max(ms.fwd_peak_bytes, in_use);
-      ms.peak_reserved_bytes = std::max(ms.peak_reserved_bytes, x.reserved);
-      ms.trace.push_back(std::move(sample));
-    }
-    ms.final_bytes = in_use;
-    if (saturated) {
-      r.problems.push_back(
-          "the bytes in use overflowed 64 bits (sizes of absurd shapes, e.g. on meta) and were "
-          "saturated: the memory peak is a lower bound");
-    }
-  }
-
-  placement_problems(tree, acc, r.problems);
-  if (at.root_calls_inferred && !at.scoped[0]) {
-    r.problems.push_back(fmt::format(
-        "the model's call count ({}) is inferred: its first submodule ran again with nothing "
-        "between that shows the forward returned (the model called twice in a row, or a block "
-        "applied twice in one forward); FLOPSPROF_MODULE() as the first line of its forward "
-        "makes it exact",
-        acc[0].calls));
-  }
-
-  for (auto& [key, a] : ops) {
-    OpStats s;
-    s.name = in.names->name(key.second);
-    s.phase = op_phase_name(key.first);
-    s.has_formula = a.has_formula;
-    s.calls = a.calls;
-    s.flops = a.flops;
-    s.macs = a.macs;
-    s.latency_s = static_cast<double>(a.ns) * s_per_tick;
-    s.uncovered_s = static_cast<double>(a.uncovered_ns) * s_per_tick;
-    if (a.declined > 0) {
-      r.problems.push_back(fmt::format(
-          "{}: the formula could not count {} call(s) (arguments not understood); their FLOPs "
-          "are n/a",
-          s.name, a.declined));
-    }
-    r.ops.push_back(std::move(s));
-  }
-  std::sort(r.ops.begin(), r.ops.end(), [](const OpStats& a, const OpStats& b) {
-    return a.latency_s != b.latency_s ? a.latency_s > b.latency_s : a.name < b.name;
-  });
-  for (const OpStats& s : r.ops) {
-    if (s.phase == "outside" && outside.top_ops.size() < 5) outside.top_ops.push_back(s);
-  }
-  for (const auto& [msg, count] : counts.errors) {
-    r.problems.push_back(fmt::format("{} ({} call(s))", msg, count));
-  }
-  if (overflow) r.problems.push_back("a FLOP or MAC total overflowed 64 bits and was saturated");
-  r.collectives = collective_stats(collective_calls(in, at), in.ns_per_tick);
-  return r;
+ProfileResult aggregate(const AggregateInput& in, const Attribution& at, const OpCounts& counts) {
+  Aggregator a(in, at, counts);
+  a.count_events();
+  a.add_calls();
+  a.place_memory();
+  a.place_device_activity();
+  a.module_table();
+  a.footprint();
+  a.inference_problems();
+  a.op_table();
+  a.finish();
+  return std::move(a.r);
 }
-
 }  // namespace flopsprof::detail

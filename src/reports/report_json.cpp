@@ -39,14 +39,8 @@ void kernels(JsonWriter& w, const std::vector<KernelStats>& list) {
   w.end_array();
 }
 
-}  // namespace
-
-std::string to_json(const ProfileResult& r, int indent) {
-  JsonWriter w(indent);
-  w.begin_object();
-  w.member("schema_version", 1);
-  w.member("generator", "flopsprof " FLOPSPROF_VERSION);
-
+// The summary: totals, latencies, sizes.
+void write_summary(JsonWriter& w, const ProfileResult& r) {
   w.key("summary");
   w.begin_object();
   w.member("params", r.params);
@@ -78,8 +72,10 @@ std::string to_json(const ProfileResult& r, int indent) {
   w.member("step_latency_s", r.step_latency_s);
   w.member("iter_latency_s", r.iteration_latency_s());
   w.end_object();
+}
 
-  // Work observed outside the model's forward (data, loss, metrics, parameter updates).
+// Work observed outside the model's forward (data, loss, metrics, parameter updates).
+void write_outside_model(JsonWriter& w, const ProfileResult& r) {
   w.key("outside_model");
   w.begin_object();
   w.member("ops", r.outside.ops);
@@ -101,7 +97,10 @@ std::string to_json(const ProfileResult& r, int indent) {
   }
   w.end_array();
   w.end_object();
+}
 
+// Every module in tree order.
+void write_modules(JsonWriter& w, const ProfileResult& r) {
   w.key("modules");
   w.begin_array();
   for (const ModuleStats& m : r.modules) {
@@ -144,7 +143,10 @@ std::string to_json(const ProfileResult& r, int indent) {
     w.end_object();
   }
   w.end_array();
+}
 
+// The op table.
+void write_ops(JsonWriter& w, const ProfileResult& r) {
   w.key("ops");
   w.begin_array();
   for (const OpStats& op : r.ops) {
@@ -160,7 +162,10 @@ std::string to_json(const ProfileResult& r, int indent) {
     w.end_object();
   }
   w.end_array();
+}
 
+// The memory footprint (with track_memory).
+void write_memory(JsonWriter& w, const ProfileResult& r) {
   if (r.memory.tracked) {
     const MemoryStats& m = r.memory;
     w.key("memory");
@@ -189,7 +194,10 @@ std::string to_json(const ProfileResult& r, int indent) {
     w.end_array();
     w.end_object();
   }
+}
 
+// Device timing and kernels (a model on a GPU).
+void write_gpu(JsonWriter& w, const ProfileResult& r) {
   if (!r.gpu.backend.empty()) {
     const GpuStats& g = r.gpu;
     w.key("gpu");
@@ -218,6 +226,10 @@ std::string to_json(const ProfileResult& r, int indent) {
     kernels(w, g.top_kernels);
     w.end_object();
   }
+}
+
+// The combined ranks (after gather_profile).
+void write_ranks(JsonWriter& w, const ProfileResult& r) {
   if (r.distributed) {
     const DistributedStats& d = *r.distributed;
     w.key("ranks");
@@ -285,7 +297,10 @@ std::string to_json(const ProfileResult& r, int indent) {
     w.end_array();
     w.end_object();
   }
-  // c10d collectives per module and phase: where a module's forward or backward waits on them.
+}
+
+// c10d collectives per module and phase: where a module's forward or backward waits on them.
+void write_collectives(JsonWriter& w, const ProfileResult& r) {
   w.key("collectives");
   w.begin_array();
   for (const CollectiveStats& c : r.collectives) {
@@ -301,10 +316,32 @@ std::string to_json(const ProfileResult& r, int indent) {
     w.end_object();
   }
   w.end_array();
+}
+
+// What could not be measured or was inferred.
+void write_problems(JsonWriter& w, const ProfileResult& r) {
   w.key("problems");
   w.begin_array();
   for (const std::string& p : r.problems) w.value(p);
   w.end_array();
+}
+
+}  // namespace
+
+std::string to_json(const ProfileResult& r, int indent) {
+  JsonWriter w(indent);
+  w.begin_object();
+  w.member("schema_version", 1);
+  w.member("generator", "flopsprof " FLOPSPROF_VERSION);
+  write_summary(w, r);
+  write_outside_model(w, r);
+  write_modules(w, r);
+  write_ops(w, r);
+  write_memory(w, r);
+  write_gpu(w, r);
+  write_ranks(w, r);
+  write_collectives(w, r);
+  write_problems(w, r);
   w.end_object();
   return w.take();
 }
