@@ -202,6 +202,11 @@ TEST(BadInput, EmptyZeroSizeParameterlessSparseComplex) {
 
 TEST(GpuBackend, SelectionAndCleanFallbackWithoutADevice) {
   namespace d = flopsprof::detail;
+#if defined(__SANITIZE_ADDRESS__) && defined(FLOPSPROF_TEST_CUDA_PLUGIN)
+  // ASan intercepts dlopen: the interceptor is then the caller, and the program's RUNPATH (which
+  // names the build tree's plugin folder) is not searched. Name the plugin, as a user would.
+  setenv("FLOPSPROF_CUDA_PLUGIN", FLOPSPROF_TEST_CUDA_PLUGIN, 1);
+#endif
   // a model not on a device needs no GPU timing
   d::GpuSelection cpu = d::select_gpu_timing(d::GpuTimingRequest{});
   EXPECT_TRUE(cpu.timing.empty() && cpu.reason.empty() && !cpu.cupti && !cpu.events);
