@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "attribution/attribution.h"
@@ -442,6 +443,43 @@ TEST(AttributionRules, NodesLinkToTheOpThatCreatedThem) {
   EXPECT_EQ(r.module(to), kOutsideModel);
   EXPECT_EQ(r.module(node), conv);
   EXPECT_EQ(r.a.origin[0][node].event, c);
+}
+
+// Phase spans: runs of top-level events of one phase, read by the aggregation (backward latency)
+// and the trace (phase tracks). Work outside the model and optimizer steps break a forward run;
+// a backward pass is this model's only when it ran one of its nodes.
+TEST(AttributionRules, PhaseSpansAreRunsOfTheModelsForwardAndItsBackwardPasses) {
+  Names names;
+  Tree t;
+  const int root = t.add("", "Net", -1, false);
+  const int conv = t.add("conv", "Conv2d", root, true);
+  const int w = t.own(conv);
+  const ModuleTree& tree = t.done();
+  Events ev{names};
+  ev.op("aten::conv2d", w, 0, 5, 6);   // forward [0, 10)
+  ev.op("aten::relu");                 // [10, 20), the model's (rule: order)
+  ev.op("aten::randn");                // outside? decided below
+  ev.node("ConvolutionBackward0", 5);  // our pass [30, 40)
+  ev.op("aten::add_", -1, kStep);      // optimizer step [40, 50)
+  ev.node("OtherBackward0", 99);       // another model's pass [50, 60)
+  ev.op("aten::conv2d", w, 0, 7, 8);   // forward again [60, 70)
+  Result r = run(tree, ev, names);
+  const std::vector<PhaseSpan>& spans = r.a.phase_spans;
+  std::vector<std::tuple<Phase, int64_t, int64_t, bool>> got;
+  for (const PhaseSpan& p : spans) got.emplace_back(p.phase, p.start, p.end, p.ours);
+  // relu follows the model's conv with nothing between (the model's); randn reads no tensor of
+  // the model after its last op (outside): the forward run ends where randn starts.
+  EXPECT_EQ(r.module(1), root);
+  ASSERT_EQ(r.module(2), kOutsideModel);
+  const int64_t fwd_end = 20;
+  const std::vector<std::tuple<Phase, int64_t, int64_t, bool>> want = {
+      {Phase::kForward, 0, fwd_end, true},
+      {Phase::kBackward, 30, 40, true},
+      {Phase::kBackward, 50, 60, false},
+      {Phase::kForward, 60, 70, true}};
+  EXPECT_EQ(got, want);
+  // The other model's pass is outside this one, not its "(autograd)".
+  EXPECT_EQ(r.module(static_cast<int>(ev.th.events.size()) - 2), kOutsideModel);
 }
 
 }  // namespace

@@ -99,14 +99,38 @@ std::vector<KernelStats> top_kernels(const std::map<std::string, KernelAcc>& by_
 
 }  // namespace
 
-Analysis analyze(const AggregateInput& in) {
-  return Analysis{attribute(in), count_ops(in.threads, *in.names)};
+std::vector<MemoryPoint> memory_timeline(const AggregateInput& in, bool* saturated) {
+  std::vector<MemoryPoint> points;
+  *saturated = false;
+  if (!in.track_memory) return points;
+  for (size_t t = 0; t < in.threads.size(); ++t) {
+    const std::vector<MemRecord>& mem = in.threads[t]->memory;
+    for (size_t k = 0; k < mem.size(); ++k) {
+      points.push_back(MemoryPoint{mem[k].time_tick, mem[k].bytes, static_cast<uint32_t>(t),
+                                   static_cast<uint32_t>(k)});
+    }
+  }
+  std::stable_sort(points.begin(), points.end(),
+                   [](const MemoryPoint& a, const MemoryPoint& b) { return a.time < b.time; });
+  int64_t in_use = 0;
+  for (MemoryPoint& p : points) {
+    const int64_t bytes = p.in_use;                        // the record's delta until here
+    if (__builtin_add_overflow(in_use, bytes, &in_use)) {  // absurd meta shapes
+      in_use = bytes > 0 ? INT64_MAX : INT64_MIN;
+      *saturated = true;
+    }
+    p.in_use = in_use;
+  }
+  return points;
 }
 
-ProfileResult aggregate(const AggregateInput& in) {
-  const Analysis a = analyze(in);
-  return aggregate(in, a.attribution, a.counts);
+Analysis analyze(const AggregateInput& in) {
+  Analysis a{attribute(in), count_ops(in.threads, *in.names), {}, false};
+  a.memory = memory_timeline(in, &a.memory_saturated);
+  return a;
 }
+
+ProfileResult aggregate(const AggregateInput& in) { return aggregate(in, analyze(in)); }
 
 namespace {
 
@@ -115,10 +139,12 @@ namespace {
 // footprint, the problems, the op table.
 class Aggregator {
  public:
-  Aggregator(const AggregateInput& input, const Attribution& attribution, const OpCounts& op_counts)
+  Aggregator(const AggregateInput& input, const Analysis& analysis)
       : in(input),
-        at(attribution),
-        counts(op_counts),
+        at(analysis.attribution),
+        counts(analysis.counts),
+        timeline(analysis.memory),
+        timeline_saturated(analysis.memory_saturated),
         tree(*input.tree),
         num_modules(static_cast<int>(input.tree->nodes.size())),
         acc(num_modules),
@@ -139,149 +165,172 @@ class Aggregator {
     for (size_t t = 0; t < in.threads.size(); ++t) {
       const ThreadEvents& th = *in.threads[t];
       const std::vector<RawEvent>& ev = th.events;
-      const ThreadAttribution& ta = at.threads[t];
       const size_t n = ev.size();
       if (n == 0 && th.scopes.empty() && th.steps.empty()) continue;
       ++r.threads;
       r.op_events += n;
-      std::vector<int64_t> child_ns(n, 0);
+      std::vector<int64_t> child_ns(n, 0);  // time in nested events, for self times
       for (size_t i = 0; i < n; ++i) {
         if (ev[i].parent >= 0) child_ns[ev[i].parent] += end_of(ev[i]) - ev[i].start_tick;
       }
-      // Backward passes: spans of consecutive top-level backward events, those that ran a node of
-      // this model (another model's backward pass is outside it).
-      int64_t bwd_start = -1, bwd_end = -1;
-      bool bwd_ours = false;
       for (size_t i = 0; i < n; ++i) {
-        const RawEvent& e = ev[i];
-        const int64_t end = end_of(e);
-        const int64_t dur = end - e.start_tick;
-        if (e.parent < 0) {
-          if (e.flags & kBackward) {
-            if (bwd_start < 0) bwd_start = e.start_tick;
-            bwd_end = std::max(bwd_end, end);
-          } else if (bwd_start >= 0) {
-            if (bwd_ours) r.bwd_latency_s += static_cast<double>(bwd_end - bwd_start) * s_per_tick;
-            bwd_start = -1;
-            bwd_ours = false;
-          }
-        }
-        const int m = ta.module[i];
-        if (bwd_start >= 0 && m >= 0) bwd_ours = true;
-        if (e.kind == EventKind::kBackwardNode) {
-          r.has_backward = true;
-          // Node time: the evaluate_function wrapper (node + output validation) when there is one.
-          const bool wrapped =
-              !(e.flags & kEngine) && e.parent >= 0 && (ev[e.parent].flags & kEngine);
-          if (wrapped) continue;
-          if (m >= 0) {
-            for (int a = m; a >= 0; a = tree.nodes[a].parent) acc[a].bwd_ns += dur;
-          } else if (m == kOutsideModel) {
-            outside.bwd_latency_s += static_cast<double>(dur) * s_per_tick;
-          } else {
-            r.autograd_latency_s += static_cast<double>(dur) * s_per_tick;
-          }
-          continue;
-        }
-        const Phase ph = ta.phase[i];
-        if (ph == Phase::kNone) continue;
-        const bool out_fwd = ph == Phase::kForward && m == kOutsideModel;
-        OpAcc& op = ops[{out_fwd ? kOutsidePhase : static_cast<int>(ph), e.name_id}];
-        ++op.calls;
-        op.ns += dur;
-        op.has_formula = op.has_formula || (e.flags & kHasFormula);
-        const OpCount& c = counts.threads[t][i];
-        const DType dt = c.dtype;
-        if (c.state == OpCount::kDeclined) ++op.declined;
-        const FlopCount* fc = c.counted();
-        if (fc) {
-          add_saturating(op.flops, fc->flops, overflow);
-          add_saturating(op.macs, fc->macs, overflow);
+        if (ev[i].kind == EventKind::kBackwardNode) {
+          count_node(t, i);
         } else {
-          const int64_t self = dur - child_ns[i];
-          op.uncovered_ns += self;
-          if (ph == Phase::kForward && !out_fwd)
-            r.no_formula_s += static_cast<double>(self) * s_per_tick;
-        }
-        switch (ph) {
-          case Phase::kForward:
-            if (out_fwd) {
-              if (e.parent < 0) {
-                ++outside.ops;
-                outside.latency_s += static_cast<double>(dur) * s_per_tick;
-              }
-              if (fc) {
-                add_saturating(outside.flops, fc->flops, overflow);
-                add_saturating(outside.macs, fc->macs, overflow);
-              }
-              break;
-            }
-            if (fc) {
-              add_saturating(r.flops, fc->flops, overflow);
-              add_saturating(r.macs, fc->macs, overflow);
-              add_saturating(r.flops_by_dtype[static_cast<size_t>(dt)], fc->flops, overflow);
-            }
-            if (ta.inferred[i] && m >= 0) {
-              const uint64_t f = fc ? fc->flops : 0;
-              const uint64_t top = e.parent < 0 ? 1 : 0;
-              acc[m].own_inferred_ops += top;
-              add_saturating(acc[m].own_inferred_flops, f, overflow);
-              for (int a = m; a >= 0; a = tree.nodes[a].parent) {
-                acc[a].inferred_ops += top;
-                add_saturating(acc[a].inferred_flops, f, overflow);
-              }
-            }
-            for (int a = m; a >= 0; a = tree.nodes[a].parent) {
-              if (fc) {
-                add_saturating(acc[a].flops, fc->flops, overflow);
-                add_saturating(acc[a].macs, fc->macs, overflow);
-                add_saturating(acc[a].by_dtype[static_cast<size_t>(dt)], fc->flops, overflow);
-              } else {
-                ++acc[a].na_ops;
-              }
-            }
-            break;
-          case Phase::kBackward:
-            if (!fc) break;
-            if (m == kOutsideModel) {
-              add_saturating(outside.bwd_flops, fc->flops, overflow);
-              add_saturating(outside.bwd_macs, fc->macs, overflow);
-              break;
-            }
-            add_saturating(r.bwd_flops, fc->flops, overflow);
-            add_saturating(r.bwd_macs, fc->macs, overflow);
-            if (m < 0) add_saturating(r.autograd_flops, fc->flops, overflow);
-            for (int a = m; a >= 0; a = tree.nodes[a].parent) {
-              add_saturating(acc[a].bwd_flops, fc->flops, overflow);
-              add_saturating(acc[a].bwd_macs, fc->macs, overflow);
-            }
-            break;
-          case Phase::kRecompute:
-            if (!fc) break;
-            add_saturating(r.recompute_flops, fc->flops, overflow);
-            add_saturating(r.recompute_macs, fc->macs, overflow);
-            for (int a = m; a >= 0; a = tree.nodes[a].parent) {
-              add_saturating(acc[a].re_flops, fc->flops, overflow);
-              add_saturating(acc[a].re_macs, fc->macs, overflow);
-            }
-            break;
-          case Phase::kStep:
-            r.has_step = true;
-            if (fc) add_saturating(r.step_flops, fc->flops, overflow);
-            break;
-          default:
-            break;
+          count_op(t, i, end_of(ev[i]) - ev[i].start_tick - child_ns[i]);
         }
       }
-      if (bwd_start >= 0 && bwd_ours)
-        r.bwd_latency_s += static_cast<double>(bwd_end - bwd_start) * s_per_tick;
-      for (size_t k = 0; k < th.steps.size(); ++k) {
-        if (!ta.step_counts[k]) continue;  // another model's optimizer
-        const StepRecord& s = th.steps[k];
+      count_steps(t);
+    }
+    // Backward latency: the attribution's backward passes that ran this model's nodes.
+    for (const PhaseSpan& p : at.phase_spans) {
+      if (p.phase == Phase::kBackward && p.ours) {
+        r.bwd_latency_s += static_cast<double>(p.end - p.start) * s_per_tick;
+      }
+    }
+  }
+
+  // An autograd node's time into its module's backward (or "(autograd)", or outside).
+  void count_node(size_t t, size_t i) {
+    const std::vector<RawEvent>& ev = in.threads[t]->events;
+    const RawEvent& e = ev[i];
+    const int m = at.threads[t].module[i];
+    r.has_backward = true;
+    // Node time: the evaluate_function wrapper (node + output validation) when there is one.
+    const bool wrapped = !(e.flags & kEngine) && e.parent >= 0 && (ev[e.parent].flags & kEngine);
+    if (wrapped) return;
+    const int64_t dur = end_of(e) - e.start_tick;
+    if (m >= 0) {
+      for (int a = m; a >= 0; a = tree.nodes[a].parent) acc[a].bwd_ns += dur;
+    } else if (m == kOutsideModel) {
+      outside.bwd_latency_s += static_cast<double>(dur) * s_per_tick;
+    } else {
+      r.autograd_latency_s += static_cast<double>(dur) * s_per_tick;
+    }
+  }
+
+  // An op into its op-table row, then its FLOPs into its phase's totals and its module's.
+  void count_op(size_t t, size_t i, int64_t self_ns) {
+    const RawEvent& e = in.threads[t]->events[i];
+    const ThreadAttribution& ta = at.threads[t];
+    const Phase ph = ta.phase[i];
+    if (ph == Phase::kNone) return;
+    const int m = ta.module[i];
+    const bool out_fwd = ph == Phase::kForward && m == kOutsideModel;
+    const int64_t dur = end_of(e) - e.start_tick;
+    OpAcc& op = ops[{out_fwd ? kOutsidePhase : static_cast<int>(ph), e.name_id}];
+    ++op.calls;
+    op.ns += dur;
+    op.has_formula = op.has_formula || (e.flags & kHasFormula);
+    const OpCount& c = counts.threads[t][i];
+    if (c.state == OpCount::kDeclined) ++op.declined;
+    const FlopCount* fc = c.counted();
+    if (fc) {
+      add_saturating(op.flops, fc->flops, overflow);
+      add_saturating(op.macs, fc->macs, overflow);
+    } else {
+      op.uncovered_ns += self_ns;
+      if (ph == Phase::kForward && !out_fwd)
+        r.no_formula_s += static_cast<double>(self_ns) * s_per_tick;
+    }
+    switch (ph) {
+      case Phase::kForward:
+        if (out_fwd) {
+          add_outside(e, dur, fc);
+        } else {
+          add_forward(e, m, ta.inferred[i] != 0, fc, c.dtype);
+        }
+        break;
+      case Phase::kBackward:
+        if (fc) add_backward(m, *fc);
+        break;
+      case Phase::kRecompute:
+        if (fc) add_recompute(m, *fc);
+        break;
+      case Phase::kStep:
         r.has_step = true;
-        const int64_t end = s.end_tick != 0 ? s.end_tick : in.stop_tick;
-        r.step_latency_s += static_cast<double>(end - s.start_tick) * s_per_tick;
+        if (fc) add_saturating(r.step_flops, fc->flops, overflow);
+        break;
+      default:
+        break;
+    }
+  }
+
+  // Forward work outside the model: top-level ops and their time, FLOPs.
+  void add_outside(const RawEvent& e, int64_t dur, const FlopCount* fc) {
+    if (e.parent < 0) {
+      ++outside.ops;
+      outside.latency_s += static_cast<double>(dur) * s_per_tick;
+    }
+    if (fc) {
+      add_saturating(outside.flops, fc->flops, overflow);
+      add_saturating(outside.macs, fc->macs, overflow);
+    }
+  }
+
+  // A forward op of module m (inclusive up the tree); inferred placements counted apart.
+  void add_forward(const RawEvent& e, int m, bool inferred, const FlopCount* fc, DType dt) {
+    if (fc) {
+      add_saturating(r.flops, fc->flops, overflow);
+      add_saturating(r.macs, fc->macs, overflow);
+      add_saturating(r.flops_by_dtype[static_cast<size_t>(dt)], fc->flops, overflow);
+    }
+    if (inferred && m >= 0) {
+      const uint64_t f = fc ? fc->flops : 0;
+      const uint64_t top = e.parent < 0 ? 1 : 0;
+      acc[m].own_inferred_ops += top;
+      add_saturating(acc[m].own_inferred_flops, f, overflow);
+      for (int a = m; a >= 0; a = tree.nodes[a].parent) {
+        acc[a].inferred_ops += top;
+        add_saturating(acc[a].inferred_flops, f, overflow);
       }
+    }
+    for (int a = m; a >= 0; a = tree.nodes[a].parent) {
+      if (fc) {
+        add_saturating(acc[a].flops, fc->flops, overflow);
+        add_saturating(acc[a].macs, fc->macs, overflow);
+        add_saturating(acc[a].by_dtype[static_cast<size_t>(dt)], fc->flops, overflow);
+      } else {
+        ++acc[a].na_ops;
+      }
+    }
+  }
+
+  // A backward op: outside the model, "(autograd)" (m < 0) or module m's (inclusive).
+  void add_backward(int m, const FlopCount& fc) {
+    if (m == kOutsideModel) {
+      add_saturating(outside.bwd_flops, fc.flops, overflow);
+      add_saturating(outside.bwd_macs, fc.macs, overflow);
+      return;
+    }
+    add_saturating(r.bwd_flops, fc.flops, overflow);
+    add_saturating(r.bwd_macs, fc.macs, overflow);
+    if (m < 0) add_saturating(r.autograd_flops, fc.flops, overflow);
+    for (int a = m; a >= 0; a = tree.nodes[a].parent) {
+      add_saturating(acc[a].bwd_flops, fc.flops, overflow);
+      add_saturating(acc[a].bwd_macs, fc.macs, overflow);
+    }
+  }
+
+  // A forward op run again in backward (activation checkpointing).
+  void add_recompute(int m, const FlopCount& fc) {
+    add_saturating(r.recompute_flops, fc.flops, overflow);
+    add_saturating(r.recompute_macs, fc.macs, overflow);
+    for (int a = m; a >= 0; a = tree.nodes[a].parent) {
+      add_saturating(acc[a].re_flops, fc.flops, overflow);
+      add_saturating(acc[a].re_macs, fc.macs, overflow);
+    }
+  }
+
+  // This profile's optimizer steps (another model's are skipped) and their time.
+  void count_steps(size_t t) {
+    const ThreadEvents& th = *in.threads[t];
+    for (size_t k = 0; k < th.steps.size(); ++k) {
+      if (!at.threads[t].step_counts[k]) continue;  // another model's optimizer
+      const StepRecord& s = th.steps[k];
+      r.has_step = true;
+      const int64_t end = s.end_tick != 0 ? s.end_tick : in.stop_tick;
+      r.step_latency_s += static_cast<double>(end - s.start_tick) * s_per_tick;
     }
   }
 
@@ -297,6 +346,7 @@ class Aggregator {
   void place_memory() {
     for (size_t t = 0; t < in.threads.size() && in.track_memory; ++t) {
       const ThreadEvents& th = *in.threads[t];
+      mem_first.push_back(mem.size());
       for (const MemRecord& m : th.memory) {
         MemSample x;
         x.time = m.time_tick;
@@ -447,46 +497,39 @@ class Aggregator {
     r.duration_s = r.modules.empty() ? 0.0 : r.modules[0].latency_s;
   }
 
-  // The footprint: all threads' records merged by time, net bytes since the profile started.
+  // The footprint: the bytes in use along the analysis' timeline, the peaks and who made them.
   void footprint() {
-    if (in.track_memory) {
-      MemoryStats& ms = r.memory;
-      ms.tracked = true;
-      std::stable_sort(mem.begin(), mem.end(),
-                       [](const MemSample& a, const MemSample& b) { return a.time < b.time; });
-      int64_t in_use = 0;
-      bool saturated = false;
-      const int64_t t0 = mem.empty() ? 0 : mem.front().time;
-      ms.trace.reserve(mem.size());
-      for (const MemSample& x : mem) {
-        if (__builtin_add_overflow(in_use, x.bytes, &in_use)) {  // absurd meta shapes
-          in_use = x.bytes > 0 ? INT64_MAX : INT64_MIN;
-          saturated = true;
-        }
-        (x.bytes >= 0 ? ms.allocations : ms.frees) += 1;
-        MemorySample sample;
-        sample.time_s = static_cast<double>(x.time - t0) * s_per_tick;
-        sample.bytes = in_use;
-        sample.reserved = x.reserved;
-        sample.op = x.name == UINT32_MAX ? "" : in.names->name(x.name);
-        sample.module = module_label(tree, x.module);
-        sample.phase = phase_name(x.phase);
-        if (in_use > ms.peak_bytes) {
-          ms.peak_bytes = in_use;
-          ms.peak_op = sample.op;
-          ms.peak_module = sample.module;
-          ms.peak_phase = sample.phase;
-        }
-        if (x.phase == Phase::kForward) ms.fwd_peak_bytes = std::max(ms.fwd_peak_bytes, in_use);
-        ms.peak_reserved_bytes = std::max(ms.peak_reserved_bytes, x.reserved);
-        ms.trace.push_back(std::move(sample));
+    if (!in.track_memory) return;
+    MemoryStats& ms = r.memory;
+    ms.tracked = true;
+    const int64_t t0 = timeline.empty() ? 0 : timeline.front().time;
+    ms.trace.reserve(timeline.size());
+    for (const MemoryPoint& p : timeline) {
+      const MemSample& x = mem[mem_first[p.thread] + p.record];
+      const int64_t in_use = p.in_use;
+      (x.bytes >= 0 ? ms.allocations : ms.frees) += 1;
+      MemorySample sample;
+      sample.time_s = static_cast<double>(x.time - t0) * s_per_tick;
+      sample.bytes = in_use;
+      sample.reserved = x.reserved;
+      sample.op = x.name == UINT32_MAX ? "" : in.names->name(x.name);
+      sample.module = module_label(tree, x.module);
+      sample.phase = phase_name(x.phase);
+      if (in_use > ms.peak_bytes) {
+        ms.peak_bytes = in_use;
+        ms.peak_op = sample.op;
+        ms.peak_module = sample.module;
+        ms.peak_phase = sample.phase;
       }
-      ms.final_bytes = in_use;
-      if (saturated) {
-        r.problems.push_back(
-            "the bytes in use overflowed 64 bits (sizes of absurd shapes, e.g. on meta) and were "
-            "saturated: the memory peak is a lower bound");
-      }
+      if (x.phase == Phase::kForward) ms.fwd_peak_bytes = std::max(ms.fwd_peak_bytes, in_use);
+      ms.peak_reserved_bytes = std::max(ms.peak_reserved_bytes, x.reserved);
+      ms.trace.push_back(std::move(sample));
+    }
+    ms.final_bytes = timeline.empty() ? 0 : timeline.back().in_use;
+    if (timeline_saturated) {
+      r.problems.push_back(
+          "the bytes in use overflowed 64 bits (sizes of absurd shapes, e.g. on meta) and were "
+          "saturated: the memory peak is a lower bound");
     }
   }
 
@@ -554,6 +597,8 @@ class Aggregator {
   const AggregateInput& in;
   const Attribution& at;
   const OpCounts& counts;
+  const std::vector<MemoryPoint>& timeline;
+  const bool timeline_saturated;
   const ModuleTree& tree;
   const int num_modules;
   std::vector<ModuleAcc> acc;
@@ -561,7 +606,8 @@ class Aggregator {
   const double s_per_tick;
   bool overflow = false;
   OutsideStats& outside;
-  std::vector<MemSample> mem;
+  std::vector<MemSample> mem;     // per memory record, thread by thread
+  std::vector<size_t> mem_first;  // per thread: its first record's index in `mem`
   std::vector<int64_t> gpu_ns, gpu_first, gpu_last, dev_fwd, dev_bwd;
   std::vector<std::map<std::string, KernelAcc>> gpu_kernels;
   std::vector<int> remap;
@@ -569,8 +615,8 @@ class Aggregator {
 
 }  // namespace
 
-ProfileResult aggregate(const AggregateInput& in, const Attribution& at, const OpCounts& counts) {
-  Aggregator a(in, at, counts);
+ProfileResult aggregate(const AggregateInput& in, const Analysis& analysis) {
+  Aggregator a(in, analysis);
   a.count_events();
   a.add_calls();
   a.place_memory();

@@ -24,19 +24,31 @@ struct AggregateInput : AttributionInput {
   std::vector<std::string> problems;  ///< seen during collection
 };
 
-/// What every consumer of a profile's records reads: the attribution of each event and the count
-/// of each counted op, each computed once.
+/// One allocation or free in the memory timeline of all threads.
+struct MemoryPoint {
+  int64_t time = 0;    ///< timestamp units
+  int64_t in_use = 0;  ///< net bytes allocated since the profile started, after this record
+  uint32_t thread = 0, record = 0;  ///< `threads[thread]->memory[record]`
+};
+
+/// The memory records of all threads merged by time (ties: thread, then record order), with the
+/// bytes in use after each; saturated at the int64 limits (`*saturated` set) for absurd shapes.
+std::vector<MemoryPoint> memory_timeline(const AggregateInput& input, bool* saturated);
+
+/// What every consumer of a profile's records reads, each computed once: the attribution of each
+/// event, the count of each counted op, the memory timeline (empty without memory tracking).
 struct Analysis {
   Attribution attribution;
   OpCounts counts;
+  std::vector<MemoryPoint> memory;
+  bool memory_saturated = false;  ///< the bytes in use overflowed 64 bits somewhere
 };
 Analysis analyze(const AggregateInput& input);
 
 /// Module statistics (FLOPs, MACs, calls, latency, backward), the op table, outside-the-model
-/// work, memory and GPU statistics, from the events and their attribution. Pure: no torch, no
+/// work, memory and GPU statistics, from the events and their analysis. Pure: no torch, no
 /// globals but the formula registry.
-ProfileResult aggregate(const AggregateInput& input, const Attribution& attribution,
-                        const OpCounts& counts);
+ProfileResult aggregate(const AggregateInput& input, const Analysis& analysis);
 
 /// Attributes, counts, then aggregates. For tests and one-off use (reports/trace.h has the
 /// one-off form that also builds the timeline).

@@ -999,6 +999,49 @@ class ThreadAttributor {
   std::unordered_map<int64_t, int> after_;
 };
 
+// Phase spans of thread t: runs of consecutive top-level events of one phase, the model's forward
+// (neither an optimizer step's work nor work outside the model) or one backward pass. A backward
+// pass that runs no node of this model (another model's backward, in a loop with several
+// profilers) is outside it entirely: its gradient accumulation is not this model's "(autograd)"
+// work.
+void phase_spans(const AttributionInput& in, int t, ThreadAttribution& ta,
+                 std::vector<PhaseSpan>& spans) {
+  const std::vector<RawEvent>& ev = in.threads[t]->events;
+  PhaseSpan run;
+  bool open = false;
+  size_t first = 0;
+  auto close = [&](size_t end) {
+    if (!open) return;
+    if (run.phase == Phase::kBackward && !run.ours) {
+      for (size_t k = first; k < end; ++k) {
+        if (ta.module[k] == kUnlinked) ta.module[k] = kOutsideModel;
+      }
+    }
+    spans.push_back(run);
+    open = false;
+  };
+  for (size_t i = 0; i < ev.size(); ++i) {
+    const RawEvent& e = ev[i];
+    const bool bwd = (e.flags & kBackward) != 0;
+    if (e.parent < 0) {
+      const Phase ph = bwd                                                  ? Phase::kBackward
+                       : (e.flags & kStep) || ta.module[i] == kOutsideModel ? Phase::kNone
+                                                                            : Phase::kForward;
+      if (!open || ph != run.phase) {
+        close(i);
+        if (ph != Phase::kNone) {
+          run = PhaseSpan{t, ph, e.start_tick, e.start_tick, ph == Phase::kForward};
+          open = true;
+          first = i;
+        }
+      }
+      if (open) run.end = std::max(run.end, e.end_tick != 0 ? e.end_tick : in.stop_tick);
+    }
+    if (open && bwd && ta.module[i] >= 0) run.ours = true;
+  }
+  close(ev.size());
+}
+
 }  // namespace
 
 Attribution attribute(const AttributionInput& in) {
@@ -1081,34 +1124,7 @@ Attribution attribute(const AttributionInput& in) {
       }
       ta.module[i] = m;
     }
-    // A backward pass (consecutive top-level backward events) that runs no node of this model
-    // (another model's backward, in a loop with several profilers) is outside it entirely: its
-    // gradient accumulation is not this model's "(autograd)" work.
-    size_t pass_start = 0;
-    bool in_pass = false, ours = false;
-    auto close_pass = [&](size_t end) {
-      if (in_pass && !ours) {
-        for (size_t k = pass_start; k < end; ++k) {
-          if (ta.module[k] == kUnlinked) ta.module[k] = kOutsideModel;
-        }
-      }
-      in_pass = false;
-    };
-    for (size_t i = 0; i < th.events.size(); ++i) {
-      const RawEvent& e = th.events[i];
-      const bool bwd = (e.flags & kBackward) != 0;
-      if (e.parent < 0) {
-        if (bwd && !in_pass) {
-          in_pass = true;
-          ours = false;
-          pass_start = i;
-        } else if (!bwd) {
-          close_pass(i);
-        }
-      }
-      if (in_pass && bwd && ta.module[i] >= 0) ours = true;
-    }
-    close_pass(th.events.size());
+    phase_spans(in, static_cast<int>(t), ta, out.phase_spans);
   }
   return out;
 }

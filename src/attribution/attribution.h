@@ -56,8 +56,21 @@ struct Origin {
   int event = -1;
 };
 
+/// A run of consecutive top-level events of one phase on one thread: the model's forward work
+/// (neither an optimizer step's nor work outside the model), or one backward pass.
+struct PhaseSpan {
+  int thread = 0;                 ///< index into AttributionInput::threads
+  Phase phase = Phase::kForward;  ///< kForward or kBackward
+  int64_t start = 0, end = 0;     ///< timestamp units
+  /// Forward: true. Backward: the pass ran a node of this model (another model's backward pass,
+  /// in a loop with several profilers, is outside it).
+  bool ours = true;
+};
+
 struct Attribution {
   std::vector<ThreadAttribution> threads;
+  /// Phase spans of every thread, each thread's in time order.
+  std::vector<PhaseSpan> phase_spans;
   /// Calls of every non-ignored module, all threads, in no particular order.
   std::vector<CallSpan> calls;
   /// Modules whose calls came from FLOPSPROF_MODULE() scopes.

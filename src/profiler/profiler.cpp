@@ -42,10 +42,10 @@ struct FlopsProfiler::Impl {
     std::optional<detail::GpuCollection> gpu;
     detail::Analysis analysis;  // attribution and op counts, computed once at stop_profile()
   } collected;
-  std::unique_ptr<detail::GpuBackend> gpu;        // active device backend (CUPTI), if any
+  // The device timing chosen at start_profile(): its CUPTI backend while one runs (`cupti`), what
+  // was chosen and why (`timing`, `reason`), the device's name.
+  detail::GpuSelection gpu;
   std::unique_ptr<detail::DeviceEvents> events;   // active device-event timing, if any
-  std::string gpu_backend, gpu_reason;            // what GPU timing used, and why not CUPTI
-  std::string gpu_device;                         // device name, when known
   std::optional<ProfileResult> result;            // after stop_profile()
   mutable std::optional<ProfileResult> snapshot;  // while running
   bool running = false;
@@ -85,25 +85,21 @@ struct FlopsProfiler::Impl {
     timer->on_start();
     detail::g_scope_demand.fetch_add(1, std::memory_order_relaxed);
     try {
-      detail::GpuSelection sel = detail::select_gpu_timing(timing_request());
-      gpu = std::move(sel.cupti);
-      gpu_backend = sel.timing;
-      gpu_reason = sel.reason;
-      gpu_device = sel.device;
-      if (sel.events) {
-        const auto t = static_cast<c10::DeviceType>(sel.device_type);
+      gpu = detail::select_gpu_timing(timing_request());
+      if (gpu.events) {
+        const auto t = static_cast<c10::DeviceType>(gpu.device_type);
         events = std::make_unique<detail::DeviceEvents>(
-            t, static_cast<c10::DeviceIndex>(sel.device_index), detail::event_elapsed(t));
+            t, static_cast<c10::DeviceIndex>(gpu.device_index), detail::event_elapsed(t));
       }
-      s->gpu = gpu.get();
+      s->gpu = gpu.cupti.get();
       s->events = events.get();
       detail::start_observing(s.get(), options.threads == ProfilerOptions::Threads::kAll);
       if (options.track_memory) detail::install_memory_observer(*s);
     } catch (...) {  // all or nothing: nothing stays registered or started
       detail::stop_observing(s.get());
       detail::g_scope_demand.fetch_sub(1, std::memory_order_relaxed);
-      if (gpu) gpu->stop();
-      gpu.reset();
+      if (gpu.cupti) gpu.cupti->stop();
+      gpu.cupti.reset();
       drop_events(s->buffers);
       spares = std::move(s->spares);
       throw;
@@ -225,7 +221,7 @@ struct FlopsProfiler::Impl {
   }
 
   ProfileResult compute(const detail::AggregateInput& in, const detail::Analysis& a) const {
-    ProfileResult r = detail::aggregate(in, a.attribution, a.counts);
+    ProfileResult r = detail::aggregate(in, a);
     r.batch_size = options.batch_size;
     r.world_size = options.world_size;
     r.data_parallel_size = options.data_parallel_size;
@@ -292,16 +288,17 @@ void FlopsProfiler::stop_profile() {
   impl_->halt();
   impl_->timer->on_stop();
   auto& c = impl_->collected;
-  if (impl_->gpu) {  // the single flush of the device records
-    const int64_t host = s.now(), device = impl_->gpu->device_now_ns();
-    c.gpu = impl_->gpu->stop();
+  detail::GpuSelection& gpu = impl_->gpu;
+  if (gpu.cupti) {  // the single flush of the device records
+    const int64_t host = s.now(), device = gpu.cupti->device_now_ns();
+    c.gpu = gpu.cupti->stop();
     c.gpu->gpu_origin_ns = device;
     c.gpu->host_origin = host;
-    impl_->gpu.reset();
-  } else if (!impl_->gpu_backend.empty()) {  // on a device without CUPTI: say why, once
+    gpu.cupti.reset();
+  } else if (!gpu.timing.empty()) {  // on a device without CUPTI: say why, once
     c.gpu = detail::GpuCollection{};
-    c.gpu->backend = impl_->gpu_backend;
-    c.gpu->reason = impl_->gpu_reason;
+    c.gpu->backend = gpu.timing;
+    c.gpu->reason = gpu.reason;
     if (impl_->events) {  // after the one synchronization: read every event once
       impl_->events->synchronize();
       std::vector<detail::ThreadBuffer*> bs;
@@ -310,7 +307,7 @@ void FlopsProfiler::stop_profile() {
       impl_->events.reset();
     }
   }
-  if (c.gpu) c.gpu->device = impl_->gpu_device.empty() ? c.gpu->device : impl_->gpu_device;
+  if (c.gpu && !gpu.device.empty()) c.gpu->device = gpu.device;
   c.stop = stop_tick;
   c.origin = s.tick0;
   c.ns_per_tick = s.ns_per_tick();
@@ -337,8 +334,8 @@ void FlopsProfiler::reset_profile() {
   impl_->collected = Impl::Collected{};
   if (impl_->running) {
     impl_->halt();
-    if (impl_->gpu) impl_->gpu->stop();  // its records belong to the discarded part
-    impl_->gpu.reset();
+    if (impl_->gpu.cupti) impl_->gpu.cupti->stop();  // its records belong to the discarded part
+    impl_->gpu.cupti.reset();
     impl_->drop_events(impl_->session->buffers);
     impl_->release_session();
     impl_->begin();
@@ -347,8 +344,8 @@ void FlopsProfiler::reset_profile() {
 
 void FlopsProfiler::end_profile() {
   if (impl_->running) impl_->halt();
-  if (impl_->gpu) impl_->gpu->stop();
-  impl_->gpu.reset();
+  if (impl_->gpu.cupti) impl_->gpu.cupti->stop();
+  impl_->gpu.cupti.reset();
   if (impl_->session) impl_->drop_events(impl_->session->buffers);
   impl_->session.reset();
   impl_->spares.clear();
@@ -485,14 +482,12 @@ std::string FlopsProfiler::chrome_trace(int level) const {
     clock = {s.tick0, s.ns_per_tick()};
     step_end = s.now();
     detail::AggregateInput in = impl_->input(recs, s.now(), clock.ns_per_tick, impl_->timer_name());
-    const detail::Analysis a = detail::analyze(in);
-    trace = detail::build_trace(in, a.attribution, a.counts);
+    trace = detail::build_trace(in, detail::analyze(in));
   } else {
     const auto& c = impl_->collected;
     clock = {c.origin, c.ns_per_tick};
     step_end = c.stop;
-    trace = detail::build_trace(impl_->input(recs, c.stop, c.ns_per_tick, c.timer),
-                                c.analysis.attribution, c.analysis.counts);
+    trace = detail::build_trace(impl_->input(recs, c.stop, c.ns_per_tick, c.timer), c.analysis);
     internal = c.internal;
   }
   if (level >= 2 && !internal.empty()) {
@@ -514,7 +509,7 @@ std::string FlopsProfiler::chrome_trace(int level) const {
   clock.origin_ns = impl_->wall0_ns - meta.base_time_ns;
   meta.step = impl_->step;
   meta.step_end = step_end;
-  meta.device = impl_->gpu_device;
+  meta.device = impl_->gpu.device;
   if (impl_->rank) {
     meta.distributed = true;
     meta.rank = impl_->rank->rank;

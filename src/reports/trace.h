@@ -55,8 +55,7 @@ struct TraceData {
 };
 
 /// The Chrome-trace timeline (phase, module and op spans, autograd flows, GPU spans, memory).
-TraceData build_trace(const AggregateInput& input, const Attribution& attribution,
-                      const OpCounts& counts);
+TraceData build_trace(const AggregateInput& input, const Analysis& analysis);
 
 /// Attributes, counts, aggregates and builds the timeline in one call. For tests.
 ProfileResult aggregate_with_trace(const AggregateInput& input, TraceData* trace);

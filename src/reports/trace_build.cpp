@@ -10,57 +10,32 @@
 
 namespace flopsprof::detail {
 
-TraceData build_trace(const AggregateInput& in, const Attribution& at, const OpCounts& counts) {
-  const ModuleTree& tree = *in.tree;
-  TraceData trace;
-  auto end_of = [&](const RawEvent& e) { return e.end_tick != 0 ? e.end_tick : in.stop_tick; };
-  auto span = [&](int thread, int64_t start, int64_t end, std::string name,
-                  const char* cat) -> TraceData::Span& {
-    TraceData::Span sp;
-    sp.thread = thread;
-    sp.start = start;
-    sp.end = end;
-    sp.name = std::move(name);
-    sp.cat = cat;
-    trace.spans.push_back(std::move(sp));
-    return trace.spans.back();
-  };
-  for (size_t t = 0; t < in.threads.size(); ++t) {
+namespace {
+
+// build_trace's steps, in order: each thread's ops and autograd nodes (with the flows back to
+// the forward ops that created the nodes), the phases and optimizer steps, the module calls, the
+// device's kernels and the module spans over them, the memory counter, the collectives.
+class TraceBuilder {
+ public:
+  TraceBuilder(const AggregateInput& input, const Attribution& attribution, const OpCounts& c)
+      : in(input), at(attribution), counts(c), tree(*input.tree) {}
+
+  // Each op and autograd node of thread t, as the attribution placed it.
+  void events(size_t t) {
     const ThreadEvents& th = *in.threads[t];
-    const std::vector<RawEvent>& ev = th.events;
     const ThreadAttribution& ta = at.threads[t];
     const int tid = static_cast<int>(t);
-    // Phase spans: runs of consecutive top-level events of one phase (the model's forward only).
-    int64_t run_start = -1, run_end = -1;
-    const char* run_phase = nullptr;
-    auto close = [&] {
-      if (run_phase != nullptr) span(tid, run_start, run_end, run_phase, "phase").phase = run_phase;
-      run_phase = nullptr;
-    };
-    for (size_t i = 0; i < ev.size(); ++i) {
-      const RawEvent& e = ev[i];
-      const int64_t end = end_of(e);
-      if (e.parent < 0) {
-        const char* ph = (e.flags & kBackward)           ? "backward"
-                         : (e.flags & kStep)             ? nullptr
-                         : ta.module[i] == kOutsideModel ? nullptr
-                                                         : "forward";
-        if (ph != run_phase) {
-          close();
-          if (ph != nullptr) {
-            run_phase = ph;
-            run_start = e.start_tick;
-          }
-        }
-        run_end = std::max(run_end, end);
-      }
+    for (size_t i = 0; i < th.events.size(); ++i) {
+      const RawEvent& e = th.events[i];
       const int m = ta.module[i];
-      if (e.kind == EventKind::kBackwardNode) {
-        TraceData::Span& sp = span(tid, e.start_tick, end, in.names->name(e.name_id), "autograd");
+      const bool node = e.kind == EventKind::kBackwardNode;
+      TraceData::Span& sp =
+          span(tid, e.start_tick, end_of(e), in.names->name(e.name_id), node ? "autograd" : "op");
+      sp.external_id = make_external_id(static_cast<uint32_t>(t), static_cast<uint32_t>(i));
+      sp.seq_nr = e.seq_nr;
+      if (node) {
         sp.module = module_label(tree, m);
         sp.phase = "backward";
-        sp.external_id = make_external_id(static_cast<uint32_t>(t), static_cast<uint32_t>(i));
-        sp.seq_nr = e.seq_nr;
         sp.fwd_thread = e.fwd_thread;
         const Origin o = (e.flags & kEngine) ? Origin{} : at.origin[t][i];
         if (o.thread >= 0) {
@@ -69,30 +44,23 @@ TraceData build_trace(const AggregateInput& in, const Attribution& at, const OpC
         }
         continue;
       }
-      TraceData::Span& sp = span(tid, e.start_tick, end, in.names->name(e.name_id), "op");
-      sp.external_id = make_external_id(static_cast<uint32_t>(t), static_cast<uint32_t>(i));
-      sp.seq_nr = e.seq_nr;
       const Phase ph = ta.phase[i];
       if (ph == Phase::kNone) continue;
       sp.module = module_label(tree, m);
       sp.phase = ph == Phase::kForward && m == kOutsideModel ? "outside" : phase_name(ph);
-      if (e.flags & kCounted) {
-        if (const FlopCount* fc = counts.threads[t][i].counted()) {
-          sp.flops = static_cast<int64_t>(fc->flops);
-        }
-        const std::vector<ArgView> args = arg_views(th, e);
-        sp.inputs = format_args(args);
-        for (const ArgView& a : args) {
-          const bool shaped = a.kind == ArgKind::kTensor || a.kind == ArgKind::kIntList;
-          sp.input_dims.emplace_back(shaped ? std::vector<int64_t>(a.shape.begin(), a.shape.end())
-                                            : std::vector<int64_t>{});
-          sp.input_types.push_back(a.kind == ArgKind::kTensor ? dtype_name(a.dtype)
-                                   : a.kind == ArgKind::kNone ? ""
-                                                              : "Scalar");
-        }
-      }
+      if (e.flags & kCounted) op_args(th, e, counts.threads[t][i], sp);
     }
-    close();
+  }
+
+  // The attribution's phase spans of thread t, then its optimizer steps (this model's).
+  void phases(size_t t) {
+    const int tid = static_cast<int>(t);
+    for (const PhaseSpan& p : at.phase_spans) {
+      if (p.thread != tid) continue;
+      const char* name = p.phase == Phase::kBackward ? "backward" : "forward";
+      span(tid, p.start, p.end, name, "phase").phase = name;
+    }
+    const ThreadEvents& th = *in.threads[t];
     for (size_t k = 0; k < th.steps.size(); ++k) {
       if (!at.threads[t].step_counts[k]) continue;  // another model's optimizer
       const StepRecord& s = th.steps[k];
@@ -100,17 +68,23 @@ TraceData build_trace(const AggregateInput& in, const Attribution& at, const OpC
       span(tid, s.start_tick, end, "step", "phase").phase = "step";
     }
   }
-  for (const CallSpan& c : at.calls) {
-    const ModuleNode& node = tree.nodes[c.module];
-    TraceData::Span& sp = span(c.thread, c.start, c.end,
-                               node.type + (node.name.empty() ? "" : " " + node.name), "module");
-    sp.module = node.name;
-    sp.phase = "forward";
+
+  // The attribution's module calls.
+  void module_calls() {
+    for (const CallSpan& c : at.calls) {
+      const ModuleNode& node = tree.nodes[c.module];
+      TraceData::Span& sp = span(c.thread, c.start, c.end, call_name(node), "module");
+      sp.module = node.name;
+      sp.phase = "forward";
+    }
   }
-  if (in.gpu != nullptr) {
+
+  // Kernels, copies and sets on the device, each with its launching op's module; per module call
+  // and stream, a span from its first kernel's start to its last one's end.
+  void device() {
+    if (in.gpu == nullptr) return;
     const GpuCollection& g = *in.gpu;
-    std::map<std::pair<size_t, uint32_t>, TraceData::GpuSpan> call_gpu;  // (call, stream)
-    std::vector<std::vector<size_t>> calls_of(tree.nodes.size());        // by start
+    calls_of.assign(tree.nodes.size(), {});
     for (size_t c = 0; c < at.calls.size(); ++c) calls_of[at.calls[c].module].push_back(c);
     for (auto& cs : calls_of) {
       std::sort(cs.begin(), cs.end(),
@@ -139,29 +113,8 @@ TraceData build_trace(const AggregateInput& in, const Attribution& at, const OpC
                : k.kind == GpuKind::kMemset ? "gpu_memset"
                                             : "kernel";
       sp.external_id = k.external_id;
-      // The module calls that launched it: a gpu_user_annotation span per call and stream.
       if (launcher != nullptr && k.kind == GpuKind::kKernel) {
-        for (int a = m; a >= 0; a = tree.nodes[a].parent) {
-          const std::vector<size_t>& cs = calls_of[a];
-          auto ub = std::upper_bound(cs.begin(), cs.end(), launcher->start_tick,
-                                     [&](int64_t ts, size_t c) { return ts < at.calls[c].start; });
-          for (auto it = ub; it != cs.begin();) {
-            const CallSpan& call = at.calls[*--it];
-            if (call.thread != static_cast<int>(t)) continue;
-            if (launcher->start_tick > call.end) break;  // its latest call on this thread ended
-            auto [slot, fresh] = call_gpu.try_emplace(std::make_pair(*it, k.stream), sp);
-            if (fresh) {
-              const ModuleNode& node = tree.nodes[a];
-              slot->second.cat = "gpu_user_annotation";
-              slot->second.name = node.type + (node.name.empty() ? "" : " " + node.name);
-              slot->second.module = node.name;
-              slot->second.launcher_thread = -1;
-            }
-            slot->second.start = std::min(slot->second.start, sp.start);
-            slot->second.end = std::max(slot->second.end, sp.end);
-            break;
-          }
-        }
+        module_kernel_spans(sp, m, static_cast<int>(t), launcher->start_tick);
       }
       sp.module = module_label(tree, m);
       if (launcher != nullptr) {
@@ -172,28 +125,105 @@ TraceData build_trace(const AggregateInput& in, const Attribution& at, const OpC
     }
     for (auto& [key, sp] : call_gpu) trace.gpu_modules.push_back(std::move(sp));
   }
-  if (in.track_memory) {
-    std::vector<std::pair<int64_t, int64_t>> deltas;
-    for (const ThreadEvents* th : in.threads) {
-      for (const MemRecord& m : th->memory) deltas.emplace_back(m.time_tick, m.bytes);
-    }
-    std::stable_sort(deltas.begin(), deltas.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
-    int64_t in_use = 0;
-    for (const auto& [time, bytes] : deltas) {
-      if (__builtin_add_overflow(in_use, bytes, &in_use))
-        in_use = bytes > 0 ? INT64_MAX : INT64_MIN;
-      trace.memory.emplace_back(time, in_use);
+
+  // The bytes in use over time: the analysis' merged memory timeline.
+  void memory(const std::vector<MemoryPoint>& timeline) {
+    if (!in.track_memory) return;
+    trace.memory.reserve(timeline.size());
+    for (const MemoryPoint& p : timeline) trace.memory.emplace_back(p.time, p.in_use);
+  }
+
+  void collectives() { trace.collectives = collective_calls(in, at); }
+
+  TraceData trace;
+
+ private:
+  int64_t end_of(const RawEvent& e) const { return e.end_tick != 0 ? e.end_tick : in.stop_tick; }
+
+  static std::string call_name(const ModuleNode& node) {
+    return node.type + (node.name.empty() ? "" : " " + node.name);
+  }
+
+  TraceData::Span& span(int thread, int64_t start, int64_t end, std::string name, const char* cat) {
+    TraceData::Span sp;
+    sp.thread = thread;
+    sp.start = start;
+    sp.end = end;
+    sp.name = std::move(name);
+    sp.cat = cat;
+    trace.spans.push_back(std::move(sp));
+    return trace.spans.back();
+  }
+
+  // A counted op's FLOPs and its arguments as kineto writes them (HTA reads them).
+  static void op_args(const ThreadEvents& th, const RawEvent& e, const OpCount& count,
+                      TraceData::Span& sp) {
+    if (const FlopCount* fc = count.counted()) sp.flops = static_cast<int64_t>(fc->flops);
+    const std::vector<ArgView> args = arg_views(th, e);
+    sp.inputs = format_args(args);
+    for (const ArgView& a : args) {
+      const bool shaped = a.kind == ArgKind::kTensor || a.kind == ArgKind::kIntList;
+      sp.input_dims.emplace_back(shaped ? std::vector<int64_t>(a.shape.begin(), a.shape.end())
+                                        : std::vector<int64_t>{});
+      sp.input_types.push_back(a.kind == ArgKind::kTensor ? dtype_name(a.dtype)
+                               : a.kind == ArgKind::kNone ? ""
+                                                          : "Scalar");
     }
   }
-  trace.collectives = collective_calls(in, at);
-  return trace;
+
+  // Widens, for module m and each ancestor, the span of its call (on `thread`, latest started at
+  // or before `launched`, not yet ended then) on the kernel's stream to cover kernel `sp`.
+  void module_kernel_spans(const TraceData::GpuSpan& sp, int m, int thread, int64_t launched) {
+    for (int a = m; a >= 0; a = tree.nodes[a].parent) {
+      const std::vector<size_t>& cs = calls_of[a];
+      auto ub = std::upper_bound(cs.begin(), cs.end(), launched,
+                                 [&](int64_t ts, size_t c) { return ts < at.calls[c].start; });
+      for (auto it = ub; it != cs.begin();) {
+        const CallSpan& call = at.calls[*--it];
+        if (call.thread != thread) continue;
+        if (launched > call.end) break;  // its latest call on this thread ended
+        auto [slot, fresh] = call_gpu.try_emplace(std::make_pair(*it, sp.stream), sp);
+        if (fresh) {
+          const ModuleNode& node = tree.nodes[a];
+          slot->second.cat = "gpu_user_annotation";
+          slot->second.name = call_name(node);
+          slot->second.module = node.name;
+          slot->second.launcher_thread = -1;
+        }
+        slot->second.start = std::min(slot->second.start, sp.start);
+        slot->second.end = std::max(slot->second.end, sp.end);
+        break;
+      }
+    }
+  }
+
+  const AggregateInput& in;
+  const Attribution& at;
+  const OpCounts& counts;
+  const ModuleTree& tree;
+  std::vector<std::vector<size_t>> calls_of;  // per module: its calls, by start
+  std::map<std::pair<size_t, uint32_t>, TraceData::GpuSpan> call_gpu;  // (call, stream)
+};
+
+}  // namespace
+
+TraceData build_trace(const AggregateInput& in, const Analysis& analysis) {
+  TraceBuilder b(in, analysis.attribution, analysis.counts);
+  for (size_t t = 0; t < in.threads.size(); ++t) {
+    b.events(t);
+    b.phases(t);
+  }
+  b.module_calls();
+  b.device();
+  b.memory(analysis.memory);
+  b.collectives();
+  return std::move(b.trace);
 }
 
 ProfileResult aggregate_with_trace(const AggregateInput& in, TraceData* trace) {
   const Analysis a = analyze(in);
-  *trace = build_trace(in, a.attribution, a.counts);
-  return aggregate(in, a.attribution, a.counts);
+  *trace = build_trace(in, a);
+  return aggregate(in, a);
 }
 
 }  // namespace flopsprof::detail
