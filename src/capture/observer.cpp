@@ -328,7 +328,7 @@ void capture_args(ThreadEvents* b, RawEvent& e, c10::ArrayRef<const c10::IValue>
         c10::IntArrayRef sizes = t.sizes();
         a.count = static_cast<uint32_t>(sizes.size());
         a.offset = b->dims.size();
-        b->dims.insert(b->dims.end(), sizes.begin(), sizes.end());
+        for (int64_t d : sizes) b->dims.push_back(d);  // inlined, unlike a range insert
       }
     } else if (v.isDouble()) {
       a.kind = ArgKind::kDouble;
@@ -634,11 +634,27 @@ void on_collective_end(const at::RecordFunction& /*fn*/, at::ObserverContext* c)
 }
 
 // ---------------------------------------------------------------------------------------------
-// Registration: one callback pair per session slot
+// Registration: two callbacks per session slot
+
+// Autograd nodes and c10d work share one callback: every callback registered is copied into each
+// thread's RecordFunction state, which LibTorch rebuilds whenever a thread takes another's state
+// (each task of the autograd engine and of the intra-op pool), so a third one costs on every
+// backward node. Ops keep a callback of their own, untouched by this dispatch.
+template <int K>
+std::unique_ptr<at::ObserverContext> on_node_start(const at::RecordFunction& fn) {
+  if (fn.scope() == at::RecordScope::USER_SCOPE) return on_collective_start<K>(fn);
+  return on_op_start<K>(fn);
+}
+
+template <int K>
+void on_node_end(const at::RecordFunction& fn, at::ObserverContext* c) {
+  if (fn.scope() == at::RecordScope::USER_SCOPE) return on_collective_end<K>(fn, c);
+  on_op_end<K>(fn, c);
+}
 
 std::mutex g_observe_mu;
 struct SlotHandles {
-  at::CallbackHandle ops = 0, nodes = 0, collectives = 0;
+  at::CallbackHandle ops = 0, nodes = 0;
 };
 SlotHandles g_handles[kMaxSessions];
 
@@ -646,18 +662,15 @@ SlotHandles g_handles[kMaxSessions];
 // throw from the second registration leaves the first in `h` for the caller to remove.
 template <int K>
 void add_callbacks(bool all_threads, SlotHandles& h) {
-  // Ops: inputs boxed for shapes and ownership. Autograd nodes: never read their inputs, so
-  // LibTorch does not box them.
+  // Ops: inputs boxed for shapes and ownership.
   auto ops = at::RecordFunctionCallback(on_op_start<K>, on_op_end<K>)
                  .needsInputs(true)
                  .scopes({at::RecordScope::FUNCTION});
-  auto nodes = at::RecordFunctionCallback(on_op_start<K>, on_op_end<K>)
+  // Autograd nodes never read their inputs, so LibTorch does not box them; c10d work (user
+  // scopes, filtered by name) passes its tensors to RecordFunction whether asked or not.
+  auto nodes = at::RecordFunctionCallback(on_node_start<K>, on_node_end<K>)
                    .needsInputs(false)
-                   .scopes({at::RecordScope::BACKWARD_FUNCTION});
-  // c10d work (user scopes, filtered by name): rare, so boxing their inputs costs nothing.
-  auto collectives = at::RecordFunctionCallback(on_collective_start<K>, on_collective_end<K>)
-                         .needsInputs(true)
-                         .scopes({at::RecordScope::USER_SCOPE});
+                   .scopes({at::RecordScope::BACKWARD_FUNCTION, at::RecordScope::USER_SCOPE});
   h.ops = all_threads ? at::addGlobalCallback(ops) : at::addThreadLocalCallback(ops);
 #ifdef FLOPSPROF_CAPTURE_FAULTS
   if (g_fail_registrations.load() > 0 && g_fail_registrations.fetch_sub(1) > 0) {
@@ -665,8 +678,6 @@ void add_callbacks(bool all_threads, SlotHandles& h) {
   }
 #endif
   h.nodes = all_threads ? at::addGlobalCallback(nodes) : at::addThreadLocalCallback(nodes);
-  h.collectives =
-      all_threads ? at::addGlobalCallback(collectives) : at::addThreadLocalCallback(collectives);
 }
 
 void add_callbacks(int slot, bool all_threads, SlotHandles& h) {
@@ -687,7 +698,6 @@ void remove_callbacks(SlotHandles& h) noexcept {
   try {
     if (h.ops != 0) at::removeCallback(h.ops);
     if (h.nodes != 0) at::removeCallback(h.nodes);
-    if (h.collectives != 0) at::removeCallback(h.collectives);
   } catch (...) {
   }
   h = SlotHandles{};
@@ -697,8 +707,8 @@ void remove_callbacks(SlotHandles& h) noexcept {
 
 bool only_collective_observers(const at::StepCallbacks& callbacks) noexcept {
   for (const auto& c : callbacks.callbacks_) {
-    if (c.start_ != on_collective_start<0> && c.start_ != on_collective_start<1> &&
-        c.start_ != on_collective_start<2> && c.start_ != on_collective_start<3>) {
+    if (c.start_ != on_node_start<0> && c.start_ != on_node_start<1> &&
+        c.start_ != on_node_start<2> && c.start_ != on_node_start<3>) {
       return false;
     }
   }
