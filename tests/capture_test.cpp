@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "capture/observer.h"
+#include "capture/session.h"
 #include "flopsprof/flopsprof.h"
 
 namespace {
@@ -101,6 +102,30 @@ TEST(Capture, StopWaitsForAThreadInsideACallbackEvenWithoutMemory) {
   t_fail_new = false;
   EXPECT_TRUE(left.load()) << "stop_observing returned while a thread was inside a callback";
   worker.join();
+}
+
+// Thread buffers live in sessions only: a stopped session's buffers become the next session's
+// spares (warm memory and name caches); without memory to grow the spare list they are freed,
+// never leaked or thrown out of the noexcept stop and reset paths.
+TEST(Capture, AStoppedSessionsBuffersAreTheNextOnesSparesAndNoMemoryFreesThem) {
+  d::Session earlier;
+  earlier.buffers.push_back(std::make_unique<d::ThreadBuffer>());
+  earlier.spares.push_back(std::make_unique<d::ThreadBuffer>());
+  const d::ThreadBuffer* used = earlier.buffers[0].get();
+  d::Session next;
+  next.reuse_buffers(earlier);
+  EXPECT_TRUE(earlier.buffers.empty());
+  EXPECT_TRUE(earlier.spares.empty());
+  ASSERT_EQ(next.spares.size(), 2u);
+  EXPECT_EQ(next.spares[0].get(), used);
+
+  next.buffers.push_back(std::make_unique<d::ThreadBuffer>());
+  next.spares.shrink_to_fit();  // adding one more must grow the list
+  t_fail_new = true;
+  next.recycle();
+  t_fail_new = false;
+  EXPECT_TRUE(next.buffers.empty());
+  EXPECT_EQ(next.spares.size(), 2u);  // the recorded buffer was freed, the spares kept
 }
 
 }  // namespace

@@ -40,6 +40,32 @@ void Session::start_clock() noexcept {
   tick0 = now();  // time 0 of the trace, in this session's timestamp units
 }
 
+namespace {
+// Moves `from` to the end of `to`; without memory to grow `to`, `from`'s buffers are freed (only
+// warm caches are lost: the records were discarded or read already).
+void append(std::vector<std::unique_ptr<ThreadBuffer>>& to,
+            std::vector<std::unique_ptr<ThreadBuffer>>& from) noexcept {
+  try {
+    to.reserve(to.size() + from.size());
+    for (auto& b : from) to.push_back(std::move(b));
+  } catch (...) {
+  }
+  from.clear();
+}
+}  // namespace
+
+void Session::recycle() noexcept {
+  std::lock_guard<std::mutex> lock(mu);
+  append(spares, buffers);
+}
+
+void Session::reuse_buffers(Session& earlier) noexcept {
+  std::lock_guard<std::mutex> lock(mu);
+  std::lock_guard<std::mutex> other(earlier.mu);
+  append(spares, earlier.buffers);
+  append(spares, earlier.spares);
+}
+
 double Session::ns_per_tick() const noexcept {
   if (!tsc) return 1.0;
   int64_t ticks = now() - tick0;

@@ -67,6 +67,10 @@ struct Session {
   double ns_per_tick() const noexcept;
   /// This thread's buffer, created on first use (takes `mu` once per thread per profile).
   ThreadBuffer* thread_buffer() noexcept;
+  /// Makes this stopped session's buffers spares (their records are discarded).
+  void recycle() noexcept;
+  /// Takes `earlier`'s buffers and spares (a stopped session of the same profiler) as spares.
+  void reuse_buffers(Session& earlier) noexcept;
 };
 
 /// Whether this CPU has an invariant TSC (constant rate, not stopped in idle states).

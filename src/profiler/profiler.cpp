@@ -30,11 +30,11 @@ struct FlopsProfiler::Impl {
   std::shared_ptr<Timer> timer;
   std::vector<std::string> ignore;
   std::unique_ptr<detail::ModelIndex> index;
-  std::unique_ptr<detail::Session> session;
-  std::vector<std::unique_ptr<detail::ThreadBuffer>> spares;  // buffers kept for the next profile
-  // The raw records of the last stopped profile, kept (for the Chrome trace) until the next start.
+  std::unique_ptr<detail::Session> session;  // the running profile's
+  // The last stopped profile, kept (for the Chrome trace) until the next start. Its session owns
+  // the thread buffers that hold the records; the next session reuses them (Session::recycle).
   struct Collected {
-    std::vector<std::unique_ptr<detail::ThreadBuffer>> buffers;
+    std::unique_ptr<detail::Session> session;
     int64_t stop = 0, origin = 0;
     double ns_per_tick = 1.0;
     std::string timer;
@@ -78,10 +78,8 @@ struct FlopsProfiler::Impl {
     s->owners.build(index->owner_entries);
     s->module_index = index->by_ptr;
     s->scope_names = index->scope_names;
-    for (auto& b : collected.buffers) spares.push_back(std::move(b));
+    if (collected.session) s->reuse_buffers(*collected.session);
     collected = Collected{};
-    s->spares = std::move(spares);
-    spares.clear();
     timer->on_start();
     detail::g_scope_demand.fetch_add(1, std::memory_order_relaxed);
     try {
@@ -101,19 +99,30 @@ struct FlopsProfiler::Impl {
       if (gpu.cupti) gpu.cupti->stop();
       gpu.cupti.reset();
       drop_events(s->buffers);
-      spares = std::move(s->spares);
+      s->recycle();
+      collected.session = std::move(s);  // only for its buffers
       throw;
     }
     session = std::move(s);
     running = true;
   }
 
-  // Ends the session, keeping its thread buffers (memory and name caches) for the next one.
+  // Ends the running session, discarding its records and keeping its thread buffers (memory and
+  // name caches) for the next one.
   void release_session() noexcept {
     if (!session) return;
-    for (auto& b : session->buffers) spares.push_back(std::move(b));
-    for (auto& b : session->spares) spares.push_back(std::move(b));
-    session.reset();
+    session->recycle();
+    if (collected.session) session->reuse_buffers(*collected.session);
+    collected = Collected{};
+    collected.session = std::move(session);
+  }
+
+  // Drops the last stopped profile's records, keeping its thread buffers for the next session.
+  void discard_collected() noexcept {
+    std::unique_ptr<detail::Session> old = std::move(collected.session);
+    collected = Collected{};
+    if (old) old->recycle();
+    collected.session = std::move(old);
   }
 
   // Destroys the device events still held by `buffers` (a discarded or failed profile).
@@ -177,7 +186,9 @@ struct FlopsProfiler::Impl {
       r.copies = detail::snapshot_records(*session);
       for (const auto& c : r.copies) r.threads.push_back(c.get());
     } else {
-      for (const auto& b : collected.buffers) r.threads.push_back(b.get());
+      if (collected.session) {
+        for (const auto& b : collected.session->buffers) r.threads.push_back(b.get());
+      }
     }
     return r;
   }
@@ -312,9 +323,7 @@ void FlopsProfiler::stop_profile() {
   c.origin = s.tick0;
   c.ns_per_tick = s.ns_per_tick();
   c.timer = impl_->timer_name();
-  c.buffers = std::move(s.buffers);
-  for (auto& b : s.spares) impl_->spares.push_back(std::move(b));
-  impl_->session.reset();
+  c.session = std::move(impl_->session);  // `s` lives on in it
   auto t0 = std::chrono::steady_clock::now();
   {
     detail::AggregateInput in = impl_->input(impl_->records(), c.stop, c.ns_per_tick, c.timer);
@@ -330,8 +339,7 @@ void FlopsProfiler::stop_profile() {
 void FlopsProfiler::reset_profile() {
   impl_->snapshot.reset();
   impl_->result.reset();
-  for (auto& b : impl_->collected.buffers) impl_->spares.push_back(std::move(b));
-  impl_->collected = Impl::Collected{};
+  impl_->discard_collected();
   if (impl_->running) {
     impl_->halt();
     if (impl_->gpu.cupti) impl_->gpu.cupti->stop();  // its records belong to the discarded part
@@ -348,7 +356,6 @@ void FlopsProfiler::end_profile() {
   impl_->gpu.cupti.reset();
   if (impl_->session) impl_->drop_events(impl_->session->buffers);
   impl_->session.reset();
-  impl_->spares.clear();
   impl_->collected = Impl::Collected{};
   impl_->index.reset();
   impl_->result.reset();
