@@ -390,60 +390,66 @@ int32_t owner_of(const OwnerIndex& owners, const at::Tensor& t) {
   return owners.find(impl->storage().unsafeGetStorageImpl());
 }
 
-// The first owner set among the inputs. With `dataflow` (a top-level op in grad mode) also where
-// its tensor inputs came from: the smallest sequence number of their grad_fn nodes, and whether
-// one has no history and no owner (data or targets from outside the model).
-int32_t find_owner(const Session* s, c10::ArrayRef<const c10::IValue> inputs, bool dataflow,
-                   RawEvent& e) {
-  if (!inputs.empty() && inputs[0].isTensor()) {  // an in-place update of a parameter?
-    const int32_t o = owner_of(s->owners, inputs[0].toTensor());
-    if (o >= 0) {
-      e.flags |= kSelfOwned;
-      if (!dataflow) return o;
-    }
-  }
-  if (dataflow) {
-    int32_t first = -1;
-    int64_t seq = INT64_MAX;
-    for (const c10::IValue& v : inputs) {
-      if (!v.isTensor()) continue;
-      const at::Tensor& t = v.toTensor();
-      if (!t.defined()) continue;
-      const int32_t o = owner_of(s->owners, t);
-      if (first < 0) first = o;
-      if (const torch::autograd::Node* node = torch::autograd::impl::grad_fn_unsafe(t)) {
-        seq = std::min<int64_t>(seq, static_cast<int64_t>(node->sequence_nr()));
-      } else if (o < 0) {
-        e.flags |= kExternalInput;
-      }
-    }
-    e.in_seq = seq == INT64_MAX ? -1 : seq;
-    if (first >= 0) return first;
-  }
-  for (const c10::IValue& v : inputs) {
-    if (v.isTensor()) {
-      int32_t o = owner_of(s->owners, v.toTensor());
-      if (o >= 0) return o;
-    } else if (v.isTensorList()) {
-      c10::List<at::Tensor> list = v.toTensorList();
-      for (size_t i = 0; i < list.size(); ++i) {
-        int32_t o = owner_of(s->owners, list.get(i));
-        if (o >= 0) return o;
-      }
-    }
+// The first owner set among the tensors of a tensor list, or -1.
+int32_t list_owner(const Session* s, const c10::IValue& v) {
+  c10::List<at::Tensor> list = v.toTensorList();
+  for (size_t i = 0; i < list.size(); ++i) {
+    const int32_t o = owner_of(s->owners, list.get(i));
+    if (o >= 0) return o;
   }
   return -1;
 }
 
-// The first defined tensor among `inputs` that no module owns, as an identity.
-uint64_t first_data(const Session* s, c10::ArrayRef<const c10::IValue> inputs) {
-  for (const c10::IValue& v : inputs) {
-    if (!v.isTensor()) continue;
-    const at::Tensor& t = v.toTensor();
-    if (!t.defined() || owner_of(s->owners, t) >= 0) continue;
-    return reinterpret_cast<uint64_t>(t.unsafeGetTensorImpl());
+// The first owner set among the inputs (tensors and tensor lists, in order). For a top-level op
+// (`top_level`) also its data identity (`e.data_in`: the first defined tensor no module owns);
+// with `dataflow` (a top-level op in grad mode) also where its tensor inputs came from: the
+// smallest sequence number of their grad_fn nodes, and whether one has no history and no owner
+// (data or targets from outside the model). One pass over the inputs serves all three.
+int32_t find_owner(const Session* s, c10::ArrayRef<const c10::IValue> inputs, bool top_level,
+                   bool dataflow, RawEvent& e) {
+  if (!inputs.empty() && inputs[0].isTensor()) {  // an in-place update of a parameter?
+    const int32_t o = owner_of(s->owners, inputs[0].toTensor());
+    if (o >= 0) {
+      e.flags |= kSelfOwned;
+      if (!top_level) return o;
+    }
   }
-  return 0;
+  int32_t first = -1;
+  int64_t seq = INT64_MAX;
+  for (const c10::IValue& v : inputs) {
+    if (v.isTensor()) {
+      const at::Tensor& t = v.toTensor();
+      if (!t.defined()) continue;
+      const int32_t o = owner_of(s->owners, t);
+      if (first < 0) first = o;
+      if (!top_level) {
+        if (first >= 0) return first;
+        continue;
+      }
+      if (o < 0 && e.data_in == 0) e.data_in = reinterpret_cast<uint64_t>(t.unsafeGetTensorImpl());
+      if (dataflow) {
+        if (const torch::autograd::Node* node = torch::autograd::impl::grad_fn_unsafe(t)) {
+          seq = std::min<int64_t>(seq, static_cast<int64_t>(node->sequence_nr()));
+        } else if (o < 0) {
+          e.flags |= kExternalInput;
+        }
+      } else if (first >= 0 && e.data_in != 0) {
+        break;  // owner and data found; no data flow to follow
+      }
+    } else if (v.isTensorList() && first < 0 && !dataflow) {
+      first = list_owner(s, v);
+      if (first >= 0 && !top_level) return first;
+    }
+  }
+  if (dataflow) {
+    e.in_seq = seq == INT64_MAX ? -1 : seq;
+    // Data flow follows tensors; the owner comes from a tensor when one is owned, else from the
+    // first owned tensor list.
+    for (size_t k = 0; k < inputs.size() && first < 0; ++k) {
+      if (inputs[k].isTensorList()) first = list_owner(s, inputs[k]);
+    }
+  }
+  return first;
 }
 
 template <int K>
@@ -496,8 +502,7 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
         const size_t n = fn.num_inputs();
         if (n > 0 && n < inputs.size()) inputs = inputs.slice(inputs.size() - n);
       }
-      e.owner = find_owner(s, inputs, b->open_op < 0 && e.seq_nr >= 0, e);
-      if (b->open_op < 0) e.data_in = first_data(s, inputs);
+      e.owner = find_owner(s, inputs, b->open_op < 0, b->open_op < 0 && e.seq_nr >= 0, e);
       if (name_flags & kNameHasFormula) {
         e.flags |= kCounted | kHasFormula;
         if (!(name_flags & kNameConstant)) capture_args(b, e, inputs);
