@@ -104,6 +104,18 @@ std::string to_chrome_trace(const TraceData& trace, const std::vector<uint64_t>&
   prefix += ", \"baseTimeNanoseconds\": " + std::to_string(meta.base_time_ns) + ", ";
 
   JsonWriter w(-1);
+  // Opens a complete event ("ph": "X"): the fields every span, annotation and kernel has.
+  auto complete = [&](const std::string& name, const char* cat, int64_t start, int64_t end,
+                      int64_t pid, int64_t tid) {
+    w.begin_object();
+    w.member("name", name);
+    w.member("cat", cat);
+    w.member("ph", "X");
+    w.member("ts", us(start));
+    w.member("dur", static_cast<double>(end - start) * clock.ns_per_tick * 1e-3);
+    w.member("pid", pid);
+    w.member("tid", tid);
+  };
   w.begin_object();
   w.member("displayTimeUnit", "ms");
   w.key("traceEvents");
@@ -114,28 +126,15 @@ std::string to_chrome_trace(const TraceData& trace, const std::vector<uint64_t>&
              "thread " + std::to_string(thread_ids[t]));
   }
   if (meta.step >= 0) {  // kineto's step annotation, the parent of everything on its thread
-    w.begin_object();
-    w.member("name", "ProfilerStep#" + std::to_string(meta.step));
-    w.member("cat", "user_annotation");
-    w.member("ph", "X");
-    w.member("ts", us(clock.origin));
-    w.member("dur", static_cast<double>(meta.step_end - clock.origin) * clock.ns_per_tick * 1e-3);
-    w.member("pid", 1);
-    w.member("tid", int64_t{1});
+    complete("ProfilerStep#" + std::to_string(meta.step), "user_annotation", clock.origin,
+             meta.step_end, 1, 1);
     w.key("args");
     w.begin_object();
     w.end_object();
     w.end_object();
   }
   for (const TraceData::Span* s : spans) {
-    w.begin_object();
-    w.member("name", s->name);
-    w.member("cat", kineto_category(s->cat));
-    w.member("ph", "X");
-    w.member("ts", us(s->start));
-    w.member("dur", static_cast<double>(s->end - s->start) * clock.ns_per_tick * 1e-3);
-    w.member("pid", 1);
-    w.member("tid", static_cast<int64_t>(s->thread + 1));
+    complete(s->name, kineto_category(s->cat), s->start, s->end, 1, s->thread + 1);
     w.key("args");
     w.begin_object();
     if (std::string_view(s->cat) != "phase") w.member("module", s->module);
@@ -165,14 +164,7 @@ std::string to_chrome_trace(const TraceData& trace, const std::vector<uint64_t>&
   // c10d collectives, as kineto shows a process group's work: a user annotation on the issuing
   // thread, with record_param_comms' size arguments.
   for (const TraceData::Collective& c : trace.collectives) {
-    w.begin_object();
-    w.member("name", c.name);
-    w.member("cat", "user_annotation");
-    w.member("ph", "X");
-    w.member("ts", us(c.start));
-    w.member("dur", static_cast<double>(c.end - c.start) * clock.ns_per_tick * 1e-3);
-    w.member("pid", 1);
-    w.member("tid", static_cast<int64_t>(c.thread + 1));
+    complete(c.name, "user_annotation", c.start, c.end, 1, c.thread + 1);
     w.key("args");
     w.begin_object();
     w.member("Collective name", collective_name(c.name));
@@ -207,14 +199,7 @@ std::string to_chrome_trace(const TraceData& trace, const std::vector<uint64_t>&
   // A GPU span: kernels, memcpys, memsets (with their stream and launching op) and per-module
   // call spans (gpu_user_annotation).
   auto gpu_span = [&](const TraceData::GpuSpan& k, bool launched) {
-    w.begin_object();
-    w.member("name", k.name);
-    w.member("cat", k.cat);
-    w.member("ph", "X");
-    w.member("ts", us(k.start));
-    w.member("dur", static_cast<double>(k.end - k.start) * clock.ns_per_tick * 1e-3);
-    w.member("pid", 2);
-    w.member("tid", static_cast<int64_t>(k.stream));
+    complete(k.name, k.cat, k.start, k.end, 2, k.stream);
     w.key("args");
     w.begin_object();
     w.member("module", k.module);
@@ -245,14 +230,7 @@ std::string to_chrome_trace(const TraceData& trace, const std::vector<uint64_t>&
       w.end_object();
     }
     for (const InternalSpan& s : internal) {
-      w.begin_object();
-      w.member("name", s.name);
-      w.member("cat", "flopsprof");
-      w.member("ph", "X");
-      w.member("ts", us(s.start));
-      w.member("dur", static_cast<double>(s.end - s.start) * clock.ns_per_tick * 1e-3);
-      w.member("pid", 1);
-      w.member("tid", int64_t{0});
+      complete(s.name, "flopsprof", s.start, s.end, 1, 0);
       w.end_object();
     }
   }
