@@ -206,30 +206,9 @@ class BuiltinCall {
 class OptimizerStep {
  public:
   OptimizerStep() noexcept {
-    if (g_scope_demand.load(std::memory_order_relaxed) == 0) return;
-    CallbackGuard guard;
-    for (int k = 0; k < kMaxSessions && guard.ok(); ++k) {
-      Session* s = g_sessions[k].load(std::memory_order_acquire);
-      if (s == nullptr) continue;
-      ThreadBuffer* b = s->thread_buffer();
-      if (b == nullptr || b->step_depth > 0) continue;
-      ScopeHandle& h = handles_[k];
-      h.index = b->begin_step(s->now(), /*optimizer=*/true);
-      if (h.index < 0) continue;
-      h.buffer = b;
-      h.session = s->id;
-    }
+    if (g_scope_demand.load(std::memory_order_relaxed) != 0) open_step_records(handles_);
   }
-  ~OptimizerStep() {
-    CallbackGuard guard;
-    for (int k = 0; k < kMaxSessions && guard.ok(); ++k) {
-      ScopeHandle& h = handles_[k];
-      if (h.session == 0) continue;
-      Session* s = g_sessions[k].load(std::memory_order_acquire);
-      if (s == nullptr || s->id != h.session) continue;  // that profile stopped meanwhile
-      static_cast<ThreadBuffer*>(h.buffer)->end_step(h.index, s->now());
-    }
-  }
+  ~OptimizerStep() { close_step_records(handles_); }
   OptimizerStep(const OptimizerStep&) = delete;
   OptimizerStep& operator=(const OptimizerStep&) = delete;
 

@@ -61,6 +61,11 @@ void start_observing(Session* session, bool all_threads);
 /// Safe while other threads run ops. Idempotent.
 void stop_observing(Session* session) noexcept;
 
+/// Opens a step record (an optimizer's step() observed at its function) in every running profile
+/// whose thread is not already inside a step (step_scope()); closed by close_step_records.
+void open_step_records(ScopeHandles& handles) noexcept;
+void close_step_records(ScopeHandles& handles) noexcept;
+
 /// Whether every callback in `callbacks` is flopsprof's own observer of c10d collectives (which
 /// ignores any other user scope): a module scope then opens no user-scope record of its own.
 bool only_collective_observers(const at::StepCallbacks& callbacks) noexcept;

@@ -42,15 +42,42 @@ const char* open_scope_records(const torch::nn::Module* module, ScopeHandles& ha
   return name;
 }
 
-void close_scope_records(ScopeHandles& handles) noexcept {
+namespace {
+// Ends the records `handles` opened, in the profiles still running: `end` on each one's buffer.
+template <void (ThreadBuffer::*End)(int32_t, int64_t) noexcept>
+void end_records(ScopeHandles& handles) noexcept {
   CallbackGuard guard;
   for (int k = 0; k < kMaxSessions && guard.ok(); ++k) {
     ScopeHandle& h = handles[k];
     if (h.session == 0) continue;
     Session* s = g_sessions[k].load(std::memory_order_acquire);
     if (s == nullptr || s->id != h.session) continue;  // that profile stopped meanwhile
-    static_cast<ThreadBuffer*>(h.buffer)->close_scope_record(h.index, s->now());
+    (static_cast<ThreadBuffer*>(h.buffer)->*End)(h.index, s->now());
   }
+}
+}  // namespace
+
+void close_scope_records(ScopeHandles& handles) noexcept {
+  end_records<&ThreadBuffer::close_scope_record>(handles);
+}
+
+void open_step_records(ScopeHandles& handles) noexcept {
+  CallbackGuard guard;
+  for (int k = 0; k < kMaxSessions && guard.ok(); ++k) {
+    Session* s = g_sessions[k].load(std::memory_order_acquire);
+    if (s == nullptr) continue;
+    ThreadBuffer* b = s->thread_buffer();
+    if (b == nullptr || b->step_depth > 0) continue;  // inside step_scope(): that is the step
+    ScopeHandle& h = handles[k];
+    h.index = b->begin_step(s->now(), /*optimizer=*/true);
+    if (h.index < 0) continue;
+    h.buffer = b;
+    h.session = s->id;
+  }
+}
+
+void close_step_records(ScopeHandles& handles) noexcept {
+  end_records<&ThreadBuffer::end_step>(handles);
 }
 
 namespace {
