@@ -315,34 +315,28 @@ struct Table {
   bool any = false;
 };
 
+// Whether the program binds `mangled` to this library's definition: the symbol's first
+// definition in the global search order is inside libflopsprof (`self`).
+bool bound_here(const char* mangled, const Dl_info& self) {
+  void* bound = dlsym(RTLD_DEFAULT, mangled);
+  Dl_info where{};
+  return bound != nullptr && dladdr(bound, &where) != 0 && where.dli_fbase == self.dli_fbase;
+}
+
 const Table& table() {
   static const Table t = [] {
     Table t;
-    // A type is observed when the definition the program binds to is this library's: the
-    // symbol's first definition in the global search order is inside libflopsprof.
     Dl_info self{};
     dladdr(reinterpret_cast<void*>(&builtin_calls_interposed), &self);
-#define FLOPSPROF_CHECK(mangled, by_value, final_type, ...)                                    \
-  {                                                                                            \
-    void* bound = dlsym(RTLD_DEFAULT, mangled);                                                \
-    Dl_info where{};                                                                           \
-    if (bound != nullptr && dladdr(bound, &where) != 0 && where.dli_fbase == self.dli_fbase) { \
-      t.observed.insert(std::type_index(typeid(final_type)));                                  \
-      t.any = true;                                                                            \
-    }                                                                                          \
-  }
+#define FLOPSPROF_CHECK(mangled, by_value, final_type, ...) \
+  if (bound_here(mangled, self)) t.observed.insert(std::type_index(typeid(final_type)));
     FLOPSPROF_BUILTIN_FORWARDS(FLOPSPROF_CHECK)
 #undef FLOPSPROF_CHECK
-#define FLOPSPROF_CHECK_START(mangled, type)                                                   \
-  {                                                                                            \
-    void* bound = dlsym(RTLD_DEFAULT, mangled);                                                \
-    Dl_info where{};                                                                           \
-    if (bound != nullptr && dladdr(bound, &where) != 0 && where.dli_fbase == self.dli_fbase) { \
-      t.starts.insert(std::type_index(typeid(type)));                                          \
-    }                                                                                          \
-  }
+#define FLOPSPROF_CHECK_START(mangled, type) \
+  if (bound_here(mangled, self)) t.starts.insert(std::type_index(typeid(type)));
     FLOPSPROF_INPUT_CHECKS(FLOPSPROF_CHECK_START)
 #undef FLOPSPROF_CHECK_START
+    t.any = !t.observed.empty();
     return t;
   }();
   return t;
