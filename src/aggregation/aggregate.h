@@ -1,4 +1,5 @@
-// The consumers of the attribution: module statistics, op table, memory, GPU, and the timeline.
+// The analysis every consumer reads (attribution, op counts, memory timeline) and the aggregation:
+// module statistics, op table, outside work, memory and GPU.
 #pragma once
 
 #include <cstdint>

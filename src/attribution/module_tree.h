@@ -1,4 +1,4 @@
-// The profiled model's module tree as plain data (built from torch::nn::Module in hooks/).
+// The profiled model's module tree as plain data (built from torch::nn::Module in capture/module_index.cpp).
 #pragma once
 
 #include <array>
@@ -35,7 +35,7 @@ struct ModuleNode {
   /// whose registration order differs: builtin_run_order); empty: registration order.
   std::string_view run_order;
   /// Every call of its forward is observed (a built-in whose forward flopsprof interposes,
-  /// hooks/builtin_calls.h): its calls are its scope records, and no rule gives it an op.
+  /// capture/builtin_calls.h): its calls are its scope records, and no rule gives it an op.
   bool calls_observed = false;
   /// The start of every call is observed (a start-only scope record per call): BatchNorm,
   /// InstanceNorm.

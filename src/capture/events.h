@@ -76,7 +76,7 @@ struct ScopeRecord {
   bool backward = false;  ///< entered inside the autograd engine: a recomputed forward
   /// A call whose bounds the caller knows: records of the same module inside it are this call.
   bool window = false;
-  /// A built-in module's forward observed at its function (hooks/builtin_calls.cpp): exact
+  /// A built-in module's forward observed at its function (capture/builtin_calls.cpp): exact
   /// bounds, like FLOPSPROF_MODULE(), for a module whose every call is observed.
   bool builtin = false;
   /// Only the start of a call is known (a BatchNorm's or InstanceNorm's forward is inline; its
