@@ -224,6 +224,42 @@ TEST(RealShapes, ReflectionPadBeforeAnUnpaddedConvIsThePads) {
   }
 }
 
+// ZeroPad2d: LibTorch 2.x declares its forward in a template base (ZeroPadImpl<2, ZeroPad2dImpl>),
+// 1.x in the class itself; its calls are observed on both. Two pads called out of registration
+// order, each once, around a conv: exact calls, the pad ops not the conv's.
+struct TwoPadsImpl : nn::Module {
+  nn::ZeroPad2d p1{nn::ZeroPad2dOptions(1)}, p2{nn::ZeroPad2dOptions(1)};
+  nn::Conv2d conv{nn::Conv2dOptions(2, 2, 3)};
+  TwoPadsImpl() {
+    register_module("p1", p1);
+    register_module("p2", p2);
+    register_module("conv", conv);
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    return p1->forward(conv->forward(p2->forward(x)));
+  }
+};
+TORCH_MODULE(TwoPads);
+
+TEST(RealShapes, ZeroPadCallsAreObservedOnEveryLibTorchVersion) {
+  EXPECT_TRUE(flopsprof::detail::builtin_calls_observed(*nn::ZeroPad2d(1)));
+  torch::manual_seed(0);
+  const Both b = profile_both(TwoPads(), torch::randn({1, 2, 4, 4}), /*grad=*/false);
+  expect_same(b);
+  // conv 2->2 k3 on the padded [1,2,6,6] -> [1,2,4,4]: MACs 32*2*9 = 576, FLOPs 1152 + 32 (bias)
+  for (const ProfileResult* r : {&b.window, &b.plain}) {
+    for (const char* pad : {"p1", "p2"}) {
+      EXPECT_EQ(module(*r, pad).calls, 1u) << pad;
+      EXPECT_EQ(module(*r, pad).na_ops, 0u) << pad;
+      EXPECT_EQ(module(*r, pad).flops, 0u) << pad;
+    }
+    EXPECT_EQ(module(*r, "conv").calls, 1u);
+    EXPECT_EQ(module(*r, "conv").flops, 1152u + 32);
+    EXPECT_EQ(module(*r, "conv").na_ops, 0u) << "a pad op is not the conv's";
+    EXPECT_EQ(module(*r, "").inferred_ops, 0u);
+  }
+}
+
 // InstanceNorm without affine parameters reads nothing that places it, and its forward is inline;
 // the start of each call is observed, so two of them used out of registration order are exact.
 struct TwoNormsImpl : nn::Module {

@@ -25,10 +25,27 @@
 
 #include <torch/nn.h>
 #include <torch/optim.h>
+#include <torch/version.h>
 
 #include "capture/observer.h"
 #include "flopsprof/error.h"
 #include "flopsprof/scope.h"
+
+// ZeroPad2d's forward is its own in LibTorch 1.x; 2.x adds ZeroPad1d and ZeroPad3d and declares
+// the forward in a template base (ZeroPadImpl<D, Derived>), whose instantiations libtorch exports.
+#if TORCH_VERSION_MAJOR >= 2
+#define FLOPSPROF_ZERO_PADS(X)                                                       \
+  X("_ZN5torch2nn11ZeroPadImplILm1ENS0_13ZeroPad1dImplEE7forwardERKN2at6TensorE", 0, \
+    torch::nn::ZeroPad1dImpl, torch::nn::ZeroPadImpl<1, torch::nn::ZeroPad1dImpl>)   \
+  X("_ZN5torch2nn11ZeroPadImplILm2ENS0_13ZeroPad2dImplEE7forwardERKN2at6TensorE", 0, \
+    torch::nn::ZeroPad2dImpl, torch::nn::ZeroPadImpl<2, torch::nn::ZeroPad2dImpl>)   \
+  X("_ZN5torch2nn11ZeroPadImplILm3ENS0_13ZeroPad3dImplEE7forwardERKN2at6TensorE", 0, \
+    torch::nn::ZeroPad3dImpl, torch::nn::ZeroPadImpl<3, torch::nn::ZeroPad3dImpl>)
+#else
+#define FLOPSPROF_ZERO_PADS(X)                                                         \
+  X("_ZN5torch2nn13ZeroPad2dImpl7forwardERKN2at6TensorE", 0, torch::nn::ZeroPad2dImpl, \
+    torch::nn::ZeroPad2dImpl)
+#endif
 
 // X(mangled name, by value?, the module type, the type declaring forward...)
 #define FLOPSPROF_BUILTIN_FORWARDS(X)                                                              \
@@ -96,8 +113,7 @@
     torch::nn::ThresholdImpl)                                                                      \
   X("_ZN5torch2nn13UnflattenImpl7forwardERKN2at6TensorE", 0, torch::nn::UnflattenImpl,             \
     torch::nn::UnflattenImpl)                                                                      \
-  X("_ZN5torch2nn13ZeroPad2dImpl7forwardERKN2at6TensorE", 0, torch::nn::ZeroPad2dImpl,             \
-    torch::nn::ZeroPad2dImpl)                                                                      \
+  FLOPSPROF_ZERO_PADS(X)                                                                           \
   X("_ZN5torch2nn14FunctionalImpl7forwardEN2at6TensorE", 1, torch::nn::FunctionalImpl,             \
     torch::nn::FunctionalImpl)                                                                     \
   X("_ZN5torch2nn14HardshrinkImpl7forwardERKN2at6TensorE", 0, torch::nn::HardshrinkImpl,           \
