@@ -1,9 +1,12 @@
 // Attribution on programs shaped like the ones people copy (tutorials, pytorch/examples): no
 // annotation anywhere. Every expected number is derived by hand from the shapes below.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <optional>
 #include <thread>
 
 #include <ATen/record_function.h>
@@ -470,6 +473,132 @@ TEST(Programs, TemplateNamesAndBackToBackCalls) {
   EXPECT_EQ(prof.get_module("block.fc").calls, 2u);
   EXPECT_EQ(prof.get_module("").calls, 1u);
   EXPECT_EQ(prof.get_module_macs("block"), 2u * 3 * 4 * 4);
+}
+
+// A user module whose only work is an observed built-in's call (Block runs fc): its calls are
+// inferred from its ops, the Linear's are observed at its forward. A parent's call covers its
+// children's calls, so its latency is never below theirs (it was: first op to last op).
+TEST(Programs, AParentsCallCoversItsChildsObservedCall) {
+  auto model = std::make_shared<TwiceImpl>();
+  torch::Tensor x = torch::randn({3, 4});
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  for (int i = 0; i < 20; ++i) model->forward(x);
+  prof.stop_profile();
+  ASSERT_EQ(prof.get_module("block.fc").calls, 40u);
+  ASSERT_TRUE(prof.get_module("block.fc").scoped);
+  ASSERT_FALSE(prof.get_module("block").scoped);
+  EXPECT_GE(prof.get_module("block").latency_s, prof.get_module("block.fc").latency_s);
+  EXPECT_GE(prof.get_module("").latency_s, prof.get_module("block").latency_s);
+  // each span on its own: every call of block contains a call of block.fc in the trace
+  nlohmann::json trace = nlohmann::json::parse(prof.chrome_trace());
+  std::vector<std::pair<double, double>> blocks, fcs;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e.value("ph", "") != "X" || !e.contains("dur")) continue;
+    const std::string name = e.value("name", "");
+    const std::pair<double, double> span{e["ts"].get<double>(),
+                                         e["ts"].get<double>() + e["dur"].get<double>()};
+    if (name == "Linear block.fc") fcs.push_back(span);
+    if (name == "Block block") blocks.push_back(span);
+  }
+  ASSERT_EQ(blocks.size(), 40u);
+  ASSERT_EQ(fcs.size(), 40u);
+  std::sort(blocks.begin(), blocks.end());
+  std::sort(fcs.begin(), fcs.end());
+  for (size_t k = 0; k < 40; ++k) {
+    // (microseconds, each field rounded on its own in the trace: 10 ns of slack)
+    EXPECT_LE(blocks[k].first, fcs[k].first + 0.01) << k;
+    EXPECT_GE(blocks[k].second + 0.01, fcs[k].second) << k;
+  }
+}
+
+// An actor-critic policy (CppRL's shape): the program calls a method, not forward; after the
+// logits, the method reads the caller's actions (gather) and then computes an entropy from the
+// model's own results. Op order cannot tell that entropy from the caller's work.
+struct PolicyImpl : nn::Module {
+  PolicyImpl()
+      : fc1(register_module("fc1", nn::Linear(4, 8))),
+        fc2(register_module("fc2", nn::Linear(8, 3))) {}
+  std::pair<torch::Tensor, torch::Tensor> evaluate(const torch::Tensor& obs,
+                                                   const torch::Tensor& actions, bool scoped) {
+    std::optional<flopsprof::ModuleScope> scope;
+    if (scoped) scope.emplace(this);
+    torch::Tensor logits = fc2(torch::relu(fc1(obs)));
+    torch::Tensor logp = torch::log_softmax(logits, 1);
+    torch::Tensor probs = logp.exp();
+    torch::Tensor lp = logp.gather(1, actions);
+    torch::Tensor ent = -(probs * logp).sum(1).mean();
+    return {lp, ent};
+  }
+  nn::Linear fc1, fc2;
+};
+TORCH_MODULE(Policy);
+
+// B = 5 observations of 4 values, 3 actions:
+//   fc1 [5,4]x[4,8]: 160 MACs, 2*160 + 40 (bias) = 360 FLOPs; relu 40
+//   fc2 [5,8]x[8,3]: 120 MACs, 2*120 + 15 = 255; log_softmax 15; exp 15; gather 0
+//   entropy: mul 15, sum 15 (numel of its input), mean 5, neg 1 = 36
+constexpr uint64_t kPolicyForward = 360 + 40 + 255 + 15 + 15;
+constexpr uint64_t kPolicyEntropy = 15 + 15 + 5 + 1;
+
+TEST(Programs, WorkAfterTheCallersDataIsReadIsMarkedWhereOpOrderDecides) {
+  torch::manual_seed(0);
+  Policy policy;
+  torch::Tensor obs = torch::randn({5, 4}), adv = torch::randn({5});
+  torch::Tensor actions = torch::randint(0, 3, {5, 1});
+  auto step = [&](bool scoped) {
+    auto [lp, ent] = policy->evaluate(obs, actions, scoped);
+    // the caller's loss: reads its advantages (outside data); ent * 0.01 is 1 more FLOP, and
+    // computes only from the entropy (the sub reads the policy-gradient term, computed first)
+    torch::Tensor pg = -(lp.squeeze(1) * adv).mean();
+    torch::Tensor loss = pg - ent * 0.01;
+    loss.backward();
+  };
+  {
+    FlopsProfiler prof(policy);
+    prof.start_profile();
+    step(false);
+    prof.stop_profile();
+    const flopsprof::ProfileResult& r = prof.result();
+    // The model's work up to the gather, by evidence (parameters) and data flow (rule 9).
+    EXPECT_EQ(prof.get_total_flops(), kPolicyForward);
+    EXPECT_EQ(prof.get_module("").calls, 1u);
+    // The entropy (mul, sum, mean, neg) and the caller's `ent * 0.01`, computed only from the
+    // model's results after it read outside data: outside, marked, never silently.
+    EXPECT_EQ(r.outside.inferred_ops, 5u);
+    EXPECT_EQ(r.outside.inferred_flops, kPolicyEntropy + 1);
+    // The caller's own loss ops read its advantages: outside, not marked.
+    EXPECT_GT(r.outside.ops, r.outside.inferred_ops);
+    bool named = false;
+    for (const std::string& p : r.problems) {
+      named |= p.find(fmt::format("{} op(s), {} FLOPs after the model's forward", 5,
+                                  kPolicyEntropy + 1)) != std::string::npos;
+    }
+    EXPECT_TRUE(named) << ::testing::PrintToString(r.problems);
+    EXPECT_NE(prof.model_profile_string().find("outside the model, placed by inference"),
+              std::string::npos);
+    nlohmann::json j = nlohmann::json::parse(prof.to_json());
+    EXPECT_EQ(j["outside_model"]["inferred_flops"], kPolicyEntropy + 1);
+  }
+  // Evidence settles it, one answer: the method's call marked (ModuleScope, what
+  // FLOPSPROF_MODULE() expands to) or get_model_profile's call window around it.
+  const uint64_t whole = kPolicyForward + kPolicyEntropy;
+  {
+    FlopsProfiler prof(policy);
+    prof.start_profile();
+    step(true);
+    prof.stop_profile();
+    EXPECT_EQ(prof.get_total_flops(), whole);
+    EXPECT_EQ(prof.result().outside.inferred_ops, 0u);
+    EXPECT_EQ(prof.get_module("").inferred_ops, 0u);
+  }
+  flopsprof::ModelProfileOptions o;
+  o.print_profile = false;
+  o.warm_up = 0;
+  flopsprof::ModelProfile mp = flopsprof::get_model_profile(
+      policy, [&] { policy->evaluate(obs, actions, false); }, o);
+  EXPECT_EQ(mp.flops, whole);
+  EXPECT_EQ(mp.result.outside.inferred_ops, 0u);
 }
 
 }  // namespace

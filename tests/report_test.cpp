@@ -350,7 +350,8 @@ TEST(TextReport, MatchesLineByLine) {
       "Problems seen while profiling:",
       "    placement inferred from op order: 1 op(s), 0 FLOPs given to the model (Net); op order "
       "cannot tell whether they are its own, a submodule's or the caller's. FLOPSPROF_MODULE() as "
-      "the first line of its forward (and of its submodules') makes them exact",
+      "the first line of its forward, or of the method the program calls (and of its submodules'), "
+      "makes them exact",
       "",
       "----------------------------- Aggregated Profile -----------------------------",
       "Top 2 modules in terms of params, MACs or fwd latency at different model depths:",

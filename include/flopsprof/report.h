@@ -135,6 +135,11 @@ struct OutsideStats {
   uint64_t bwd_macs = 0;
   double bwd_latency_s = 0;      ///< its autograd nodes' time, seconds
   std::vector<OpStats> top_ops;  ///< by latency, at most 5
+  /// Of `ops` and `flops`: ops after the model's forward that compute only from its results (an
+  /// entropy of its output after the caller's data was read): the model's code or the caller's,
+  /// op order cannot tell (docs/attribution.md, rule 9). Placed here by inference, marked.
+  uint64_t inferred_ops = 0;
+  uint64_t inferred_flops = 0;
 };
 
 /// Everything a profile measured. Produced at `stop_profile()`; plain data, safe to copy.

@@ -60,7 +60,8 @@ void placement_problems(const ModuleTree& tree, const std::vector<ModuleAcc>& ac
     problems.push_back(fmt::format(
         "placement inferred from op order: {} op(s), {} FLOPs given to {}; op order cannot tell "
         "whether they are its own, a submodule's or {}. FLOPSPROF_MODULE() as the first line of "
-        "its forward (and of its submodules') makes them exact",
+        "its forward, or of the method the program calls (and of its submodules'), makes them "
+        "exact",
         acc[m].own_inferred_ops, acc[m].own_inferred_flops, who,
         m == 0 ? "the caller's" : "its parent's"));
   }
@@ -236,7 +237,7 @@ class Aggregator {
     switch (ph) {
       case Phase::kForward:
         if (out_fwd) {
-          add_outside(e, dur, fc);
+          add_outside(e, dur, fc, ta.inferred[i] != 0);
         } else {
           add_forward(e, m, ta.inferred[i] != 0, fc, c.dtype);
         }
@@ -257,14 +258,16 @@ class Aggregator {
   }
 
   // Forward work outside the model: top-level ops and their time, FLOPs.
-  void add_outside(const RawEvent& e, int64_t dur, const FlopCount* fc) {
+  void add_outside(const RawEvent& e, int64_t dur, const FlopCount* fc, bool inferred) {
     if (e.parent < 0) {
       ++outside.ops;
       outside.latency_s += static_cast<double>(dur) * s_per_tick;
+      if (inferred) ++outside.inferred_ops;
     }
     if (fc) {
       add_saturating(outside.flops, fc->flops, overflow);
       add_saturating(outside.macs, fc->macs, overflow);
+      if (inferred) add_saturating(outside.inferred_flops, fc->flops, overflow);
     }
   }
 
@@ -543,6 +546,15 @@ class Aggregator {
           "applied twice in one forward); FLOPSPROF_MODULE() as the first line of its forward "
           "makes it exact",
           acc[0].calls));
+    }
+    if (outside.inferred_ops > 0) {
+      r.problems.push_back(fmt::format(
+          "placement inferred from op order: {} op(s), {} FLOPs after the model's forward read "
+          "data from outside are counted outside the model, though they compute only from the "
+          "model's results (the model's code, e.g. an entropy after a gather of actions, or the "
+          "caller's); FLOPSPROF_MODULE() as the first line of the model's method the program "
+          "calls (forward or another) makes them exact",
+          outside.inferred_ops, outside.inferred_flops));
     }
   }
 

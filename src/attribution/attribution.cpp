@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <iterator>
 #include <string>
 #include <unordered_map>
 
@@ -109,6 +110,7 @@ class ThreadAttributor {
       out.module[it.event] = m >= 0 ? tree_.nodes[m].effective : m;
     }
     mark_inferred(out);
+    mark_outside_tail(out);
     for (size_t i = 0; i < n; ++i) {
       const RawEvent& e = th_.events[i];
       if (e.kind != EventKind::kOp) continue;
@@ -126,7 +128,8 @@ class ThreadAttributor {
       if (scoped_[c.module] || tree_.nodes[c.module].ignored) continue;
       const RawEvent& a = th_.events[items_[c.first].event];
       const RawEvent& b = th_.events[items_[c.last].event];
-      spans.push_back(CallSpan{c.module, t_, a.start_tick, end_of(b)});
+      spans.push_back(CallSpan{c.module, t_, std::min(a.start_tick, descendant_enter(a, c.module)),
+                               std::max(end_of(b), descendant_exit(b, c.module))});
     }
     for (const ScopeRecord& s : th_.scopes) {
       if (s.module < 0 || s.backward || s.start_only || tree_.nodes[s.module].ignored || folded(s))
@@ -138,6 +141,29 @@ class ThreadAttributor {
 
  private:
   int64_t end_of(const RawEvent& e) const { return e.end_tick != 0 ? e.end_tick : in_.stop_tick; }
+
+  // An inferred call of `m` whose first (last) op ran inside an observed call of a submodule began
+  // before that call entered (ended after it exited): the outermost such call around op `e` (a
+  // child's own time is never longer than its parent's). INT64_MAX / INT64_MIN when none.
+  int64_t descendant_enter(const RawEvent& e, int m) const {
+    int64_t t = INT64_MAX;
+    for (int s = e.scope; s >= 0; s = th_.scopes[s].parent) {
+      if (observed_descendant(th_.scopes[s], m)) t = th_.scopes[s].enter_tick;
+    }
+    return t;
+  }
+  int64_t descendant_exit(const RawEvent& e, int m) const {
+    int64_t t = INT64_MIN;
+    for (int s = e.scope; s >= 0; s = th_.scopes[s].parent) {
+      const ScopeRecord& r = th_.scopes[s];
+      if (observed_descendant(r, m)) t = r.exit_tick != 0 ? r.exit_tick : in_.stop_tick;
+    }
+    return t;
+  }
+  bool observed_descendant(const ScopeRecord& r, int m) const {
+    return r.module >= 0 && r.module != m && !r.backward && !r.start_only &&
+           tree_.is_ancestor_or_self(m, r.module);
+  }
   const std::string& name(int event) const { return in_.names->name(th_.events[event].name_id); }
   const std::string& item_name(int pos) const { return name(items_[pos].event); }
 
@@ -296,6 +322,45 @@ class ThreadAttributor {
     }
     for (int p = 0; p < ni; ++p) {
       if (items_[p].forward && placed[p] >= 0 && !evidence[p]) out.inferred[items_[p].event] = 1;
+    }
+  }
+
+  // The other side of rule 9: after the root's forward ended at an op that read data from
+  // outside (a gather of the caller's actions), ops that compute only from what the model's call
+  // computed, or from such ops (an entropy of its probabilities), are the model's code or the
+  // caller's: op order cannot tell. They stay outside the model, marked as inferred. Ops that
+  // read outside data themselves (a hand-written loss's `out - y`, another model's layer), ops
+  // that look like the caller's (a metric, a copy, `detach`) and everything computed from them
+  // are the caller's; a loss or backward()'s seed ends the search.
+  void mark_outside_tail(ThreadAttribution& out) const {
+    if (scoped_[0]) return;  // FLOPSPROF_MODULE() in the root: its boundaries are exact
+    const int ni = static_cast<int>(items_.size());
+    std::vector<std::pair<int64_t, int64_t>> from_model;  // sequence ranges of the model's results
+    for (const Call& c : calls_) {
+      if (c.module != 0) continue;
+      int64_t lo = INT64_MAX, hi = INT64_MIN;
+      for (int p = c.first; p <= c.last; ++p) {
+        const RawEvent& e = th_.events[items_[p].event];
+        if (e.seq_nr < 0) continue;
+        lo = std::min(lo, e.seq_nr);
+        hi = std::max(hi, std::max(e.seq_nr + 1, e.seq_end));
+      }
+      if (lo == INT64_MAX) continue;  // without grad: no data flow to follow
+      from_model.assign(1, {lo, hi});
+      for (int pos = c.last + 1; pos < ni && items_[pos].forward; ++pos) {
+        if (placed_module(pos) >= 0) break;  // the model's next call
+        const RawEvent& e = th_.events[items_[pos].event];
+        const std::string& op = item_name(pos);
+        if (in_foreign_call(e) || creates_tensor(op) || op.find("loss") != std::string::npos) break;
+        if (e.seq_nr < 0 || e.in_seq < 0 || (e.flags & kExternalInput)) continue;
+        if (ends_forward(op)) continue;  // a metric, a copy, a detach: looks like the caller's
+        // the ranges follow each other in sequence order: the last one starting at or before it
+        auto r = std::upper_bound(from_model.begin(), from_model.end(), e.in_seq,
+                                  [](int64_t v, const auto& range) { return v < range.first; });
+        if (r == from_model.begin() || e.in_seq >= std::prev(r)->second) continue;
+        out.inferred[items_[pos].event] = 1;
+        from_model.emplace_back(e.seq_nr, std::max(e.seq_nr + 1, e.seq_end));
+      }
     }
   }
 

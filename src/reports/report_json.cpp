@@ -85,6 +85,8 @@ void write_outside_model(JsonWriter& w, const ProfileResult& r) {
   w.member("bwd_flops", r.outside.bwd_flops);
   w.member("bwd_macs", r.outside.bwd_macs);
   w.member("bwd_latency_s", r.outside.bwd_latency_s);
+  w.member("inferred_ops", r.outside.inferred_ops);
+  w.member("inferred_flops", r.outside.inferred_flops);
   w.key("top_ops");
   w.begin_array();
   for (const OpStats& op : r.outside.top_ops) {

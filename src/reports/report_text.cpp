@@ -87,6 +87,11 @@ void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
                      macs_to_string(o.macs), flops_to_string(o.bwd_flops),
                      top.empty() ? "" : "; top: " + top));
     line(out, "outside the model latency", duration_to_string(o.latency_s));
+    if (o.inferred_ops > 0) {
+      line(out, "outside the model, placed by inference (op order)",
+           fmt::format("{} op(s), {} FLOPs (see problems)", o.inferred_ops,
+                       number_to_string(o.inferred_flops)));
+    }
   }
   if (r.has_backward) {
     line(out, "bwd latency", duration_to_string(r.bwd_latency_s));
