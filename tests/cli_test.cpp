@@ -112,6 +112,14 @@ TEST(Cli, PerModuleMacsParamsAndFiles) {
   EXPECT_EQ(m["enc"]["flops"].get<uint64_t>() - m["enc.proj"]["flops"].get<uint64_t>(), 3u * 16u);
   EXPECT_EQ(m["enc"]["calls"], 1);
   EXPECT_EQ(m["enc.proj"]["calls"], 1);
+  // the root's own relu (3x16 FLOPs): the interpreter says the root ran it, evidence as for
+  // every other module, never "placed by inference"
+  EXPECT_EQ(m[""]["flops"].get<uint64_t>() - m["enc"]["flops"].get<uint64_t>() -
+                m["head"]["flops"].get<uint64_t>(),
+            3u * 16u);
+  EXPECT_EQ(m[""]["calls"], 1);
+  EXPECT_EQ(m[""]["inferred_ops"], 0);
+  EXPECT_EQ(r.out.find("placement inferred"), std::string::npos) << r.out;
 }
 
 TEST(Cli, BackwardAndRuns) {

@@ -99,14 +99,14 @@ struct JitModel::Impl {
     return -2;
   }
 
-  // The module path (root excluded) of one hierarchy.
+  // The module path of one hierarchy, the root first (its own ops are as exact as any module's).
   std::vector<int> resolve(const std::vector<std::string>& hierarchy) {
     std::string key;
     for (const auto& h : hierarchy) key.append(h).push_back('|');
     std::lock_guard<std::mutex> lock(mu);
     auto it = resolved.find(key);
     if (it != resolved.end()) return it->second;
-    std::vector<int> path;
+    std::vector<int> path{0};
     int cur = 0;
     // The first entry is the root's own frame: "TOP(ResNet)::forward".
     for (size_t i = 1; i < hierarchy.size(); ++i) {
