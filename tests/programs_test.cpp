@@ -475,6 +475,76 @@ TEST(Programs, TemplateNamesAndBackToBackCalls) {
   EXPECT_EQ(prof.get_module_macs("block"), 2u * 3 * 4 * 4);
 }
 
+// Decomposable attention's Attend (d2l's shape): one call applies its only child to both
+// sentences, f(A), f(B). Op order cannot tell that from Attend called twice: the call count
+// is marked; FLOPSPROF_MODULE() in its forward makes it exact.
+struct AttendImpl : nn::Module {
+  explicit AttendImpl(bool scoped) : scoped(scoped), f(register_module("f", nn::Linear(16, 32))) {}
+  torch::Tensor forward(const torch::Tensor& a, const torch::Tensor& b) {
+    std::optional<flopsprof::ModuleScope> scope;
+    if (scoped) scope.emplace(this);
+    torch::Tensor fa = f(a), fb = f(b);
+    return torch::bmm(torch::softmax(torch::bmm(fa, fb.transpose(1, 2)), -1), b);
+  }
+  bool scoped;
+  nn::Linear f;
+};
+TORCH_MODULE(Attend);
+
+struct PairNetImpl : nn::Module {
+  explicit PairNetImpl(bool scoped)
+      : emb(register_module("emb", nn::Linear(8, 16))),
+        attend(register_module("attend", Attend(scoped))),
+        out(register_module("out", nn::Linear(16, 3))) {}
+  torch::Tensor forward(const torch::Tensor& a, const torch::Tensor& b) {
+    return out(attend(emb(a), emb(b)).sum(1));
+  }
+  nn::Linear emb;
+  Attend attend;
+  nn::Linear out;
+};
+TORCH_MODULE(PairNet);
+
+TEST(Programs, AChildAppliedTwiceInOneCallMarksTheCallCount) {
+  torch::manual_seed(0);
+  torch::Tensor a = torch::randn({4, 5, 8}), b = torch::randn({4, 5, 8});
+  for (bool scoped : {false, true}) {
+    PairNet net(scoped);
+    FlopsProfiler prof(net);
+    prof.start_profile();
+    net->forward(a, b);
+    prof.stop_profile();
+    const flopsprof::ModuleStats& attend = prof.get_module("attend");
+    // f: [4,5,16] x [16,32] twice: 2 * 4*5*16*32 MACs, two calls (observed)
+    EXPECT_EQ(prof.get_module("attend.f").calls, 2u);
+    EXPECT_EQ(prof.get_module_macs("attend.f"), 2u * 4 * 5 * 16 * 32);
+    EXPECT_EQ(prof.get_module("").calls, 1u);
+    // the root's first child, emb, runs twice too (emb(a), emb(b)): one forward or two? The
+    // root counts one, marked, as before
+    EXPECT_TRUE(prof.get_module("").calls_inferred);
+    bool named = false;
+    for (const std::string& p : prof.result().problems)
+      named |= p.find("the call count of 'attend' (Attend)") != std::string::npos;
+    const std::string tree = prof.model_profile_string();
+    if (scoped) {  // the scope: one call, exact
+      EXPECT_EQ(attend.calls, 1u);
+      EXPECT_FALSE(attend.calls_inferred);
+      EXPECT_FALSE(named);
+    } else {  // the rules restart at f's second call: two, marked
+      EXPECT_EQ(attend.calls, 2u);
+      EXPECT_TRUE(attend.calls_inferred);
+      EXPECT_TRUE(named) << ::testing::PrintToString(prof.result().problems);
+      EXPECT_NE(tree.find("2 calls (inferred)"), std::string::npos) << tree;
+      nlohmann::json j = nlohmann::json::parse(prof.to_json());
+      EXPECT_EQ(j["modules"][2]["name"], "attend");
+      EXPECT_EQ(j["modules"][2]["calls_inferred"], true);
+    }
+    // emb (observed, 2 calls) and out: never marked
+    EXPECT_FALSE(prof.get_module("emb").calls_inferred);
+    EXPECT_FALSE(prof.get_module("out").calls_inferred);
+  }
+}
+
 // A user module whose only work is an observed built-in's call (Block runs fc): its calls are
 // inferred from its ops, the Linear's are observed at its forward. A parent's call covers its
 // children's calls, so its latency is never below theirs (it was: first op to last op).

@@ -29,9 +29,13 @@ struct ModuleStats {
   int parent = -1;            ///< index into `ProfileResult::modules`; -1 for the root
   std::vector<int> children;  ///< indices into `ProfileResult::modules`
   uint64_t calls = 0;         ///< forward calls seen (docs/attribution.md)
-  bool scoped = false;        ///< calls came from observed boundaries (FLOPSPROF_MODULE(), the call
-                              ///< window, or a built-in module's observed forward): exact
-  uint64_t params = 0;        ///< parameters in this subtree, shared ones once
+  /// The call count came from op order: its first submodule ran again with nothing between
+  /// that shows it returned (called again, or applying that submodule twice); the problems list
+  /// names it. Never set when `scoped`.
+  bool calls_inferred = false;
+  bool scoped = false;  ///< calls came from observed boundaries (FLOPSPROF_MODULE(), the call
+                        ///< window, or a built-in module's observed forward): exact
+  uint64_t params = 0;  ///< parameters in this subtree, shared ones once
   uint64_t trainable_params = 0;
   uint64_t param_bytes = 0;
   uint64_t flops = 0;  ///< forward FLOPs of ops attributed to this subtree

@@ -468,6 +468,7 @@ class Aggregator {
       s.parent = node.parent >= 0 ? remap[node.parent] : -1;
       s.calls = acc[t].calls;
       s.scoped = at.scoped[t];
+      s.calls_inferred = at.calls_inferred[t] && !at.scoped[t];
       s.params = node.params;
       s.trainable_params = node.trainable_params;
       s.param_bytes = node.param_bytes;
@@ -536,16 +537,36 @@ class Aggregator {
     }
   }
 
-  // Inferred placements and an inferred call count of the root, named.
+  // Inferred placements and inferred call counts, named.
   void inference_problems() {
     placement_problems(tree, acc, r.problems);
-    if (at.root_calls_inferred && !at.scoped[0]) {
+    if (at.calls_inferred[0] && !at.scoped[0]) {
       r.problems.push_back(fmt::format(
           "the model's call count ({}) is inferred: its first submodule ran again with nothing "
           "between that shows the forward returned (the model called twice in a row, or a block "
           "applied twice in one forward); FLOPSPROF_MODULE() as the first line of its forward "
           "makes it exact",
           acc[0].calls));
+    }
+    size_t named = 0, more = 0;
+    for (int m = 1; m < num_modules; ++m) {
+      if (!at.calls_inferred[m] || at.scoped[m] || tree.nodes[m].ignored) continue;
+      if (named == 8) {
+        ++more;
+        continue;
+      }
+      ++named;
+      const ModuleNode& n = tree.nodes[m];
+      r.problems.push_back(fmt::format(
+          "the call count of '{}' ({}), {}, is inferred: its first submodule ran again with "
+          "nothing between that shows it returned (the module called again, or its forward "
+          "applying that submodule twice); FLOPSPROF_MODULE() as the first line of its forward "
+          "makes it exact",
+          n.name, n.type, acc[m].calls));
+    }
+    if (more > 0) {
+      r.problems.push_back(fmt::format(
+          "call counts inferred in {} more module(s) (JSON: modules[].calls_inferred)", more));
     }
     if (outside.inferred_ops > 0) {
       r.problems.push_back(fmt::format(

@@ -86,7 +86,8 @@ class ThreadAttributor {
   ThreadAttributor(const AttributionInput& in, const std::vector<bool>& scoped, int t)
       : in_(in), tree_(*in.tree), th_(*in.threads[t]), scoped_(scoped), t_(t) {}
 
-  void run(ThreadAttribution& out, std::vector<CallSpan>& spans, bool& root_calls_inferred) {
+  void run(ThreadAttribution& out, std::vector<CallSpan>& spans,
+           std::vector<char>& calls_inferred) {
     const size_t n = th_.events.size();
     out.phase.assign(n, Phase::kNone);
     out.module.assign(n, kUnlinked);
@@ -123,7 +124,9 @@ class ThreadAttributor {
         out.inferred[i] = out.inferred[e.parent];
       }
     }
-    root_calls_inferred = root_calls_inferred || root_restart_ambiguous_;
+    for (size_t m = 0; m < restart_ambiguous_.size(); ++m) {
+      if (restart_ambiguous_[m]) calls_inferred[m] = 1;
+    }
     for (const Call& c : calls_) {
       if (scoped_[c.module] || tree_.nodes[c.module].ignored) continue;
       const RawEvent& a = th_.events[items_[c.first].event];
@@ -495,6 +498,7 @@ class ThreadAttributor {
     std::vector<int> open, path, recs;
     std::vector<char> fresh;
     bool returned = false;  // an op since the last anchored one shows the forward returned
+    restart_ambiguous_.assign(nm, 0);
     for (int p = 0; p < static_cast<int>(items_.size()); ++p) {
       const Item& it = items_[p];
       if (!it.forward) {
@@ -550,13 +554,14 @@ class ThreadAttributor {
           // A new call when its first child starts again; for the root only when an op between
           // shows that the previous forward returned (a loss, data for the next one), so a
           // module applied twice inside one forward is not taken for two forwards.
-          fresh[j] = cur[a] < 0 || (fresh[j + 1] && calls_[cur[a]].first_child == path[j + 1] &&
-                                    (j > 0 || returned));
-          // The root's first child ran again with nothing between that shows a return: one call
-          // of the model or two (net(net(x))) cannot be told apart.
-          if (j == 0 && cur[a] >= 0 && !returned && fresh[j + 1] &&
-              calls_[cur[a]].first_child == path[j + 1])
-            root_restart_ambiguous_ = true;
+          const bool again =
+              cur[a] >= 0 && fresh[j + 1] && calls_[cur[a]].first_child == path[j + 1];
+          fresh[j] = cur[a] < 0 || (again && (j > 0 || returned));
+          // Its first child ran again with nothing between that shows a return: one call or two
+          // (net(net(x)); Attend's f(A), f(B)) cannot be told apart. The root counts one call,
+          // a submodule two; either is inferred.
+          // (A submodule's call is open only while no op placed outside its subtree ran since.)
+          if (again && (j > 0 || !returned)) restart_ambiguous_[a] = 1;
         }
       }
       returned = false;
@@ -1058,7 +1063,7 @@ class ThreadAttributor {
   std::vector<Item> items_;
   std::vector<Call> calls_;
   std::unordered_map<int, int> pl_call_;  // parameterless module -> its latest call
-  bool root_restart_ambiguous_ = false;
+  std::vector<char> restart_ambiguous_;   // per module: see Attribution::calls_inferred
   // (parent, child index that ran last + 1) -> the parameterless child chosen out of
   // registration order there (pick_out_of_order)
   std::unordered_map<int64_t, int> after_;
@@ -1114,6 +1119,7 @@ Attribution attribute(const AttributionInput& in) {
   const int nm = static_cast<int>(tree.nodes.size());
   Attribution out;
   out.scoped.assign(nm, false);
+  out.calls_inferred.assign(nm, 0);
   for (const ThreadEvents* th : in.threads) {
     for (const ScopeRecord& s : th->scopes) {
       if (s.module >= 0 && s.module < nm && !s.backward && !s.start_only)
@@ -1123,7 +1129,7 @@ Attribution attribute(const AttributionInput& in) {
   out.threads.resize(in.threads.size());
   for (size_t t = 0; t < in.threads.size(); ++t) {
     ThreadAttributor(in, out.scoped, static_cast<int>(t))
-        .run(out.threads[t], out.calls, out.root_calls_inferred);
+        .run(out.threads[t], out.calls, out.calls_inferred);
   }
 
   // Rule 6. A node carries the sequence number the forward op took from its thread's counter; the

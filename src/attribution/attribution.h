@@ -75,9 +75,11 @@ struct Attribution {
   std::vector<CallSpan> calls;
   /// Modules whose calls came from FLOPSPROF_MODULE() scopes.
   std::vector<bool> scoped;
-  /// The root's first child ran again inside what the rules took for one call of the model, with
-  /// nothing between that shows a return: one call or two (net(net(x))) cannot be told apart.
-  bool root_calls_inferred = false;
+  /// Per module: its first child ran again inside what the rules took for one call of it, with
+  /// nothing between that shows a return, and the rules counted one call or two: a module applied
+  /// twice (net(net(x)), block(block(x))) and one that applies its first child twice in one call
+  /// cannot be told apart. The call count is inferred (marked).
+  std::vector<char> calls_inferred;
   /// The forward op that created each autograd node, per thread per event (-1 elsewhere).
   std::vector<std::vector<Origin>> origin;
 };

@@ -118,6 +118,7 @@ void write_modules(JsonWriter& w, const ProfileResult& r) {
     }
     w.member("calls", m.calls);
     w.member("scoped", m.scoped);
+    w.member("calls_inferred", m.calls_inferred);
     w.member("params", m.params);
     w.member("trainable_params", m.trainable_params);
     w.member("param_bytes", m.param_bytes);

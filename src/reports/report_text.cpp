@@ -309,7 +309,10 @@ void tree_node(std::string& out, const ProfileResult& r, const ReportOptions& o,
     if (m.recompute_flops > 0)
       stats += fmt::format(", {} recompute flops", flops_to_string(m.recompute_flops));
   }
-  if (m.calls != 1) stats += fmt::format(", {} calls", m.calls);
+  if (m.calls != 1 || m.calls_inferred) {
+    stats += fmt::format(", {} call{}{}", m.calls, m.calls == 1 ? "" : "s",
+                         m.calls_inferred ? " (inferred)" : "");
+  }
   std::string pad(static_cast<size_t>(indent), ' ');
   std::string head =
       m.parent < 0 ? m.type : fmt::format("({}): {}", m.name.substr(m.name.rfind('.') + 1), m.type);
