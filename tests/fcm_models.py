@@ -11,6 +11,10 @@
 # the MHA/encoder fast path off (it scores _native_multi_head_attention 0), the math SDPA backend
 # (it has no formula for _scaled_dot_product_flash_attention_for_cpu), oneDNN off (it scores
 # mkldnn_rnn_layer 0). flopsprof runs the saved model as LibTorch does by default.
+#
+# One more check (by name, like the models; run with them by default): `inputs_file` feeds a model
+# its argument from Python torch.save files (a tensor, a tuple, a list: the counts equal --input's;
+# a dict and the legacy format are refused).
 import json
 import os
 import subprocess
@@ -202,26 +206,85 @@ def check(name, binary, workdir):
     return errors, t1 - t0, t2 - t1, our_total, total
 
 
+def run_json(binary, path, args, out_json):
+    """Runs flopsprof; returns (exit code, stderr, JSON or None)."""
+    if os.path.exists(out_json):
+        os.remove(out_json)
+    proc = subprocess.run([binary, path, *args, "--quiet", "--json", out_json],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    prof = None
+    if proc.returncode == 0:
+        with open(out_json) as f:
+            prof = json.load(f)
+    return proc.returncode, proc.stderr.strip(), prof
+
+
+def check_inputs_file(binary, workdir):
+    """--inputs with files Python's torch.save wrote: the counts equal --input's, per module."""
+    torch.manual_seed(0)
+    model = TinyLSTM().eval()
+    tokens = torch.randint(0, 100, (2, 16))
+    path = os.path.join(workdir, "inputs_file_lstm.pt")
+    save(model, [tokens], "trace", path)
+    out_json = os.path.join(workdir, "inputs_file.json")
+    errors = []
+    code, err, want = run_json(binary, path, ["--input", "2x16:int64"], out_json)
+    if code != 0:
+        return [f"--input: flopsprof exited {code}: {err}"], 0, 0
+    want_macs = {m["name"]: m["macs"] for m in want["modules"]}
+    for form, value in (("tensor", tokens), ("tuple", (tokens,)), ("list", [tokens])):
+        file = os.path.join(workdir, f"inputs_{form}.pt")
+        torch.save(value, file)
+        code, err, prof = run_json(binary, path, ["--inputs", file], out_json)
+        if code != 0:
+            errors.append(f"--inputs ({form}): flopsprof exited {code}: {err}")
+            continue
+        got = {m["name"]: m["macs"] for m in prof["modules"]}
+        if got != want_macs:
+            errors.append(f"--inputs ({form}): MACs per module {got} != --input's {want_macs}")
+        if prof["summary"]["batch_size"] != 2:
+            errors.append(f"--inputs ({form}): batch size {prof['summary']['batch_size']} != 2")
+    refused = (("dict", {"tokens": tokens}, {}, "holds a dict"),
+               ("legacy", tokens, {"_use_new_zipfile_serialization": False}, "legacy format"))
+    for form, value, kwargs, message in refused:
+        file = os.path.join(workdir, f"inputs_{form}.pt")
+        torch.save(value, file, **kwargs)
+        code, err, _ = run_json(binary, path, ["--inputs", file], out_json)
+        if code != 2 or message not in err or 'torch.save' not in err or os.path.exists(out_json):
+            errors.append(f"--inputs ({form}): exit {code}, want 2 with '{message}': {err}")
+    print(f"    inputs_file: MACs per module as --input's: {want_macs}")
+    return errors
+
+
+CHECKS = {"inputs_file": check_inputs_file}
+
+
 def main():
     if len(sys.argv) < 3:
         print(__doc__ or "usage: fcm_models.py FLOPSPROF_BIN WORKDIR [MODEL...]")
         return 2
     binary, workdir = sys.argv[1], sys.argv[2]
-    names = sys.argv[3:] or list(MODELS)
+    names = sys.argv[3:] or list(MODELS) + list(CHECKS)
     os.makedirs(workdir, exist_ok=True)
     print(f"torch {torch.__version__}; {len(names)} models")
     failed = 0
     for name in names:
-        errors, t_py, t_fp, ours, fcm = check(name, binary, workdir)
-        status = "ok" if not errors else "FAILED"
-        print(f"{name}: {status}: 2 x MACs {ours} FCM {fcm} (python {t_py:.1f} s, "
-              f"flopsprof {t_fp:.1f} s)", flush=True)
+        if name in CHECKS:
+            t0 = time.time()
+            errors = CHECKS[name](binary, workdir)
+            status = "ok" if not errors else "FAILED"
+            print(f"{name}: {status} ({time.time() - t0:.1f} s)", flush=True)
+        else:
+            errors, t_py, t_fp, ours, fcm = check(name, binary, workdir)
+            status = "ok" if not errors else "FAILED"
+            print(f"{name}: {status}: 2 x MACs {ours} FCM {fcm} (python {t_py:.1f} s, "
+                  f"flopsprof {t_fp:.1f} s)", flush=True)
         for e in errors[:20]:
             print("   ", e)
         if len(errors) > 20:
             print(f"    ... {len(errors) - 20} more")
         failed += bool(errors)
-    print(f"{len(names) - failed}/{len(names)} models match FlopCounterMode")
+    print(f"{len(names) - failed}/{len(names)} models and checks match FlopCounterMode")
     return 1 if failed else 0
 
 

@@ -15,6 +15,7 @@
 #include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/cuda.h>
 #include <torch/script.h>
+#include <torch/serialize.h>
 
 #include "flopsprof/error.h"
 #include "flopsprof/jit.h"
@@ -36,6 +37,11 @@ options:
                          Random values: normal floats; integers in [0, --int-max).
                          dtypes: float32 (default), float64, float16, bfloat16, int64, int32,
                          int16, int8, uint8, bool
+  --inputs FILE          the forward's arguments from saved tensors instead of --input: a tensor
+                         (one argument) or a tuple or list of tensors (one argument each), saved
+                         with Python's torch.save((x, y), "inputs.pt") in its default (zip)
+                         format or with C++'s torch::pickle_save. Values, shapes and dtypes as
+                         saved; the report's batch size is the first tensor's first dimension
   --int-max N            upper bound (exclusive) of random integer inputs (default 2: valid token
                          ids, masks and class indices for any model)
   --depth N              module depth of the aggregated section (default -1: all)
@@ -63,6 +69,7 @@ the unoptimized graph. The model runs in eval mode under no_grad unless --backwa
 examples:
   flopsprof resnet50.pt --input 1x3x224x224
   flopsprof bert.pt --input 1x128:int64 --int-max 30000 --depth 2 --top 3 --json bert.json
+  flopsprof bert.pt --inputs batch.pt --json bert.json
   flopsprof model.pt --input 8x3x64x64 --backward --runs 10 --html report.html
 )";
 
@@ -84,17 +91,19 @@ struct InputSpec {
   std::string text;
 };
 
+// The dtype names --input accepts; the first of each dtype is the one messages show.
+constexpr std::pair<const char*, torch::Dtype> kDtypeNames[] = {
+    {"float32", torch::kFloat},     {"float", torch::kFloat},   {"f32", torch::kFloat},
+    {"float64", torch::kDouble},    {"double", torch::kDouble}, {"f64", torch::kDouble},
+    {"float16", torch::kHalf},      {"half", torch::kHalf},     {"f16", torch::kHalf},
+    {"bfloat16", torch::kBFloat16}, {"bf16", torch::kBFloat16}, {"int64", torch::kLong},
+    {"long", torch::kLong},         {"int32", torch::kInt},     {"int", torch::kInt},
+    {"int16", torch::kShort},       {"int8", torch::kChar},     {"uint8", torch::kByte},
+    {"bool", torch::kBool},
+};
+
 torch::Dtype parse_dtype(const std::string& s, const std::string& arg) {
-  static const std::pair<const char*, torch::Dtype> kNames[] = {
-      {"float32", torch::kFloat},     {"float", torch::kFloat},   {"f32", torch::kFloat},
-      {"float64", torch::kDouble},    {"double", torch::kDouble}, {"f64", torch::kDouble},
-      {"float16", torch::kHalf},      {"half", torch::kHalf},     {"f16", torch::kHalf},
-      {"bfloat16", torch::kBFloat16}, {"bf16", torch::kBFloat16}, {"int64", torch::kLong},
-      {"long", torch::kLong},         {"int32", torch::kInt},     {"int", torch::kInt},
-      {"int16", torch::kShort},       {"int8", torch::kChar},     {"uint8", torch::kByte},
-      {"bool", torch::kBool},
-  };
-  for (const auto& [name, t] : kNames) {
+  for (const auto& [name, t] : kDtypeNames) {
     if (s == name) return t;
   }
   fail("--input " + arg + ": unknown dtype '" + s +
@@ -127,9 +136,22 @@ InputSpec parse_input(const std::string& arg) {
   return spec;
 }
 
+// A tensor as --input writes it: 2x16, 1x128:int64 (float32 is the default, left out).
+std::string describe(const torch::Tensor& t) {
+  std::string text;
+  for (int64_t d : t.sizes()) text += (text.empty() ? "" : "x") + std::to_string(d);
+  if (t.dim() == 0) text = "scalar";
+  if (t.scalar_type() == torch::kFloat) return text;
+  for (const auto& [name, dtype] : kDtypeNames) {
+    if (dtype == t.scalar_type()) return text + ":" + name;
+  }
+  return text + ":" + c10::toString(t.scalar_type());
+}
+
 struct Options {
   std::string model;
   std::vector<InputSpec> inputs;
+  std::string inputs_file;  // --inputs: saved tensors instead of `inputs`
   int64_t int_max = 2;
   int depth = -1;
   int top = 1;
@@ -156,6 +178,9 @@ Options parse_args(int argc, char** argv) {
       std::exit(0);
     } else if (a == "--input") {
       o.inputs.push_back(parse_input(value()));
+    } else if (a == "--inputs") {
+      if (!o.inputs_file.empty()) fail("--inputs given twice; pass one file holding all arguments");
+      o.inputs_file = value();
     } else if (a == "--int-max") {
       o.int_max = parse_int(a, value(), 1);
     } else if (a == "--depth") {
@@ -191,7 +216,91 @@ Options parse_args(int argc, char** argv) {
     }
   }
   if (o.model.empty()) fail("no MODEL given; usage: flopsprof MODEL --input 1x3x224x224");
+  if (!o.inputs_file.empty() && !o.inputs.empty()) {
+    fail(
+        "--inputs and --input both given; pass the forward's arguments one way: --input SHAPE "
+        "per argument (random values) or --inputs FILE (saved tensors)");
+  }
   return o;
+}
+
+// The start of a file written by torch.save(..., _use_new_zipfile_serialization=False): pickle
+// protocol 2 and the legacy format's magic number (torch/serialization.py, MAGIC_NUMBER).
+constexpr unsigned char kLegacySaveMagic[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c,
+                                              0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
+
+// Kind of a loaded value, for messages: "a dict", "an int".
+std::string kind_of(const c10::IValue& v) {
+  if (v.isGenericDict()) return "a dict";
+  if (v.isNone()) return "None";
+  if (v.isInt()) return "an int";
+  if (v.isDouble()) return "a float";
+  if (v.isBool()) return "a bool";
+  if (v.isString()) return "a string";
+  if (v.isTuple()) return "a tuple";
+  if (v.isList()) return "a list";
+  if (v.isObject()) return "an object";
+  return std::string("a ") + v.tagKind();
+}
+
+// --inputs FILE: the forward's arguments saved by torch.save / torch::pickle_save: a tensor is
+// one argument, a tuple or list of tensors one argument each. Tensors come back on the CPU,
+// detached (as --input's random ones: no gradient flows into the inputs).
+std::vector<torch::Tensor> load_inputs_file(const std::string& path) {
+  const std::string how =
+      "pass a tensor, or a tuple or list of tensors (one per forward argument), saved in Python "
+      "with torch.save((x, y), \"inputs.pt\") (or torch.save(x, \"inputs.pt\") for one argument)";
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0)
+    fail("cannot open --inputs '" + path + "': no such file; " + how);
+  if (!S_ISREG(st.st_mode)) fail("--inputs '" + path + "' is not a file; " + how);
+  std::ifstream f(path, std::ios::binary);
+  std::vector<char> data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (!f.good() && !f.eof()) fail("cannot read --inputs '" + path + "'; check its permissions");
+  if (data.size() >= sizeof kLegacySaveMagic &&
+      std::equal(std::begin(kLegacySaveMagic), std::end(kLegacySaveMagic),
+                 reinterpret_cast<const unsigned char*>(data.data()))) {
+    fail("--inputs '" + path +
+         "' is in torch.save's legacy format (_use_new_zipfile_serialization=False), which "
+         "LibTorch cannot read; save it again with torch.save's default format");
+  }
+  c10::IValue value;
+  try {
+    value = torch::pickle_load(data);
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    what = what.substr(0, what.find('\n'));
+    // LibTorch 1.x's unpickler lacks APPEND and SETITEM, which Python writes for a list of one
+    // element and a dict of one key.
+    const std::string old_unpickler =
+        what.find("Unknown opcode") != std::string::npos
+            ? "; this LibTorch cannot read every pickle opcode Python writes (LibTorch 1.x: a "
+              "list of one element or a dict of one key), save a tensor or a tuple"
+            : "";
+    fail("cannot read --inputs '" + path + "' as saved tensors (" + what + ")" + old_unpickler +
+         "; " + how);
+  }
+  std::vector<c10::IValue> items;
+  if (value.isTensor()) {
+    items.push_back(value);
+  } else if (value.isTuple()) {
+    items = value.toTupleRef().elements().vec();
+  } else if (value.isList()) {
+    items = value.toList().vec();
+  } else {
+    fail("--inputs '" + path + "' holds " + kind_of(value) + "; " + how);
+  }
+  if (items.empty())
+    fail("--inputs '" + path + "' holds an empty " + kind_of(value).substr(2) + "; " + how);
+  std::vector<torch::Tensor> tensors;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (!items[i].isTensor() || !items[i].toTensor().defined()) {
+      fail("--inputs '" + path + "': element " + std::to_string(i) + " of the " +
+           kind_of(value).substr(2) + " is " + kind_of(items[i]) + ", not a tensor; " + how);
+    }
+    tensors.push_back(items[i].toTensor().detach());
+  }
+  return tensors;
 }
 
 std::string schema_of(torch::jit::Module& m) {
@@ -257,9 +366,14 @@ int run(int argc, char** argv) {
          "torch.jit.save");
   }
   if (!S_ISREG(st.st_mode)) fail("MODEL '" + o.model + "' is not a file");
-  if (o.inputs.empty()) {
-    fail("no --input given: pass one --input SHAPE[:DTYPE] per argument of the model's forward");
+  if (o.inputs.empty() && o.inputs_file.empty()) {
+    fail(
+        "no --input given: pass one --input SHAPE[:DTYPE] per argument of the model's forward, "
+        "or --inputs FILE with saved tensors");
   }
+  // Read before the model, so that a bad file fails fast.
+  std::vector<torch::Tensor> loaded;
+  if (!o.inputs_file.empty()) loaded = load_inputs_file(o.inputs_file);
   torch::Device device(torch::kCPU);
   if (o.device == "cuda") {
     if (!torch::cuda::is_available()) {
@@ -297,14 +411,18 @@ int run(int argc, char** argv) {
     for (size_t i = 1; i < args.size(); ++i) {
       if (!args[i].default_value()) ++required;
     }
-    const size_t given = o.inputs.size();
+    const size_t given = o.inputs_file.empty() ? o.inputs.size() : loaded.size();
     if (given < required || given + 1 > args.size()) {
       fail("the model's forward takes " + std::to_string(required) +
            (args.size() - 1 > required ? " to " + std::to_string(args.size() - 1) : "") +
-           " arguments, " + std::to_string(given) + " --input given; its schema is " + schema);
+           " arguments, " + std::to_string(given) +
+           (o.inputs_file.empty() ? " --input given"
+                                  : " tensors in --inputs '" + o.inputs_file + "'") +
+           "; its schema is " + schema);
     }
   }
   std::vector<c10::IValue> inputs;
+  std::string shapes;  // the inputs as --input writes them, for messages
   {
     torch::NoGradGuard no_grad;
     torch::manual_seed(0);
@@ -316,10 +434,17 @@ int run(int argc, char** argv) {
               : (in.dtype == torch::kBool ? torch::randint(0, 2, in.shape, opts)
                                           : torch::randint(0, o.int_max, in.shape, opts));
       inputs.emplace_back(t);
+      shapes += (shapes.empty() ? "" : ", ") + in.text;
     }
+    for (const torch::Tensor& t : loaded) {
+      inputs.emplace_back(t.to(device));
+      shapes += (shapes.empty() ? "" : ", ") + describe(t);
+    }
+    if (!loaded.empty()) shapes += " from " + o.inputs_file;
   }
   int64_t batch = 0;
-  if (!o.inputs.empty() && !o.inputs[0].shape.empty()) batch = o.inputs[0].shape[0];
+  const torch::Tensor& first = inputs[0].toTensor();
+  if (first.dim() > 0) batch = first.size(0);
 
   auto forward = [&]() -> c10::IValue {
     try {
@@ -332,8 +457,6 @@ int run(int argc, char** argv) {
       std::stringstream ss(what);
       std::string line, head;
       for (int n = 0; n < 6 && std::getline(ss, line); ++n) head += "\n    " + line;
-      std::string shapes;
-      for (const InputSpec& in : o.inputs) shapes += (shapes.empty() ? "" : ", ") + in.text;
       fail("the model's forward rejected the inputs (" + shapes + "); its schema is " + schema +
            ". LibTorch said:" + head);
     }
