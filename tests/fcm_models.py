@@ -12,9 +12,11 @@
 # (it has no formula for _scaled_dot_product_flash_attention_for_cpu), oneDNN off (it scores
 # mkldnn_rnn_layer 0). flopsprof runs the saved model as LibTorch does by default.
 #
-# One more check (by name, like the models; run with them by default): `inputs_file` feeds a model
+# Two more checks (by name, like the models; run with them by default): `inputs_file` feeds a model
 # its argument from Python torch.save files (a tensor, a tuple, a list: the counts equal --input's;
-# a dict and the legacy format are refused).
+# a dict and the legacy format are refused); `lstm_backward` profiles a scripted LSTM training step
+# (--backward: oneDNN's mkldnn_rnn_layer and mkldnn_rnn_layer_backward) against FCM's forward and
+# backward FLOPs of the unfused LSTM.
 import json
 import os
 import subprocess
@@ -256,7 +258,71 @@ def check_inputs_file(binary, workdir):
     return errors
 
 
-CHECKS = {"inputs_file": check_inputs_file}
+class LSTMWithState(torch.nn.Module):
+    """TinyLSTM with a learned initial state: h0 requires grad, so the unfused backward computes
+    every gradient GEMM oneDNN's backward does (with h0 = zeros it skips the one for h0)."""
+
+    def __init__(self, vocab=100, d=32, hidden=48, layers=2):
+        super().__init__()
+        self.embed = torch.nn.Embedding(vocab, d)
+        self.lstm = torch.nn.LSTM(d, hidden, num_layers=layers, batch_first=True)
+        self.h0 = torch.nn.Parameter(torch.randn(layers, 1, hidden))
+        self.c0 = torch.nn.Parameter(torch.randn(layers, 1, hidden))
+        self.fc = torch.nn.Linear(hidden, 10)
+
+    def forward(self, tokens):
+        b = tokens.shape[0]
+        state = (self.h0.expand(-1, b, -1).contiguous(), self.c0.expand(-1, b, -1).contiguous())
+        out, _ = self.lstm(self.embed(tokens), state)
+        return self.fc(out[:, -1])
+
+
+def fcm_training_step(model, inputs):
+    """FCM's FLOPs of the forward and of the backward (loss = sum of the outputs, as --backward),
+    oneDNN off: the unfused LSTM's mm/addmm and their backward."""
+    with torch.backends.mkldnn.flags(enabled=False):
+        with FlopCounterMode(display=False) as fwd:
+            out = model(*inputs)
+        loss = out.sum()
+        with FlopCounterMode(display=False) as bwd:
+            loss.backward()
+    return fwd.get_total_flops(), bwd.get_total_flops()
+
+
+def check_lstm_backward(binary, workdir):
+    """A scripted LSTM training step: 2 x our forward MACs == FCM's forward FLOPs and 2 x our
+    backward MACs (mkldnn_rnn_layer_backward: twice the forward GEMMs) == FCM's backward FLOPs."""
+    errors = []
+    shape = (2, 16)
+    fwd = bwd = fcm_fwd = fcm_bwd = skipped = 0
+    for name, ctor in (("lstm_state", LSTMWithState), ("lstm_zero_state", TinyLSTM)):
+        torch.manual_seed(0)
+        model = ctor().train()
+        tokens = torch.randint(0, 2, shape)
+        path = os.path.join(workdir, f"backward_{name}.pt")
+        save(model, [tokens], "script", path)
+        fcm_fwd, fcm_bwd = fcm_training_step(model, [tokens])
+        code, err, prof = run_json(binary, path, ["--input", "2x16:int64", "--backward"],
+                                   os.path.join(workdir, f"backward_{name}.json"))
+        if code != 0:
+            errors.append(f"{name}: flopsprof exited {code}: {err}")
+            continue
+        fwd, bwd = 2 * prof["summary"]["fwd_macs"], 2 * prof["summary"]["bwd_macs"]
+        # oneDNN's backward computes the gradient for h0 too; the unfused one only when h0
+        # requires grad: with h0 = zeros, FCM counts one mm grad[B,4H] x w_hh[4H,H] per layer less
+        lstm = model.lstm
+        skipped = 0 if name == "lstm_state" else \
+            lstm.num_layers * 2 * shape[0] * 4 * lstm.hidden_size * lstm.hidden_size
+        print(f"    {name}: forward 2 x MACs {fwd} FCM {fcm_fwd}; backward 2 x MACs {bwd} "
+              f"FCM {fcm_bwd} (+ {skipped} for h0's gradient)")
+        if fwd != fcm_fwd:
+            errors.append(f"{name}: forward 2 x MACs {fwd} != FCM {fcm_fwd}")
+        if bwd != fcm_bwd + skipped:
+            errors.append(f"{name}: backward 2 x MACs {bwd} != FCM {fcm_bwd} + {skipped}")
+    return errors
+
+
+CHECKS = {"inputs_file": check_inputs_file, "lstm_backward": check_lstm_backward}
 
 
 def main():
