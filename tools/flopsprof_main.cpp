@@ -355,11 +355,16 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-int run(int argc, char** argv) {
-  const Options o = parse_args(argc, argv);
-  auto progress = [&](const std::string& s) {
-    if (!o.quiet) std::cerr << "flopsprof: " << s << std::endl;
-  };
+// Seconds with three decimals at most, for progress lines: "0.021".
+std::string seconds_text(double s) { return std::to_string(s).substr(0, 5); }
+
+void progress(const Options& o, const std::string& s) {
+  if (!o.quiet) std::cerr << "flopsprof: " << s << std::endl;
+}
+
+// What can be checked before LibTorch loads anything: the model file exists, the forward's
+// arguments are given one way or the other.
+void check_model_and_inputs_given(const Options& o) {
   struct stat st {};
   if (stat(o.model.c_str(), &st) != 0) {
     fail("cannot open MODEL '" + o.model + "': no such file; pass the path of a file saved with " +
@@ -371,9 +376,10 @@ int run(int argc, char** argv) {
         "no --input given: pass one --input SHAPE[:DTYPE] per argument of the model's forward, "
         "or --inputs FILE with saved tensors");
   }
-  // Read before the model, so that a bad file fails fast.
-  std::vector<torch::Tensor> loaded;
-  if (!o.inputs_file.empty()) loaded = load_inputs_file(o.inputs_file);
+}
+
+// The device (--device), the intra-op threads (--threads), and the JIT settings --help describes.
+torch::Device set_up_runtime(const Options& o) {
   torch::Device device(torch::kCPU);
   if (o.device == "cuda") {
     if (!torch::cuda::is_available()) {
@@ -386,8 +392,11 @@ int run(int argc, char** argv) {
   // See --help: the ops run as saved, nothing is compiled.
   torch::jit::setGraphExecutorOptimize(false);
   torch::jit::setTensorExprFuserEnabled(false);
+  return device;
+}
 
-  auto t0 = std::chrono::steady_clock::now();
+// The TorchScript module on `device`, in eval mode unless --backward.
+torch::jit::Module load_model(const Options& o, torch::Device device) {
   torch::jit::Module module;
   try {
     module = torch::jit::load(o.model, device);
@@ -398,71 +407,71 @@ int run(int argc, char** argv) {
          "); pass a file saved with torch.jit.save of a scripted or traced module");
   }
   if (!o.backward) module.eval();
-  flopsprof::JitModel model(module);
-  progress("loaded " + o.model + " in " + std::to_string(seconds_since(t0)).substr(0, 5) + " s");
+  return module;
+}
 
-  // Inputs: checked against the schema before anything runs.
-  const std::string schema = schema_of(module);
-  {
-    auto method = module.find_method("forward");
-    if (!method) fail("MODEL '" + o.model + "' has no forward method; export a module with one");
-    const auto& args = method->function().getSchema().arguments();
-    size_t required = 0;
-    for (size_t i = 1; i < args.size(); ++i) {
-      if (!args[i].default_value()) ++required;
-    }
-    const size_t given = o.inputs_file.empty() ? o.inputs.size() : loaded.size();
-    if (given < required || given + 1 > args.size()) {
-      fail("the model's forward takes " + std::to_string(required) +
-           (args.size() - 1 > required ? " to " + std::to_string(args.size() - 1) : "") +
-           " arguments, " + std::to_string(given) +
-           (o.inputs_file.empty() ? " --input given"
-                                  : " tensors in --inputs '" + o.inputs_file + "'") +
-           "; its schema is " + schema);
-    }
+// Fails, quoting the schema, unless the forward takes `given` arguments.
+void check_argument_count(torch::jit::Module& module, const Options& o, size_t given,
+                          const std::string& schema) {
+  auto method = module.find_method("forward");
+  if (!method) fail("MODEL '" + o.model + "' has no forward method; export a module with one");
+  const auto& args = method->function().getSchema().arguments();
+  size_t required = 0;
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (!args[i].default_value()) ++required;
   }
-  std::vector<c10::IValue> inputs;
-  std::string shapes;  // the inputs as --input writes them, for messages
-  {
-    torch::NoGradGuard no_grad;
-    torch::manual_seed(0);
-    for (const InputSpec& in : o.inputs) {
-      auto opts = torch::TensorOptions().dtype(in.dtype).device(device);
-      torch::Tensor t =
-          at::isFloatingType(in.dtype)
-              ? torch::randn(in.shape).to(opts)
-              : (in.dtype == torch::kBool ? torch::randint(0, 2, in.shape, opts)
-                                          : torch::randint(0, o.int_max, in.shape, opts));
-      inputs.emplace_back(t);
-      shapes += (shapes.empty() ? "" : ", ") + in.text;
-    }
-    for (const torch::Tensor& t : loaded) {
-      inputs.emplace_back(t.to(device));
-      shapes += (shapes.empty() ? "" : ", ") + describe(t);
-    }
-    if (!loaded.empty()) shapes += " from " + o.inputs_file;
+  if (given < required || given + 1 > args.size()) {
+    fail("the model's forward takes " + std::to_string(required) +
+         (args.size() - 1 > required ? " to " + std::to_string(args.size() - 1) : "") +
+         " arguments, " + std::to_string(given) +
+         (o.inputs_file.empty() ? " --input given"
+                                : " tensors in --inputs '" + o.inputs_file + "'") +
+         "; its schema is " + schema);
   }
-  int64_t batch = 0;
-  const torch::Tensor& first = inputs[0].toTensor();
-  if (first.dim() > 0) batch = first.size(0);
+}
 
-  auto forward = [&]() -> c10::IValue {
-    try {
-      return model.forward(inputs);
-    } catch (const flopsprof::Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      std::string what = e.what();
-      // TorchScript's messages carry the whole traceback: keep the first lines.
-      std::stringstream ss(what);
-      std::string line, head;
-      for (int n = 0; n < 6 && std::getline(ss, line); ++n) head += "\n    " + line;
-      fail("the model's forward rejected the inputs (" + shapes + "); its schema is " + schema +
-           ". LibTorch said:" + head);
-    }
-  };
-  auto step = [&] {
-    if (!o.backward) {
+// The forward's arguments on the device, and how messages show them.
+struct Inputs {
+  std::vector<c10::IValue> values;
+  std::string shown;  // as --input writes them: "2x16, 2x16:int64" (+ " from FILE")
+  int64_t batch = 0;  // the first argument's first dimension; 0: none
+};
+
+// Random tensors of the --input shapes (seeded: every run gets the same), or the `loaded` ones.
+Inputs make_inputs(const Options& o, const std::vector<torch::Tensor>& loaded,
+                   torch::Device device) {
+  Inputs in;
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(0);
+  for (const InputSpec& spec : o.inputs) {
+    auto opts = torch::TensorOptions().dtype(spec.dtype).device(device);
+    torch::Tensor t =
+        at::isFloatingType(spec.dtype)
+            ? torch::randn(spec.shape).to(opts)
+            : (spec.dtype == torch::kBool ? torch::randint(0, 2, spec.shape, opts)
+                                          : torch::randint(0, o.int_max, spec.shape, opts));
+    in.values.emplace_back(t);
+    in.shown += (in.shown.empty() ? "" : ", ") + spec.text;
+  }
+  for (const torch::Tensor& t : loaded) {
+    in.values.emplace_back(t.to(device));
+    in.shown += (in.shown.empty() ? "" : ", ") + describe(t);
+  }
+  if (!loaded.empty()) in.shown += " from " + o.inputs_file;
+  const torch::Tensor& first = in.values[0].toTensor();
+  if (first.dim() > 0) in.batch = first.size(0);
+  return in;
+}
+
+// One forward, or one training step with --backward: what warm-up, the profile and the timed runs
+// each repeat.
+class Step {
+ public:
+  Step(const Options& o, flopsprof::JitModel& model, const Inputs& inputs, std::string schema)
+      : o_(o), model_(model), inputs_(inputs), schema_(std::move(schema)) {}
+
+  void operator()() {
+    if (!o_.backward) {
       torch::NoGradGuard no_grad;
       forward();
       return;
@@ -479,29 +488,58 @@ int run(int argc, char** argv) {
           "without --backward");
     }
     loss.backward();
-  };
+  }
 
+ private:
+  c10::IValue forward() {
+    try {
+      return model_.forward(inputs_.values);
+    } catch (const flopsprof::Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      std::string what = e.what();
+      // TorchScript's messages carry the whole traceback: keep the first lines.
+      std::stringstream ss(what);
+      std::string line, head;
+      for (int n = 0; n < 6 && std::getline(ss, line); ++n) head += "\n    " + line;
+      fail("the model's forward rejected the inputs (" + inputs_.shown + "); its schema is " +
+           schema_ + ". LibTorch said:" + head);
+    }
+  }
+
+  const Options& o_;
+  flopsprof::JitModel& model_;
+  const Inputs& inputs_;
+  std::string schema_;
+};
+
+// --warmup steps, then the gradients they left cleared (the profiled step starts from none).
+void warm_up(const Options& o, Step& step, torch::jit::Module& module) {
   for (int i = 0; i < o.warmup; ++i) {
     auto tw = std::chrono::steady_clock::now();
     step();
-    progress("warm-up " + std::to_string(i + 1) + "/" + std::to_string(o.warmup) + " " +
-             std::to_string(seconds_since(tw)).substr(0, 5) + " s");
+    progress(o, "warm-up " + std::to_string(i + 1) + "/" + std::to_string(o.warmup) + " " +
+                    seconds_text(seconds_since(tw)) + " s");
   }
   if (o.backward) {
     for (at::Tensor p : module.parameters()) p.mutable_grad() = torch::Tensor();
   }
+}
 
-  flopsprof::ProfilerOptions popts;
-  popts.batch_size = batch;
-  flopsprof::FlopsProfiler prof(model.tree(), popts);
-  {
-    flopsprof::JitObserver observer = model.observe();  // before start_profile: see observe()
-    prof.start_profile();
-    auto tp = std::chrono::steady_clock::now();
-    step();
-    prof.stop_profile();
-    progress("profiled in " + std::to_string(seconds_since(tp)).substr(0, 5) + " s");
-  }
+// The profiled step, with the module hierarchy observed.
+void profile_step(const Options& o, Step& step, flopsprof::JitModel& model,
+                  flopsprof::FlopsProfiler& prof) {
+  flopsprof::JitObserver observer = model.observe();  // before start_profile: see observe()
+  prof.start_profile();
+  auto tp = std::chrono::steady_clock::now();
+  step();
+  prof.stop_profile();
+  progress(o, "profiled in " + seconds_text(seconds_since(tp)) + " s");
+}
+
+// Warnings when the per-module counts cannot be trusted: no submodules, no hierarchy, or
+// hierarchy names that are no module of the loaded tree.
+void warn_about_hierarchy(torch::jit::Module& module, flopsprof::JitModel& model) {
   const auto stats = model.hierarchy_stats();
   if (module.named_children().size() == 0) {
     std::cerr << "flopsprof: warning: the model has no submodules (torch.jit.freeze inlines them): "
@@ -514,17 +552,24 @@ int run(int argc, char** argv) {
     std::cerr << "flopsprof: warning: the hierarchy names '" << u
               << "', which is no module of the loaded tree; its ops go to its parent\n";
   }
+}
 
+// Seconds of each of --runs unprofiled steps.
+std::vector<double> time_runs(const Options& o, Step& step, torch::Device device) {
   std::vector<double> times;
   for (int i = 0; i < o.runs; ++i) {
     auto tr = std::chrono::steady_clock::now();
     step();
     if (device.is_cuda()) torch::cuda::synchronize();
     times.push_back(seconds_since(tr));
-    progress("run " + std::to_string(i + 1) + "/" + std::to_string(o.runs));
+    progress(o, "run " + std::to_string(i + 1) + "/" + std::to_string(o.runs));
   }
+  return times;
+}
 
-  // Everything is produced before anything is written.
+// The --json/--html/--trace files, then the text report and the median latency on stdout.
+// Everything is produced before anything is written.
+void write_outputs(const Options& o, flopsprof::FlopsProfiler& prof, std::vector<double> times) {
   const std::string text = prof.model_profile_string(1, o.depth, o.top, true);
   std::string json, html, trace;
   if (!o.json.empty()) json = prof.to_json();
@@ -543,6 +588,34 @@ int run(int argc, char** argv) {
               << (o.backward ? " training steps" : " forwards") << " (unprofiled): " << median * 1e3
               << " ms\n";
   }
+}
+
+int run(int argc, char** argv) {
+  const Options o = parse_args(argc, argv);
+  check_model_and_inputs_given(o);
+  // Read before the model, so that a bad file fails fast.
+  std::vector<torch::Tensor> loaded;
+  if (!o.inputs_file.empty()) loaded = load_inputs_file(o.inputs_file);
+  const torch::Device device = set_up_runtime(o);
+
+  auto t0 = std::chrono::steady_clock::now();
+  torch::jit::Module module = load_model(o, device);
+  flopsprof::JitModel model(module);
+  progress(o, "loaded " + o.model + " in " + seconds_text(seconds_since(t0)) + " s");
+  // Inputs: checked against the schema before anything runs.
+  const std::string schema = schema_of(module);
+  check_argument_count(module, o, o.inputs_file.empty() ? o.inputs.size() : loaded.size(), schema);
+  const Inputs inputs = make_inputs(o, loaded, device);
+  Step step(o, model, inputs, schema);
+
+  warm_up(o, step, module);
+  flopsprof::ProfilerOptions popts;
+  popts.batch_size = inputs.batch;
+  flopsprof::FlopsProfiler prof(model.tree(), popts);
+  profile_step(o, step, model, prof);
+  warn_about_hierarchy(module, model);
+  std::vector<double> times = time_runs(o, step, device);
+  write_outputs(o, prof, std::move(times));
   return 0;
 }
 
