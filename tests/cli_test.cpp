@@ -8,9 +8,11 @@
 #include <sstream>
 #include <string>
 
+#include <caffe2/serialize/inline_container.h>
 #include <gtest/gtest.h>
 #include <torch/script.h>
 #include <torch/torch.h>
+#include <torch/version.h>
 #include <nlohmann/json.hpp>
 
 #ifndef FLOPSPROF_CLI
@@ -73,6 +75,47 @@ std::string save_net() {
   return path;
 }
 
+// Two arguments: `Pair` with `a` (a `Proj`, 16 -> 8) and `b` (4 -> 8):
+// forward(x[B,16], y[B,4]) = a(x) + b(y).
+std::string save_pair() {
+  const std::string path = dir() + "/pair.pt";
+  if (exists(path)) return path;
+  torch::NoGradGuard no_grad;
+  auto proj = [](int64_t in, int64_t out) {
+    torch::jit::Module m("Proj");
+    m.register_parameter("weight", torch::randn({out, in}).requires_grad_(), false);
+    m.register_parameter("bias", torch::randn({out}).requires_grad_(), false);
+    m.define("def forward(self, x):\n  return torch.addmm(self.bias, x, self.weight.t())\n");
+    return m;
+  };
+  torch::jit::Module pair("Pair");
+  pair.register_module("a", proj(16, 8));
+  pair.register_module("b", proj(4, 8));
+  pair.define("def forward(self, x, y):\n  return self.a.forward(x) + self.b.forward(y)\n");
+  pair.save(path);
+  return path;
+}
+
+// Writes `value` as torch.save does (the zip format; torch::pickle_save), returns the path.
+std::string save_value(const std::string& name, const c10::IValue& value) {
+  const std::string path = dir() + "/" + name;
+  const std::vector<char> data = torch::pickle_save(value);
+  std::ofstream(path, std::ios::binary)
+      .write(data.data(), static_cast<std::streamsize>(data.size()));
+  return path;
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream f(path);
+  return nlohmann::json::parse(f);
+}
+
+std::map<std::string, nlohmann::json> modules_of(const nlohmann::json& j) {
+  std::map<std::string, nlohmann::json> m;
+  for (const auto& x : j["modules"]) m[x["name"].get<std::string>()] = x;
+  return m;
+}
+
 TEST(Cli, HelpSaysWhatIsDisabled) {
   CliRun r = run("--help");
   EXPECT_EQ(r.code, 0);
@@ -122,6 +165,54 @@ TEST(Cli, PerModuleMacsParamsAndFiles) {
   EXPECT_EQ(r.out.find("placement inferred"), std::string::npos) << r.out;
 }
 
+TEST(Cli, InputsFileHoldingOneTensor) {
+  const std::string inputs = save_value("one.pt", torch::randn({3, 16}));
+  const std::string json = dir() + "/one.json";
+  CliRun r = run(save_net() + " --inputs " + inputs + " --json " + json);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("batch size per device:"), std::string::npos) << r.out;
+  const nlohmann::json j = read_json(json);
+  EXPECT_EQ(j["summary"]["batch_size"], 3);  // the tensor's first dimension
+  auto m = modules_of(j);
+  // as with --input 3x16: addmm(bias, x[3,16], w^T[16,out]): MACs = 3*16*out
+  EXPECT_EQ(m["enc.proj"]["macs"], 3 * 16 * 16);  // 768
+  EXPECT_EQ(m["head"]["macs"], 3 * 16 * 4);       // 192
+  EXPECT_EQ(m[""]["macs"], 3 * 16 * 16 + 3 * 16 * 4);
+}
+
+TEST(Cli, InputsFileHoldingATupleOrAListIsOneArgumentEach) {
+  const torch::Tensor x = torch::randn({5, 16}), y = torch::randn({5, 4});
+  c10::List<at::Tensor> list;
+  list.push_back(x);
+  list.push_back(y);
+  const std::string tuple_file =
+      save_value("tuple.pt", c10::ivalue::Tuple::create(std::vector<c10::IValue>{x, y}));
+  const std::string list_file = save_value("list.pt", list);
+  const std::string shapes_json = dir() + "/pair_shapes.json";
+  CliRun by_shape = run(save_pair() + " --input 5x16 --input 5x4 --json " + shapes_json);
+  ASSERT_EQ(by_shape.code, 0) << by_shape.out;
+  for (const std::string& file : {tuple_file, list_file}) {
+    const std::string json = file + ".json";
+    CliRun r = run(save_pair() + " --inputs " + file + " --json " + json);
+    ASSERT_EQ(r.code, 0) << r.out;
+    const nlohmann::json j = read_json(json);
+    EXPECT_EQ(j["summary"]["batch_size"], 5) << file;
+    auto m = modules_of(j);
+    // a: addmm(bias, x[5,16], w^T[16,8]): 5*16*8 = 640 MACs; b: y[5,4] x [4,8]: 5*4*8 = 160
+    EXPECT_EQ(m["a"]["macs"], 5 * 16 * 8) << file;
+    EXPECT_EQ(m["b"]["macs"], 5 * 4 * 8) << file;
+    EXPECT_EQ(m[""]["macs"], 5 * 16 * 8 + 5 * 4 * 8) << file;
+    // FLOPs: 2*MACs + the bias adds (5*8 each) + the root's sum of the two (5*8)
+    EXPECT_EQ(m[""]["flops"], 2 * (640 + 160) + 3 * 5 * 8) << file;
+    // the same counts as random inputs of the same shapes
+    const auto by = modules_of(read_json(shapes_json));
+    for (const auto& [name, mod] : m) {
+      EXPECT_EQ(mod["macs"], by.at(name)["macs"]) << file << " " << name;
+      EXPECT_EQ(mod["flops"], by.at(name)["flops"]) << file << " " << name;
+    }
+  }
+}
+
 TEST(Cli, BackwardAndRuns) {
   CliRun r = run(save_net() + " --input 2x16 --backward --runs 3 --warmup 2 --depth 1 --top 2");
   ASSERT_EQ(r.code, 0) << r.out;
@@ -132,7 +223,7 @@ TEST(Cli, BackwardAndRuns) {
 void expect_error(const std::string& args, const std::string& message,
                   const std::string& not_written = "") {
   CliRun r = run(args);
-  EXPECT_NE(r.code, 0) << args << "\n" << r.out;
+  EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
   EXPECT_NE(r.out.find("flopsprof: error: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(message), std::string::npos) << "expected '" << message << "' in:\n"
                                                     << r.out;
@@ -159,6 +250,70 @@ TEST(Cli, ClearErrorsAndNothingWritten) {
   }
   expect_error(model + " --input 3x16 --json " + dir() + "/no/such/dir/x.json",
                "cannot write the JSON profile");
+}
+
+TEST(Cli, InputsFileErrorsSayWhatIsAcceptedAndWriteNothing) {
+  const std::string model = save_net();
+  const std::string json = dir() + "/never_inputs.json";
+  const std::string how = "torch.save((x, y), \"inputs.pt\")";
+  const std::string end = " --json " + json;
+  expect_error(model + " --inputs " + dir() + "/missing_inputs.pt" + end, "cannot open --inputs",
+               json);
+  expect_error(model + " --inputs " + dir() + "/missing_inputs.pt", how);
+  { std::ofstream(dir() + "/corrupt_inputs.pt") << "not a zip archive"; }
+  expect_error(model + " --inputs " + dir() + "/corrupt_inputs.pt" + end, "cannot read --inputs",
+               json);
+  expect_error(model + " --inputs " + dir() + "/corrupt_inputs.pt", how);
+  // torch.save(x, f, _use_new_zipfile_serialization=False) starts with pickle protocol 2 and
+  // this magic number; LibTorch reads only the zip format
+  {
+    const unsigned char legacy[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46,
+                                    0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19, 0x2e};
+    std::ofstream(dir() + "/legacy_inputs.pt", std::ios::binary)
+        .write(reinterpret_cast<const char*>(legacy), sizeof legacy);
+  }
+  expect_error(model + " --inputs " + dir() + "/legacy_inputs.pt" + end,
+               "legacy format (_use_new_zipfile_serialization=False)", json);
+  c10::Dict<std::string, at::Tensor> dict;
+  dict.insert("x", torch::randn({3, 16}));
+  const std::string dict_file = save_value("dict.pt", dict);
+  expect_error(model + " --inputs " + dict_file + end, "holds a dict; pass a tensor, or a tuple",
+               json);
+  expect_error(model + " --inputs " + dict_file, how);
+  const std::string ints = save_value("ints.pt", c10::List<int64_t>({3, 16}));
+  expect_error(model + " --inputs " + ints + end, "element 0 of the list is an int, not a tensor",
+               json);
+  // A list of one element as Python pickles it (EMPTY_LIST, BININT1 1, APPEND): LibTorch 1.x's
+  // unpickler has no APPEND; 2.x reads a list of an int
+  {
+    const char list_of_one[] =
+        "\x80\x02]q\x00K\x01"
+        "a.";  // split: "\x01a" would be one escape
+    caffe2::serialize::PyTorchStreamWriter writer(dir() + "/list_of_one.pt");
+    writer.writeRecord("data.pkl", list_of_one, sizeof list_of_one - 1);
+    writer.writeEndOfFile();
+  }
+  const std::string list_of_one = dir() + "/list_of_one.pt";
+  expect_error(model + " --inputs " + list_of_one + end, how, json);
+#if TORCH_VERSION_MAJOR < 2
+  expect_error(model + " --inputs " + list_of_one,
+               "(LibTorch 1.x: a list of one element or a dict of one key)");
+#else
+  expect_error(model + " --inputs " + list_of_one, "element 0 of the list is an int");
+#endif
+  const std::string empty =
+      save_value("empty.pt", c10::ivalue::Tuple::create(std::vector<c10::IValue>{}));
+  expect_error(model + " --inputs " + empty + end, "holds an empty tuple", json);
+  const std::string two = save_value("two.pt", c10::ivalue::Tuple::create(std::vector<c10::IValue>{
+                                                   torch::randn({3, 16}), torch::randn({3, 16})}));
+  expect_error(model + " --inputs " + two + end, "takes 1 arguments, 2 tensors in --inputs", json);
+  const std::string narrow = save_value("narrow.pt", torch::randn({3, 5}));
+  expect_error(model + " --inputs " + narrow + end, "rejected the inputs (3x5 from ", json);
+  const std::string one = save_value("one_more.pt", torch::randn({3, 16}));
+  expect_error(model + " --input 3x16 --inputs " + one + end, "--inputs and --input both given",
+               json);
+  expect_error(model + " --inputs " + one + " --inputs " + one, "--inputs given twice");
+  expect_error(model + " --inputs", "--inputs needs a value");
 }
 
 }  // namespace

@@ -11,6 +11,12 @@
 # the MHA/encoder fast path off (it scores _native_multi_head_attention 0), the math SDPA backend
 # (it has no formula for _scaled_dot_product_flash_attention_for_cpu), oneDNN off (it scores
 # mkldnn_rnn_layer 0). flopsprof runs the saved model as LibTorch does by default.
+#
+# Two more checks (by name, like the models; run with them by default): `inputs_file` feeds a model
+# its argument from Python torch.save files (a tensor, a tuple, a list: the counts equal --input's;
+# a dict and the legacy format are refused); `lstm_backward` profiles a scripted LSTM training step
+# (--backward: oneDNN's mkldnn_rnn_layer and mkldnn_rnn_layer_backward) against FCM's forward and
+# backward FLOPs of the unfused LSTM.
 import json
 import os
 import subprocess
@@ -202,26 +208,149 @@ def check(name, binary, workdir):
     return errors, t1 - t0, t2 - t1, our_total, total
 
 
+def run_json(binary, path, args, out_json):
+    """Runs flopsprof; returns (exit code, stderr, JSON or None)."""
+    if os.path.exists(out_json):
+        os.remove(out_json)
+    proc = subprocess.run([binary, path, *args, "--quiet", "--json", out_json],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    prof = None
+    if proc.returncode == 0:
+        with open(out_json) as f:
+            prof = json.load(f)
+    return proc.returncode, proc.stderr.strip(), prof
+
+
+def check_inputs_file(binary, workdir):
+    """--inputs with files Python's torch.save wrote: the counts equal --input's, per module."""
+    torch.manual_seed(0)
+    model = TinyLSTM().eval()
+    tokens = torch.randint(0, 100, (2, 16))
+    path = os.path.join(workdir, "inputs_file_lstm.pt")
+    save(model, [tokens], "trace", path)
+    out_json = os.path.join(workdir, "inputs_file.json")
+    errors = []
+    code, err, want = run_json(binary, path, ["--input", "2x16:int64"], out_json)
+    if code != 0:
+        return [f"--input: flopsprof exited {code}: {err}"], 0, 0
+    want_macs = {m["name"]: m["macs"] for m in want["modules"]}
+    for form, value in (("tensor", tokens), ("tuple", (tokens,)), ("list", [tokens])):
+        file = os.path.join(workdir, f"inputs_{form}.pt")
+        torch.save(value, file)
+        code, err, prof = run_json(binary, path, ["--inputs", file], out_json)
+        if code != 0:
+            errors.append(f"--inputs ({form}): flopsprof exited {code}: {err}")
+            continue
+        got = {m["name"]: m["macs"] for m in prof["modules"]}
+        if got != want_macs:
+            errors.append(f"--inputs ({form}): MACs per module {got} != --input's {want_macs}")
+        if prof["summary"]["batch_size"] != 2:
+            errors.append(f"--inputs ({form}): batch size {prof['summary']['batch_size']} != 2")
+    refused = (("dict", {"tokens": tokens}, {}, "holds a dict"),
+               ("legacy", tokens, {"_use_new_zipfile_serialization": False}, "legacy format"))
+    for form, value, kwargs, message in refused:
+        file = os.path.join(workdir, f"inputs_{form}.pt")
+        torch.save(value, file, **kwargs)
+        code, err, _ = run_json(binary, path, ["--inputs", file], out_json)
+        if code != 2 or message not in err or 'torch.save' not in err or os.path.exists(out_json):
+            errors.append(f"--inputs ({form}): exit {code}, want 2 with '{message}': {err}")
+    print(f"    inputs_file: MACs per module as --input's: {want_macs}")
+    return errors
+
+
+class LSTMWithState(torch.nn.Module):
+    """TinyLSTM with a learned initial state: h0 requires grad, so the unfused backward computes
+    every gradient GEMM oneDNN's backward does (with h0 = zeros it skips the one for h0)."""
+
+    def __init__(self, vocab=100, d=32, hidden=48, layers=2):
+        super().__init__()
+        self.embed = torch.nn.Embedding(vocab, d)
+        self.lstm = torch.nn.LSTM(d, hidden, num_layers=layers, batch_first=True)
+        self.h0 = torch.nn.Parameter(torch.randn(layers, 1, hidden))
+        self.c0 = torch.nn.Parameter(torch.randn(layers, 1, hidden))
+        self.fc = torch.nn.Linear(hidden, 10)
+
+    def forward(self, tokens):
+        b = tokens.shape[0]
+        state = (self.h0.expand(-1, b, -1).contiguous(), self.c0.expand(-1, b, -1).contiguous())
+        out, _ = self.lstm(self.embed(tokens), state)
+        return self.fc(out[:, -1])
+
+
+def fcm_training_step(model, inputs):
+    """FCM's FLOPs of the forward and of the backward (loss = sum of the outputs, as --backward),
+    oneDNN off: the unfused LSTM's mm/addmm and their backward."""
+    with torch.backends.mkldnn.flags(enabled=False):
+        with FlopCounterMode(display=False) as fwd:
+            out = model(*inputs)
+        loss = out.sum()
+        with FlopCounterMode(display=False) as bwd:
+            loss.backward()
+    return fwd.get_total_flops(), bwd.get_total_flops()
+
+
+def check_lstm_backward(binary, workdir):
+    """A scripted LSTM training step: 2 x our forward MACs == FCM's forward FLOPs and 2 x our
+    backward MACs (mkldnn_rnn_layer_backward: twice the forward GEMMs) == FCM's backward FLOPs."""
+    errors = []
+    shape = (2, 16)
+    fwd = bwd = fcm_fwd = fcm_bwd = skipped = 0
+    for name, ctor in (("lstm_state", LSTMWithState), ("lstm_zero_state", TinyLSTM)):
+        torch.manual_seed(0)
+        model = ctor().train()
+        tokens = torch.randint(0, 2, shape)
+        path = os.path.join(workdir, f"backward_{name}.pt")
+        save(model, [tokens], "script", path)
+        fcm_fwd, fcm_bwd = fcm_training_step(model, [tokens])
+        code, err, prof = run_json(binary, path, ["--input", "2x16:int64", "--backward"],
+                                   os.path.join(workdir, f"backward_{name}.json"))
+        if code != 0:
+            errors.append(f"{name}: flopsprof exited {code}: {err}")
+            continue
+        fwd, bwd = 2 * prof["summary"]["fwd_macs"], 2 * prof["summary"]["bwd_macs"]
+        # oneDNN's backward computes the gradient for h0 too; the unfused one only when h0
+        # requires grad: with h0 = zeros, FCM counts one mm grad[B,4H] x w_hh[4H,H] per layer less
+        lstm = model.lstm
+        skipped = 0 if name == "lstm_state" else \
+            lstm.num_layers * 2 * shape[0] * 4 * lstm.hidden_size * lstm.hidden_size
+        print(f"    {name}: forward 2 x MACs {fwd} FCM {fcm_fwd}; backward 2 x MACs {bwd} "
+              f"FCM {fcm_bwd} (+ {skipped} for h0's gradient)")
+        if fwd != fcm_fwd:
+            errors.append(f"{name}: forward 2 x MACs {fwd} != FCM {fcm_fwd}")
+        if bwd != fcm_bwd + skipped:
+            errors.append(f"{name}: backward 2 x MACs {bwd} != FCM {fcm_bwd} + {skipped}")
+    return errors
+
+
+CHECKS = {"inputs_file": check_inputs_file, "lstm_backward": check_lstm_backward}
+
+
 def main():
     if len(sys.argv) < 3:
         print(__doc__ or "usage: fcm_models.py FLOPSPROF_BIN WORKDIR [MODEL...]")
         return 2
     binary, workdir = sys.argv[1], sys.argv[2]
-    names = sys.argv[3:] or list(MODELS)
+    names = sys.argv[3:] or list(MODELS) + list(CHECKS)
     os.makedirs(workdir, exist_ok=True)
     print(f"torch {torch.__version__}; {len(names)} models")
     failed = 0
     for name in names:
-        errors, t_py, t_fp, ours, fcm = check(name, binary, workdir)
-        status = "ok" if not errors else "FAILED"
-        print(f"{name}: {status}: 2 x MACs {ours} FCM {fcm} (python {t_py:.1f} s, "
-              f"flopsprof {t_fp:.1f} s)", flush=True)
+        if name in CHECKS:
+            t0 = time.time()
+            errors = CHECKS[name](binary, workdir)
+            status = "ok" if not errors else "FAILED"
+            print(f"{name}: {status} ({time.time() - t0:.1f} s)", flush=True)
+        else:
+            errors, t_py, t_fp, ours, fcm = check(name, binary, workdir)
+            status = "ok" if not errors else "FAILED"
+            print(f"{name}: {status}: 2 x MACs {ours} FCM {fcm} (python {t_py:.1f} s, "
+                  f"flopsprof {t_fp:.1f} s)", flush=True)
         for e in errors[:20]:
             print("   ", e)
         if len(errors) > 20:
             print(f"    ... {len(errors) - 20} more")
         failed += bool(errors)
-    print(f"{len(names) - failed}/{len(names)} models match FlopCounterMode")
+    print(f"{len(names) - failed}/{len(names)} models and checks match FlopCounterMode")
     return 1 if failed else 0
 
 

@@ -31,6 +31,43 @@ TEST(FusedFormula, MkldnnLstmLayerIsBothCellLinearsPerStep) {
   EXPECT_EQ(c->flops, 2 * macs + 2 * 5 * 2 * 24);  // both biases
 }
 
+TEST(FusedFormula, MkldnnLstmLayerBackwardIsTwiceTheForwardGemms) {
+  // The backward of the layer above: input [T=5, B=2, I=8], hidden 6, 4 gates.
+  Args a;
+  a.tensor({5, 2, 8}).tensor({24, 8}).tensor({24, 6}).tensor({24}).tensor({24});
+  a.tensor({1, 2, 6}).tensor({1, 2, 6});                    // hx, cx
+  a.tensor({5, 2, 6}).tensor({1, 2, 6}).tensor({1, 2, 6});  // output, hy, cy
+  a.tensor({5, 2, 6}).undefined().undefined();              // grad_output, grad_hy, grad_cy
+  a.b(false).i(2).i(6).i(1).b(true).b(true).b(false).list({}).b(false).tensor({4096});
+  auto c = compute_flops("aten::mkldnn_rnn_layer_backward", a.inputs());
+  ASSERT_TRUE(c);
+  // forward GEMMs 5*2*24*(8 + 6) = 3360 MACs; each gives a gradient GEMM for its input (x, h)
+  // and one for its weight: 2 * 3360 = 6720
+  const uint64_t macs = 2 * (5 * 2 * 24 * (8 + 6));
+  EXPECT_EQ(c->macs, macs);
+  EXPECT_EQ(c->macs, 6720u);
+  // bias gradients: the 24 gate gradients summed over 5*2 rows, for b_ih and b_hh
+  EXPECT_EQ(c->flops, 2 * macs + 2 * 5 * 2 * 24);
+
+  // Without biases (has_biases false): the GEMMs alone. A GRU (mode 3, 3 gates: 18 rows of w).
+  Args g;
+  g.tensor({2, 3, 4}).tensor({18, 4}).tensor({18, 6}).undefined().undefined();
+  g.tensor({1, 3, 6}).undefined().tensor({2, 3, 6}).tensor({1, 3, 6}).undefined();
+  g.tensor({2, 3, 6}).undefined().undefined();
+  g.b(false).i(3).i(6).i(1).b(false).b(true).b(false).list({}).b(false).tensor({1});
+  auto d = compute_flops("aten::mkldnn_rnn_layer_backward", g.inputs());
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->macs, 2u * (2 * 3 * 18 * (4 + 6)));
+  EXPECT_EQ(d->flops, 2 * d->macs);
+
+  // Not understood (w_ih's columns are not the input's features): n/a, never 0.
+  Args bad;
+  bad.tensor({5, 2, 8}).tensor({24, 7}).tensor({24, 6});
+  for (int k = 3; k < 14; ++k) bad.undefined();
+  bad.i(2);
+  EXPECT_FALSE(compute_flops("aten::mkldnn_rnn_layer_backward", bad.inputs()));
+}
+
 TEST(FusedFormula, NativeMultiHeadAttentionIsProjectionsAndScores) {
   // query [B=2, L=3, D=8], key/value [2, S=5, 8], 2 heads
   Args a;

@@ -15,6 +15,7 @@
 #include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/cuda.h>
 #include <torch/script.h>
+#include <torch/serialize.h>
 
 #include "flopsprof/error.h"
 #include "flopsprof/jit.h"
@@ -36,6 +37,11 @@ options:
                          Random values: normal floats; integers in [0, --int-max).
                          dtypes: float32 (default), float64, float16, bfloat16, int64, int32,
                          int16, int8, uint8, bool
+  --inputs FILE          the forward's arguments from saved tensors instead of --input: a tensor
+                         (one argument) or a tuple or list of tensors (one argument each), saved
+                         with Python's torch.save((x, y), "inputs.pt") in its default (zip)
+                         format or with C++'s torch::pickle_save. Values, shapes and dtypes as
+                         saved; the report's batch size is the first tensor's first dimension
   --int-max N            upper bound (exclusive) of random integer inputs (default 2: valid token
                          ids, masks and class indices for any model)
   --depth N              module depth of the aggregated section (default -1: all)
@@ -63,6 +69,7 @@ the unoptimized graph. The model runs in eval mode under no_grad unless --backwa
 examples:
   flopsprof resnet50.pt --input 1x3x224x224
   flopsprof bert.pt --input 1x128:int64 --int-max 30000 --depth 2 --top 3 --json bert.json
+  flopsprof bert.pt --inputs batch.pt --json bert.json
   flopsprof model.pt --input 8x3x64x64 --backward --runs 10 --html report.html
 )";
 
@@ -84,17 +91,19 @@ struct InputSpec {
   std::string text;
 };
 
+// The dtype names --input accepts; the first of each dtype is the one messages show.
+constexpr std::pair<const char*, torch::Dtype> kDtypeNames[] = {
+    {"float32", torch::kFloat},     {"float", torch::kFloat},   {"f32", torch::kFloat},
+    {"float64", torch::kDouble},    {"double", torch::kDouble}, {"f64", torch::kDouble},
+    {"float16", torch::kHalf},      {"half", torch::kHalf},     {"f16", torch::kHalf},
+    {"bfloat16", torch::kBFloat16}, {"bf16", torch::kBFloat16}, {"int64", torch::kLong},
+    {"long", torch::kLong},         {"int32", torch::kInt},     {"int", torch::kInt},
+    {"int16", torch::kShort},       {"int8", torch::kChar},     {"uint8", torch::kByte},
+    {"bool", torch::kBool},
+};
+
 torch::Dtype parse_dtype(const std::string& s, const std::string& arg) {
-  static const std::pair<const char*, torch::Dtype> kNames[] = {
-      {"float32", torch::kFloat},     {"float", torch::kFloat},   {"f32", torch::kFloat},
-      {"float64", torch::kDouble},    {"double", torch::kDouble}, {"f64", torch::kDouble},
-      {"float16", torch::kHalf},      {"half", torch::kHalf},     {"f16", torch::kHalf},
-      {"bfloat16", torch::kBFloat16}, {"bf16", torch::kBFloat16}, {"int64", torch::kLong},
-      {"long", torch::kLong},         {"int32", torch::kInt},     {"int", torch::kInt},
-      {"int16", torch::kShort},       {"int8", torch::kChar},     {"uint8", torch::kByte},
-      {"bool", torch::kBool},
-  };
-  for (const auto& [name, t] : kNames) {
+  for (const auto& [name, t] : kDtypeNames) {
     if (s == name) return t;
   }
   fail("--input " + arg + ": unknown dtype '" + s +
@@ -127,9 +136,22 @@ InputSpec parse_input(const std::string& arg) {
   return spec;
 }
 
+// A tensor as --input writes it: 2x16, 1x128:int64 (float32 is the default, left out).
+std::string describe(const torch::Tensor& t) {
+  std::string text;
+  for (int64_t d : t.sizes()) text += (text.empty() ? "" : "x") + std::to_string(d);
+  if (t.dim() == 0) text = "scalar";
+  if (t.scalar_type() == torch::kFloat) return text;
+  for (const auto& [name, dtype] : kDtypeNames) {
+    if (dtype == t.scalar_type()) return text + ":" + name;
+  }
+  return text + ":" + c10::toString(t.scalar_type());
+}
+
 struct Options {
   std::string model;
   std::vector<InputSpec> inputs;
+  std::string inputs_file;  // --inputs: saved tensors instead of `inputs`
   int64_t int_max = 2;
   int depth = -1;
   int top = 1;
@@ -156,6 +178,9 @@ Options parse_args(int argc, char** argv) {
       std::exit(0);
     } else if (a == "--input") {
       o.inputs.push_back(parse_input(value()));
+    } else if (a == "--inputs") {
+      if (!o.inputs_file.empty()) fail("--inputs given twice; pass one file holding all arguments");
+      o.inputs_file = value();
     } else if (a == "--int-max") {
       o.int_max = parse_int(a, value(), 1);
     } else if (a == "--depth") {
@@ -191,7 +216,91 @@ Options parse_args(int argc, char** argv) {
     }
   }
   if (o.model.empty()) fail("no MODEL given; usage: flopsprof MODEL --input 1x3x224x224");
+  if (!o.inputs_file.empty() && !o.inputs.empty()) {
+    fail(
+        "--inputs and --input both given; pass the forward's arguments one way: --input SHAPE "
+        "per argument (random values) or --inputs FILE (saved tensors)");
+  }
   return o;
+}
+
+// The start of a file written by torch.save(..., _use_new_zipfile_serialization=False): pickle
+// protocol 2 and the legacy format's magic number (torch/serialization.py, MAGIC_NUMBER).
+constexpr unsigned char kLegacySaveMagic[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c,
+                                              0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
+
+// Kind of a loaded value, for messages: "a dict", "an int".
+std::string kind_of(const c10::IValue& v) {
+  if (v.isGenericDict()) return "a dict";
+  if (v.isNone()) return "None";
+  if (v.isInt()) return "an int";
+  if (v.isDouble()) return "a float";
+  if (v.isBool()) return "a bool";
+  if (v.isString()) return "a string";
+  if (v.isTuple()) return "a tuple";
+  if (v.isList()) return "a list";
+  if (v.isObject()) return "an object";
+  return std::string("a ") + v.tagKind();
+}
+
+// --inputs FILE: the forward's arguments saved by torch.save / torch::pickle_save: a tensor is
+// one argument, a tuple or list of tensors one argument each. Tensors come back on the CPU,
+// detached (as --input's random ones: no gradient flows into the inputs).
+std::vector<torch::Tensor> load_inputs_file(const std::string& path) {
+  const std::string how =
+      "pass a tensor, or a tuple or list of tensors (one per forward argument), saved in Python "
+      "with torch.save((x, y), \"inputs.pt\") (or torch.save(x, \"inputs.pt\") for one argument)";
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0)
+    fail("cannot open --inputs '" + path + "': no such file; " + how);
+  if (!S_ISREG(st.st_mode)) fail("--inputs '" + path + "' is not a file; " + how);
+  std::ifstream f(path, std::ios::binary);
+  std::vector<char> data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (!f.good() && !f.eof()) fail("cannot read --inputs '" + path + "'; check its permissions");
+  if (data.size() >= sizeof kLegacySaveMagic &&
+      std::equal(std::begin(kLegacySaveMagic), std::end(kLegacySaveMagic),
+                 reinterpret_cast<const unsigned char*>(data.data()))) {
+    fail("--inputs '" + path +
+         "' is in torch.save's legacy format (_use_new_zipfile_serialization=False), which "
+         "LibTorch cannot read; save it again with torch.save's default format");
+  }
+  c10::IValue value;
+  try {
+    value = torch::pickle_load(data);
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    what = what.substr(0, what.find('\n'));
+    // LibTorch 1.x's unpickler lacks APPEND and SETITEM, which Python writes for a list of one
+    // element and a dict of one key.
+    const std::string old_unpickler =
+        what.find("Unknown opcode") != std::string::npos
+            ? "; this LibTorch cannot read every pickle opcode Python writes (LibTorch 1.x: a "
+              "list of one element or a dict of one key), save a tensor or a tuple"
+            : "";
+    fail("cannot read --inputs '" + path + "' as saved tensors (" + what + ")" + old_unpickler +
+         "; " + how);
+  }
+  std::vector<c10::IValue> items;
+  if (value.isTensor()) {
+    items.push_back(value);
+  } else if (value.isTuple()) {
+    items = value.toTupleRef().elements().vec();
+  } else if (value.isList()) {
+    items = value.toList().vec();
+  } else {
+    fail("--inputs '" + path + "' holds " + kind_of(value) + "; " + how);
+  }
+  if (items.empty())
+    fail("--inputs '" + path + "' holds an empty " + kind_of(value).substr(2) + "; " + how);
+  std::vector<torch::Tensor> tensors;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (!items[i].isTensor() || !items[i].toTensor().defined()) {
+      fail("--inputs '" + path + "': element " + std::to_string(i) + " of the " +
+           kind_of(value).substr(2) + " is " + kind_of(items[i]) + ", not a tensor; " + how);
+    }
+    tensors.push_back(items[i].toTensor().detach());
+  }
+  return tensors;
 }
 
 std::string schema_of(torch::jit::Module& m) {
@@ -246,20 +355,31 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-int run(int argc, char** argv) {
-  const Options o = parse_args(argc, argv);
-  auto progress = [&](const std::string& s) {
-    if (!o.quiet) std::cerr << "flopsprof: " << s << std::endl;
-  };
+// Seconds with three decimals at most, for progress lines: "0.021".
+std::string seconds_text(double s) { return std::to_string(s).substr(0, 5); }
+
+void progress(const Options& o, const std::string& s) {
+  if (!o.quiet) std::cerr << "flopsprof: " << s << std::endl;
+}
+
+// What can be checked before LibTorch loads anything: the model file exists, the forward's
+// arguments are given one way or the other.
+void check_model_and_inputs_given(const Options& o) {
   struct stat st {};
   if (stat(o.model.c_str(), &st) != 0) {
     fail("cannot open MODEL '" + o.model + "': no such file; pass the path of a file saved with " +
          "torch.jit.save");
   }
   if (!S_ISREG(st.st_mode)) fail("MODEL '" + o.model + "' is not a file");
-  if (o.inputs.empty()) {
-    fail("no --input given: pass one --input SHAPE[:DTYPE] per argument of the model's forward");
+  if (o.inputs.empty() && o.inputs_file.empty()) {
+    fail(
+        "no --input given: pass one --input SHAPE[:DTYPE] per argument of the model's forward, "
+        "or --inputs FILE with saved tensors");
   }
+}
+
+// The device (--device), the intra-op threads (--threads), and the JIT settings --help describes.
+torch::Device set_up_runtime(const Options& o) {
   torch::Device device(torch::kCPU);
   if (o.device == "cuda") {
     if (!torch::cuda::is_available()) {
@@ -272,8 +392,11 @@ int run(int argc, char** argv) {
   // See --help: the ops run as saved, nothing is compiled.
   torch::jit::setGraphExecutorOptimize(false);
   torch::jit::setTensorExprFuserEnabled(false);
+  return device;
+}
 
-  auto t0 = std::chrono::steady_clock::now();
+// The TorchScript module on `device`, in eval mode unless --backward.
+torch::jit::Module load_model(const Options& o, torch::Device device) {
   torch::jit::Module module;
   try {
     module = torch::jit::load(o.model, device);
@@ -284,62 +407,71 @@ int run(int argc, char** argv) {
          "); pass a file saved with torch.jit.save of a scripted or traced module");
   }
   if (!o.backward) module.eval();
-  flopsprof::JitModel model(module);
-  progress("loaded " + o.model + " in " + std::to_string(seconds_since(t0)).substr(0, 5) + " s");
+  return module;
+}
 
-  // Inputs: checked against the schema before anything runs.
-  const std::string schema = schema_of(module);
-  {
-    auto method = module.find_method("forward");
-    if (!method) fail("MODEL '" + o.model + "' has no forward method; export a module with one");
-    const auto& args = method->function().getSchema().arguments();
-    size_t required = 0;
-    for (size_t i = 1; i < args.size(); ++i) {
-      if (!args[i].default_value()) ++required;
-    }
-    const size_t given = o.inputs.size();
-    if (given < required || given + 1 > args.size()) {
-      fail("the model's forward takes " + std::to_string(required) +
-           (args.size() - 1 > required ? " to " + std::to_string(args.size() - 1) : "") +
-           " arguments, " + std::to_string(given) + " --input given; its schema is " + schema);
-    }
+// Fails, quoting the schema, unless the forward takes `given` arguments.
+void check_argument_count(torch::jit::Module& module, const Options& o, size_t given,
+                          const std::string& schema) {
+  auto method = module.find_method("forward");
+  if (!method) fail("MODEL '" + o.model + "' has no forward method; export a module with one");
+  const auto& args = method->function().getSchema().arguments();
+  size_t required = 0;
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (!args[i].default_value()) ++required;
   }
-  std::vector<c10::IValue> inputs;
-  {
-    torch::NoGradGuard no_grad;
-    torch::manual_seed(0);
-    for (const InputSpec& in : o.inputs) {
-      auto opts = torch::TensorOptions().dtype(in.dtype).device(device);
-      torch::Tensor t =
-          at::isFloatingType(in.dtype)
-              ? torch::randn(in.shape).to(opts)
-              : (in.dtype == torch::kBool ? torch::randint(0, 2, in.shape, opts)
-                                          : torch::randint(0, o.int_max, in.shape, opts));
-      inputs.emplace_back(t);
-    }
+  if (given < required || given + 1 > args.size()) {
+    fail("the model's forward takes " + std::to_string(required) +
+         (args.size() - 1 > required ? " to " + std::to_string(args.size() - 1) : "") +
+         " arguments, " + std::to_string(given) +
+         (o.inputs_file.empty() ? " --input given"
+                                : " tensors in --inputs '" + o.inputs_file + "'") +
+         "; its schema is " + schema);
   }
-  int64_t batch = 0;
-  if (!o.inputs.empty() && !o.inputs[0].shape.empty()) batch = o.inputs[0].shape[0];
+}
 
-  auto forward = [&]() -> c10::IValue {
-    try {
-      return model.forward(inputs);
-    } catch (const flopsprof::Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      std::string what = e.what();
-      // TorchScript's messages carry the whole traceback: keep the first lines.
-      std::stringstream ss(what);
-      std::string line, head;
-      for (int n = 0; n < 6 && std::getline(ss, line); ++n) head += "\n    " + line;
-      std::string shapes;
-      for (const InputSpec& in : o.inputs) shapes += (shapes.empty() ? "" : ", ") + in.text;
-      fail("the model's forward rejected the inputs (" + shapes + "); its schema is " + schema +
-           ". LibTorch said:" + head);
-    }
-  };
-  auto step = [&] {
-    if (!o.backward) {
+// The forward's arguments on the device, and how messages show them.
+struct Inputs {
+  std::vector<c10::IValue> values;
+  std::string shown;  // as --input writes them: "2x16, 2x16:int64" (+ " from FILE")
+  int64_t batch = 0;  // the first argument's first dimension; 0: none
+};
+
+// Random tensors of the --input shapes (seeded: every run gets the same), or the `loaded` ones.
+Inputs make_inputs(const Options& o, const std::vector<torch::Tensor>& loaded,
+                   torch::Device device) {
+  Inputs in;
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(0);
+  for (const InputSpec& spec : o.inputs) {
+    auto opts = torch::TensorOptions().dtype(spec.dtype).device(device);
+    torch::Tensor t =
+        at::isFloatingType(spec.dtype)
+            ? torch::randn(spec.shape).to(opts)
+            : (spec.dtype == torch::kBool ? torch::randint(0, 2, spec.shape, opts)
+                                          : torch::randint(0, o.int_max, spec.shape, opts));
+    in.values.emplace_back(t);
+    in.shown += (in.shown.empty() ? "" : ", ") + spec.text;
+  }
+  for (const torch::Tensor& t : loaded) {
+    in.values.emplace_back(t.to(device));
+    in.shown += (in.shown.empty() ? "" : ", ") + describe(t);
+  }
+  if (!loaded.empty()) in.shown += " from " + o.inputs_file;
+  const torch::Tensor& first = in.values[0].toTensor();
+  if (first.dim() > 0) in.batch = first.size(0);
+  return in;
+}
+
+// One forward, or one training step with --backward: what warm-up, the profile and the timed runs
+// each repeat.
+class Step {
+ public:
+  Step(const Options& o, flopsprof::JitModel& model, const Inputs& inputs, std::string schema)
+      : o_(o), model_(model), inputs_(inputs), schema_(std::move(schema)) {}
+
+  void operator()() {
+    if (!o_.backward) {
       torch::NoGradGuard no_grad;
       forward();
       return;
@@ -356,29 +488,58 @@ int run(int argc, char** argv) {
           "without --backward");
     }
     loss.backward();
-  };
+  }
 
+ private:
+  c10::IValue forward() {
+    try {
+      return model_.forward(inputs_.values);
+    } catch (const flopsprof::Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      std::string what = e.what();
+      // TorchScript's messages carry the whole traceback: keep the first lines.
+      std::stringstream ss(what);
+      std::string line, head;
+      for (int n = 0; n < 6 && std::getline(ss, line); ++n) head += "\n    " + line;
+      fail("the model's forward rejected the inputs (" + inputs_.shown + "); its schema is " +
+           schema_ + ". LibTorch said:" + head);
+    }
+  }
+
+  const Options& o_;
+  flopsprof::JitModel& model_;
+  const Inputs& inputs_;
+  std::string schema_;
+};
+
+// --warmup steps, then the gradients they left cleared (the profiled step starts from none).
+void warm_up(const Options& o, Step& step, torch::jit::Module& module) {
   for (int i = 0; i < o.warmup; ++i) {
     auto tw = std::chrono::steady_clock::now();
     step();
-    progress("warm-up " + std::to_string(i + 1) + "/" + std::to_string(o.warmup) + " " +
-             std::to_string(seconds_since(tw)).substr(0, 5) + " s");
+    progress(o, "warm-up " + std::to_string(i + 1) + "/" + std::to_string(o.warmup) + " " +
+                    seconds_text(seconds_since(tw)) + " s");
   }
   if (o.backward) {
     for (at::Tensor p : module.parameters()) p.mutable_grad() = torch::Tensor();
   }
+}
 
-  flopsprof::ProfilerOptions popts;
-  popts.batch_size = batch;
-  flopsprof::FlopsProfiler prof(model.tree(), popts);
-  {
-    flopsprof::JitObserver observer = model.observe();  // before start_profile: see observe()
-    prof.start_profile();
-    auto tp = std::chrono::steady_clock::now();
-    step();
-    prof.stop_profile();
-    progress("profiled in " + std::to_string(seconds_since(tp)).substr(0, 5) + " s");
-  }
+// The profiled step, with the module hierarchy observed.
+void profile_step(const Options& o, Step& step, flopsprof::JitModel& model,
+                  flopsprof::FlopsProfiler& prof) {
+  flopsprof::JitObserver observer = model.observe();  // before start_profile: see observe()
+  prof.start_profile();
+  auto tp = std::chrono::steady_clock::now();
+  step();
+  prof.stop_profile();
+  progress(o, "profiled in " + seconds_text(seconds_since(tp)) + " s");
+}
+
+// Warnings when the per-module counts cannot be trusted: no submodules, no hierarchy, or
+// hierarchy names that are no module of the loaded tree.
+void warn_about_hierarchy(torch::jit::Module& module, flopsprof::JitModel& model) {
   const auto stats = model.hierarchy_stats();
   if (module.named_children().size() == 0) {
     std::cerr << "flopsprof: warning: the model has no submodules (torch.jit.freeze inlines them): "
@@ -391,17 +552,24 @@ int run(int argc, char** argv) {
     std::cerr << "flopsprof: warning: the hierarchy names '" << u
               << "', which is no module of the loaded tree; its ops go to its parent\n";
   }
+}
 
+// Seconds of each of --runs unprofiled steps.
+std::vector<double> time_runs(const Options& o, Step& step, torch::Device device) {
   std::vector<double> times;
   for (int i = 0; i < o.runs; ++i) {
     auto tr = std::chrono::steady_clock::now();
     step();
     if (device.is_cuda()) torch::cuda::synchronize();
     times.push_back(seconds_since(tr));
-    progress("run " + std::to_string(i + 1) + "/" + std::to_string(o.runs));
+    progress(o, "run " + std::to_string(i + 1) + "/" + std::to_string(o.runs));
   }
+  return times;
+}
 
-  // Everything is produced before anything is written.
+// The --json/--html/--trace files, then the text report and the median latency on stdout.
+// Everything is produced before anything is written.
+void write_outputs(const Options& o, flopsprof::FlopsProfiler& prof, std::vector<double> times) {
   const std::string text = prof.model_profile_string(1, o.depth, o.top, true);
   std::string json, html, trace;
   if (!o.json.empty()) json = prof.to_json();
@@ -420,6 +588,34 @@ int run(int argc, char** argv) {
               << (o.backward ? " training steps" : " forwards") << " (unprofiled): " << median * 1e3
               << " ms\n";
   }
+}
+
+int run(int argc, char** argv) {
+  const Options o = parse_args(argc, argv);
+  check_model_and_inputs_given(o);
+  // Read before the model, so that a bad file fails fast.
+  std::vector<torch::Tensor> loaded;
+  if (!o.inputs_file.empty()) loaded = load_inputs_file(o.inputs_file);
+  const torch::Device device = set_up_runtime(o);
+
+  auto t0 = std::chrono::steady_clock::now();
+  torch::jit::Module module = load_model(o, device);
+  flopsprof::JitModel model(module);
+  progress(o, "loaded " + o.model + " in " + seconds_text(seconds_since(t0)) + " s");
+  // Inputs: checked against the schema before anything runs.
+  const std::string schema = schema_of(module);
+  check_argument_count(module, o, o.inputs_file.empty() ? o.inputs.size() : loaded.size(), schema);
+  const Inputs inputs = make_inputs(o, loaded, device);
+  Step step(o, model, inputs, schema);
+
+  warm_up(o, step, module);
+  flopsprof::ProfilerOptions popts;
+  popts.batch_size = inputs.batch;
+  flopsprof::FlopsProfiler prof(model.tree(), popts);
+  profile_step(o, step, model, prof);
+  warn_about_hierarchy(module, model);
+  std::vector<double> times = time_runs(o, step, device);
+  write_outputs(o, prof, std::move(times));
   return 0;
 }
 

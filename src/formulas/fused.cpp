@@ -1,5 +1,6 @@
-// Fused kernels FlopCounterMode scores 0 (measured, torch 2.6 CPU): oneDNN's RNN layer, the
-// MultiheadAttention / TransformerEncoderLayer fast paths, and addmm fused with an activation.
+// Fused kernels FlopCounterMode scores 0 (measured, torch 2.6 CPU): oneDNN's RNN layer (forward
+// and backward), the MultiheadAttention / TransformerEncoderLayer fast paths, and addmm fused with
+// an activation.
 // Each is counted as the unfused ops it replaces are (matmul.cpp, attention.cpp): MACs of its
 // GEMMs; FLOPs = 2 * MACs + one per output element of each bias add.
 #include "formulas/common.h"
@@ -10,23 +11,54 @@ namespace {
 // Gates per step of mkldnn_rnn_layer's `mode` (RNN_RELU 0, RNN_TANH 1, LSTM 2, GRU 3).
 uint64_t rnn_gates(int64_t mode) { return mode == 2 ? 4 : (mode == 3 ? 3 : 1); }
 
-// mkldnn_rnn_layer(input[T,B,I] (or [B,T,I]), w_ih[G*H,I], w_hh[G*H,H], b_ih, b_hh, hx, cx,
-// reverse, batch_sizes, mode, hidden_size, num_layers, has_biases, ...): one layer and direction.
-// As the unfused cell per step: linear_ih + linear_hh: MACs = T*B*G*H*(I + H);
-// FLOPs = 2 * MACs + 2*T*B*G*H (both biases) when has_biases.
-std::optional<FlopCount> mkldnn_rnn_layer(const OpInputs& in) {
-  IntSpan x = in.shape(0), w_ih = in.shape(1), w_hh = in.shape(2);
-  auto mode = in.integer(9);
+// The GEMMs of one oneDNN RNN layer and direction, as the unfused cell runs them per step:
+// linear_ih + linear_hh. input x[T,B,I] (or [B,T,I]), w_ih[G*H,I], w_hh[G*H,H]; `rows` = T*B*G*H
+// (the gate pre-activations, one bias add each per bias), `macs` = rows * (I + H).
+struct RnnLayerGemms {
+  uint64_t rows = 0;
+  uint64_t macs = 0;
+};
+std::optional<RnnLayerGemms> rnn_layer_gemms(IntSpan x, IntSpan w_ih, IntSpan w_hh,
+                                             std::optional<int64_t> mode) {
   if (x.size() < 2 || w_ih.size() != 2 || w_hh.size() != 2 || !mode) return std::nullopt;
   const uint64_t input_size = u(x.back(0));
   if (input_size == 0 || u(w_ih[1]) != input_size) return std::nullopt;
   const uint64_t steps = numel_of(x) / input_size;  // T*B
   const uint64_t gates_h = u(w_ih[0]);              // G*H
   if (gates_h % rnn_gates(*mode) != 0) return std::nullopt;
-  const uint64_t rows = checked_mul(steps, gates_h);
-  const uint64_t macs = checked_mul(rows, checked_add(input_size, u(w_hh[1])));
+  RnnLayerGemms g;
+  g.rows = checked_mul(steps, gates_h);
+  g.macs = checked_mul(g.rows, checked_add(input_size, u(w_hh[1])));
+  return g;
+}
+
+// mkldnn_rnn_layer(input[T,B,I] (or [B,T,I]), w_ih[G*H,I], w_hh[G*H,H], b_ih, b_hh, hx, cx,
+// reverse, batch_sizes, mode, hidden_size, num_layers, has_biases, ...): one layer and direction.
+// As the unfused cell per step: linear_ih + linear_hh: MACs = T*B*G*H*(I + H);
+// FLOPs = 2 * MACs + 2*T*B*G*H (both biases) when has_biases.
+std::optional<FlopCount> mkldnn_rnn_layer(const OpInputs& in) {
+  auto g = rnn_layer_gemms(in.shape(0), in.shape(1), in.shape(2), in.integer(9));
+  if (!g) return std::nullopt;
   const bool biases = in.boolean(12).value_or(true);
-  return gemm_count(macs, biases ? checked_mul(2, rows) : 0);
+  return gemm_count(g->macs, biases ? checked_mul(2, g->rows) : 0);
+}
+
+// mkldnn_rnn_layer_backward(input, w_ih, w_hh, b_ih, b_hh, hx, cx, output, hy, cy, grad_output,
+// grad_hy, grad_cy, reverse, mode, hidden_size, num_layers, has_biases, train, bidirectional,
+// batch_sizes, batch_first, workspace): the backward of one layer and direction. As the backward
+// of the unfused cell's mm/addmm (what FlopCounterMode counts with oneDNN off): each forward GEMM
+// gives one GEMM for the gradient of its input (x or h) and one for its weight:
+// MACs = 2 * T*B*G*H*(I + H). The op returns every gradient (input, hx, cx, weights, bias)
+// whether or not autograd needs it, so this counts both even where an unfused backward skips one
+// (a first layer's input, or h0, that does not require grad: tests/fcm_models.py measures it).
+// FLOPs = 2 * MACs + 2*T*B*G*H when has_biases: the bias gradients, reductions of the gate
+// gradients over the T*B rows, as the unfused backward's sums (numel each, pointwise.cpp) and the
+// forward's bias adds count them.
+std::optional<FlopCount> mkldnn_rnn_layer_backward(const OpInputs& in) {
+  auto g = rnn_layer_gemms(in.shape(0), in.shape(1), in.shape(2), in.integer(14));
+  if (!g) return std::nullopt;
+  const bool biases = in.boolean(17).value_or(true);
+  return gemm_count(checked_mul(2, g->macs), biases ? checked_mul(2, g->rows) : 0);
 }
 
 // _addmm_activation(input, a[M,K], b[K,N], beta, alpha, use_gelu): addmm then relu/gelu:
@@ -98,6 +130,7 @@ std::optional<FlopCount> encoder_layer(const OpInputs& in) {
 
 void register_fused_formulas() {
   add_builtin_formula("aten::mkldnn_rnn_layer", mkldnn_rnn_layer);
+  add_builtin_formula("aten::mkldnn_rnn_layer_backward", mkldnn_rnn_layer_backward);
   add_builtin_formula("aten::_addmm_activation", addmm_activation);
   add_builtin_formula("aten::_native_multi_head_attention", native_mha);
   add_builtin_formula("aten::_transformer_encoder_layer_fwd", encoder_layer);
