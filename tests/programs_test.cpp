@@ -545,6 +545,53 @@ TEST(Programs, AChildAppliedTwiceInOneCallMarksTheCallCount) {
   }
 }
 
+// d2l's MultiHeadAttention around a parameterless DotProductAttention whose only child, a
+// Dropout, runs in the middle of its forward: nothing places the bmms, the scaling and the
+// softmax in the inner module, so the rules leave them to the outer one, marked. The problems
+// line names the inner module as a possible owner, which then shows too little.
+struct ScoresImpl : nn::Module {
+  ScoresImpl() : drop(register_module("drop", nn::Dropout(0.1))) {}
+  torch::Tensor forward(const torch::Tensor& q, const torch::Tensor& v) {
+    torch::Tensor p = torch::softmax(torch::bmm(q, q.transpose(1, 2)) / 8.0, -1);
+    return torch::bmm(drop(p), v);
+  }
+  nn::Dropout drop;
+};
+TORCH_MODULE(Scores);
+
+struct HeadsImpl : nn::Module {
+  HeadsImpl()
+      : wq(register_module("wq", nn::Linear(nn::LinearOptions(8, 8).bias(false)))),
+        scores(register_module("scores", Scores())) {}
+  torch::Tensor forward(const torch::Tensor& x) {
+    torch::Tensor q = wq(x);
+    return scores(q, q);
+  }
+  nn::Linear wq;
+  Scores scores;
+};
+TORCH_MODULE(Heads);
+
+TEST(Programs, InferredWorkNamesTheParameterlessSubmoduleThatMayHaveRunIt) {
+  torch::manual_seed(0);
+  Heads model;
+  torch::Tensor x = torch::randn({2, 5, 8});
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  model->forward(x);
+  prof.stop_profile();
+  // wq [10,8]x[8,8]: 640 MACs; bmm 2*5*5*8 = 400 MACs twice; div 50; softmax 50
+  EXPECT_EQ(prof.get_total_macs(), 640u + 2 * 400);
+  EXPECT_EQ(prof.get_total_flops(), 2u * 640 + 2 * 2 * 400 + 50 + 50);
+  bool named = false;
+  for (const std::string& p : prof.result().problems) {
+    named |=
+        p.find("given to the model (Heads)") != std::string::npos &&
+        p.find("a submodule's ('scores' (Scores), which may show too little)") != std::string::npos;
+  }
+  EXPECT_TRUE(named) << ::testing::PrintToString(prof.result().problems);
+}
+
 // A user module whose only work is an observed built-in's call (Block runs fc): its calls are
 // inferred from its ops, the Linear's are observed at its forward. A parent's call covers its
 // children's calls, so its latency is never below theirs (it was: first op to last op).

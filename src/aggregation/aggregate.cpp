@@ -43,7 +43,7 @@ struct ModuleAcc {
 // One problems line per module with forward ops placed by inference (op order), naming what
 // would make them exact; the most FLOPs first, at most 8 lines and a count of the rest.
 void placement_problems(const ModuleTree& tree, const std::vector<ModuleAcc>& acc,
-                        std::vector<std::string>& problems) {
+                        const std::vector<bool>& scoped, std::vector<std::string>& problems) {
   std::vector<int> marked;
   for (size_t m = 0; m < acc.size(); ++m) {
     if (acc[m].own_inferred_ops > 0) marked.push_back(static_cast<int>(m));
@@ -57,12 +57,24 @@ void placement_problems(const ModuleTree& tree, const std::vector<ModuleAcc>& ac
     const ModuleNode& n = tree.nodes[m];
     const std::string who = n.name.empty() ? fmt::format("the model ({})", n.type)
                                            : fmt::format("'{}' ({})", n.name, n.type);
+    // Its user submodules without parameters and without observed calls: nothing places any op
+    // in them, so each may have run these ops (and then shows too little).
+    std::string could;
+    int named = 0;
+    for (int c : n.children) {
+      const ModuleNode& k = tree.nodes[c];
+      if (k.tensors != 0 || k.builtin != nullptr || scoped[c]) continue;
+      if (named++ < 3)
+        could += fmt::format("{}'{}' ({})", could.empty() ? "" : ", ", k.name, k.type);
+    }
+    if (named > 3) could += fmt::format(" and {} more", named - 3);
     problems.push_back(fmt::format(
         "placement inferred from op order: {} op(s), {} FLOPs given to {}; op order cannot tell "
-        "whether they are its own, a submodule's or {}. FLOPSPROF_MODULE() as the first line of "
+        "whether they are its own, a submodule's{} or {}. FLOPSPROF_MODULE() as the first line of "
         "its forward, or of the method the program calls (and of its submodules'), makes them "
         "exact",
         acc[m].own_inferred_ops, acc[m].own_inferred_flops, who,
+        could.empty() ? "" : " (" + could + ", which may show too little)",
         m == 0 ? "the caller's" : "its parent's"));
   }
   if (marked.size() > shown) {
@@ -539,7 +551,7 @@ class Aggregator {
 
   // Inferred placements and inferred call counts, named.
   void inference_problems() {
-    placement_problems(tree, acc, r.problems);
+    placement_problems(tree, acc, at.scoped, r.problems);
     if (at.calls_inferred[0] && !at.scoped[0]) {
       r.problems.push_back(fmt::format(
           "the model's call count ({}) is inferred: its first submodule ran again with nothing "
