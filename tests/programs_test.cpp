@@ -477,17 +477,24 @@ TEST(Programs, TemplateNamesAndBackToBackCalls) {
 
 // Decomposable attention's Attend (d2l's shape): one call applies its only child to both
 // sentences, f(A), f(B). Op order cannot tell that from Attend called twice: the call count
-// is marked; FLOPSPROF_MODULE() in its forward makes it exact.
+// is marked; FLOPSPROF_MODULE() in its forward makes it exact. A Sequential applied twice (g)
+// runs each child once per call: its restart is no guess.
 struct AttendImpl : nn::Module {
-  explicit AttendImpl(bool scoped) : scoped(scoped), f(register_module("f", nn::Linear(16, 32))) {}
+  explicit AttendImpl(bool scoped)
+      : scoped(scoped),
+        f(register_module("f", nn::Linear(16, 32))),
+        g(register_module("g", nn::Sequential(nn::Linear(32, 32), nn::ReLU()))) {}
   torch::Tensor forward(const torch::Tensor& a, const torch::Tensor& b) {
     std::optional<flopsprof::ModuleScope> scope;
     if (scoped) scope.emplace(this);
     torch::Tensor fa = f(a), fb = f(b);
+    fa = g->forward(fa);  // back to back: nothing between g's two calls
+    fb = g->forward(fb);
     return torch::bmm(torch::softmax(torch::bmm(fa, fb.transpose(1, 2)), -1), b);
   }
   bool scoped;
   nn::Linear f;
+  nn::Sequential g;
 };
 TORCH_MODULE(Attend);
 
@@ -539,6 +546,10 @@ TEST(Programs, AChildAppliedTwiceInOneCallMarksTheCallCount) {
       EXPECT_EQ(j["modules"][2]["name"], "attend");
       EXPECT_EQ(j["modules"][2]["calls_inferred"], true);
     }
+    // g: two calls, each of its Linear's (4*5*32*32 MACs) and ReLU's, not marked
+    EXPECT_EQ(prof.get_module("attend.g").calls, 2u);
+    EXPECT_EQ(prof.get_module_macs("attend.g"), 2u * 4 * 5 * 32 * 32);
+    EXPECT_FALSE(prof.get_module("attend.g").calls_inferred);
     // emb (observed, 2 calls) and out: never marked
     EXPECT_FALSE(prof.get_module("emb").calls_inferred);
     EXPECT_FALSE(prof.get_module("out").calls_inferred);

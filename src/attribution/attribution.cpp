@@ -560,8 +560,10 @@ class ThreadAttributor {
           // Its first child ran again with nothing between that shows a return: one call or two
           // (net(net(x)); Attend's f(A), f(B)) cannot be told apart. The root counts one call,
           // a submodule two; either is inferred.
-          // (A submodule's call is open only while no op placed outside its subtree ran since.)
-          if (again && (j > 0 || !returned)) restart_ambiguous_[a] = 1;
+          // (A submodule's call is open only while no op placed outside its subtree ran since.
+          // LibTorch's modules run each child once per call, in a known order: not ambiguous.)
+          if (again && (j > 0 ? tree_.nodes[a].builtin == nullptr : !returned))
+            restart_ambiguous_[a] = 1;
         }
       }
       returned = false;
