@@ -63,6 +63,17 @@ void use_classic_tcp_store(Options& options) {
   if constexpr (HasUseLibUV<Options>::value) options.useLibUV = false;
 }
 
+// One line on stderr in one write(2): ranks print at the same time, and a pipe keeps a write of
+// up to PIPE_BUF bytes whole, so two ranks' lines never interleave.
+void say(const std::string& line) {
+  const std::string s = line + "\n";
+  for (size_t done = 0; done < s.size();) {
+    const ssize_t n = ::write(STDERR_FILENO, s.data() + done, s.size() - done);
+    if (n <= 0) return;
+    done += static_cast<size_t>(n);
+  }
+}
+
 struct Args {
   int world_size = 2, steps = 3, slow_rank = -1, slow_ms = 0, mismatch_rank = -1;
   int skip_gather_rank = -1, timeout_ms = 30000, all_ranks = 0;
@@ -175,8 +186,10 @@ int worker(const Args& a, int rank, uint16_t port) {
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                         std::chrono::steady_clock::now() - gather_start)
                         .count();
-    std::cerr << "rank " << rank << " (flopsprof::Error after " << ms << " ms): " << e.what()
-              << "\n";
+    say("rank " + std::to_string(rank) + " (flopsprof::Error after " + std::to_string(ms) +
+        " ms): " + e.what());
+    // the message alone, for tests (other ranks' and LibTorch's lines share stderr)
+    std::ofstream(a.out + "/rank" + std::to_string(rank) + ".error") << e.what();
     return 3;
   }
   const std::string base = a.out + "/rank" + std::to_string(rank);
@@ -249,7 +262,7 @@ int main(int argc, char** argv) {
       try {
         code = worker(a, rank, port);
       } catch (const std::exception& e) {
-        std::cerr << "rank " << rank << ": " << e.what() << "\n";
+        say("rank " + std::to_string(rank) + ": " + e.what());
       }
       std::cout.flush();
       std::cerr.flush();
