@@ -291,6 +291,63 @@ TEST(PoolFormula, UpsampleIsNumelOfOutput) {
             2304u);
 }
 
+TEST(PoolFormula, UpsampleBackwardIsNumelOfTheGradient) {
+  // upsample_nearest2d_backward(grad_output[2,3,16,16], output_size, input_size): one
+  // accumulation per gradient element: 2*3*16*16 = 1536
+  EXPECT_EQ(count("aten::upsample_nearest2d_backward",
+                  Args().tensor({2, 3, 16, 16}).list({16, 16}).list({2, 3, 8, 8}))
+                .flops,
+            1536u);
+  EXPECT_EQ(count("aten::upsample_bilinear2d_backward",
+                  Args().tensor({1, 4, 6, 6}).list({6, 6}).list({1, 4, 3, 3}).b(false))
+                .flops,
+            144u);
+}
+
+// ---- Reductions and losses ------------------------------------------------------------------
+
+TEST(ReductionFormula, VarAndStdCountTheirUnfusedOps) {
+  // var(x[4,16], dim=[-1]): n = 64, r = 4: mean 64 + subtract 64 + square 64 + sum 64 + divide 4
+  EXPECT_EQ(count("aten::var", Args().tensor({4, 16}).list({-1}).b(true).b(true)).flops,
+            4u * 64 + 4);
+  // std adds a square root per output: 4*64 + 2*4
+  EXPECT_EQ(count("aten::std", Args().tensor({4, 16}).list({1}).b(true).b(false)).flops,
+            4u * 64 + 2 * 4);
+  // over every dimension (var(x, unbiased)): r = 1
+  EXPECT_EQ(count("aten::var", Args().tensor({4, 16}).b(true)).flops, 4u * 64 + 1);
+  EXPECT_EQ(count("aten::var_mean", Args().tensor({2, 3, 5}).list({0, 2})).flops, 4u * 30 + 3);
+  // a dimension out of range: not understood, n/a
+  EXPECT_FALSE(compute_flops("aten::var", Args().tensor({4, 16}).list({2}).inputs()));
+}
+
+TEST(ReductionFormula, LogsumexpMaxAndArgmax) {
+  // logsumexp(x[8,10], dim=[1]): max 80 + subtract 80 + exp 80 + sum 80, log 8 + add 8
+  EXPECT_EQ(count("aten::logsumexp", Args().tensor({8, 10}).list({1}).b(false)).flops,
+            4u * 80 + 2 * 8);
+  // argmax / max over a dimension: one comparison per input element
+  EXPECT_EQ(count("aten::argmax", Args().tensor({8, 10}).i(1).b(false)).flops, 80u);
+  EXPECT_EQ(count("aten::max", Args().tensor({8, 10}).i(1).b(false)).flops, 80u);
+  EXPECT_EQ(count("aten::amax", Args().tensor({8, 10}).list({0}).b(false)).flops, 80u);
+  // max(a, b) elementwise: the broadcast [8,10] = 80
+  EXPECT_EQ(count("aten::max", Args().tensor({8, 10}).tensor({1, 10})).flops, 80u);
+}
+
+TEST(LossFormula, MseAndL1CountSubtractElementwiseAndReduce) {
+  // mse_loss(input[4,5], target[4,5], reduction=mean): subtract 20, square 20, mean 20
+  EXPECT_EQ(count("aten::mse_loss", Args().tensor({4, 5}).tensor({4, 5}).i(1)).flops, 60u);
+  // reduction none: no reduction pass
+  EXPECT_EQ(count("aten::mse_loss", Args().tensor({4, 5}).tensor({4, 5}).i(0)).flops, 40u);
+  // l1 with a broadcast target [1,5]: n = 20
+  EXPECT_EQ(count("aten::l1_loss", Args().tensor({4, 5}).tensor({1, 5}).i(2)).flops, 60u);
+  // backward(grad, input, target, reduction): 3 per element
+  EXPECT_EQ(
+      count("aten::mse_loss_backward", Args().tensor({}).tensor({4, 5}).tensor({4, 5}).i(1)).flops,
+      60u);
+  EXPECT_EQ(
+      count("aten::l1_loss_backward", Args().tensor({}).tensor({4, 5}).tensor({4, 5}).i(1)).flops,
+      60u);
+}
+
 TEST(AttentionFormula, SdpaIsTwoGemmsPlusSoftmax) {
   // q[2,4,16,8], k[2,4,32,8], v[2,4,32,8]: B = 8, L = 16, S = 32, E = Ev = 8
   // MACs = 8*16*32*8 + 8*16*32*8 = 65536; FLOPs = 2*65536 + 8*16*32 = 135168
@@ -362,8 +419,10 @@ TEST(ZeroFormula, ViewsCopiesIndexingAreAKnownZero) {
        {"aten::view", "aten::t", "aten::transpose", "aten::contiguous", "aten::embedding",
         "aten::index_select", "aten::cat", "aten::dropout", "aten::empty", "aten::copy_",
         // an LSTM's gates (unsafe_chunk > unsafe_split); backward of indexing an RNN's output
-        "aten::unsafe_chunk", "aten::unsafe_split", "aten::slice_backward",
-        "aten::select_backward"}) {
+        "aten::unsafe_chunk", "aten::unsafe_split", "aten::slice_backward", "aten::select_backward",
+        // padding: a TorchScript model records the pad kernels themselves, the C++ frontend the
+        // aten::pad / _pad_enum around them; both count 0
+        "aten::reflection_pad2d", "aten::replication_pad1d", "aten::pad"}) {
     std::optional<FlopCount> c = compute_flops(op, Args().tensor({4, 4}).inputs());
     ASSERT_TRUE(c.has_value()) << op;  // a known 0, not "no formula"
     EXPECT_EQ(c->flops, 0u) << op;

@@ -3,6 +3,7 @@
 
 #include <initializer_list>
 #include <optional>
+#include <vector>
 
 #include "flopsprof/formulas.h"
 
@@ -21,6 +22,8 @@ void register_pool_formulas();
 void register_attention_formulas();
 void register_zero_formulas();
 void register_fused_formulas();
+void register_reduction_formulas();
+void register_loss_formulas();
 
 /// Product of the sizes (1 for a scalar). Throws Error on overflow.
 uint64_t numel_of(IntSpan shape);

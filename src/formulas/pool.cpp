@@ -1,5 +1,6 @@
 // Pooling and upsampling formulas.
-// Convention (DeepSpeed): pooling numel(input); upsample/interpolate numel(output).
+// Convention (DeepSpeed): pooling numel(input); upsample/interpolate numel(output); upsample
+// backward numel(grad_output).
 // Pooling backward: numel(input) (one pass over the input gradient).
 #include <cmath>
 #include <string>
@@ -45,6 +46,13 @@ std::optional<FlopCount> upsample(const OpInputs& in) {
   return std::nullopt;
 }
 
+// upsample_*_backward(grad_output, output_size, input_size, ...): numel(grad_output), one
+// accumulation per gradient element into the input's gradient.
+std::optional<FlopCount> upsample_backward(const OpInputs& in) {
+  if (!in.is_tensor(0)) return std::nullopt;
+  return flops_only(in.numel(0));
+}
+
 // *_pool*_backward(grad_output, input, ...): numel(input)
 std::optional<FlopCount> pool_backward(const OpInputs& in) {
   if (!in.is_tensor(1)) return std::nullopt;
@@ -76,6 +84,7 @@ void register_pool_formulas() {
         "aten::_upsample_nearest_exact3d", "aten::upsample_linear1d", "aten::upsample_bilinear2d",
         "aten::upsample_bicubic2d", "aten::upsample_trilinear3d"}) {
     add_builtin_formula(op, upsample);
+    add_builtin_formula((std::string(op) + "_backward").c_str(), upsample_backward);
   }
 }
 

@@ -142,6 +142,8 @@ Registry& registry() {
     register_attention_formulas();
     register_zero_formulas();
     register_fused_formulas();
+    register_reduction_formulas();
+    register_loss_formulas();
     g_building = nullptr;
     return reg;
   }();

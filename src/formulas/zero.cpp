@@ -31,7 +31,9 @@ void register_zero_formulas() {
         "aten::size", "aten::stride",
         // joining and layout
         "aten::cat", "aten::_cat", "aten::stack", "aten::repeat", "aten::tile", "aten::flip",
-        "aten::roll", "aten::pad", "aten::constant_pad_nd", "aten::zero_", "aten::fill_",
+        "aten::roll", "aten::pad", "aten::constant_pad_nd", "aten::reflection_pad1d",
+        "aten::reflection_pad2d", "aten::reflection_pad3d", "aten::replication_pad1d",
+        "aten::replication_pad2d", "aten::replication_pad3d", "aten::zero_", "aten::fill_",
         // dropout (masks are not counted)
         "aten::dropout", "aten::dropout_", "aten::feature_dropout", "aten::alpha_dropout",
         "aten::native_dropout", "aten::bernoulli_",
