@@ -18,7 +18,8 @@ enum EventFlag : uint8_t {
   kBackward = 1 << 3,       ///< ran inside the autograd engine
   kStep = 1 << 5,           ///< ran inside a step scope (the optimizer step)
   kExternalInput = 1 << 4,  ///< a top-level forward op in grad mode read a tensor with no
-                            ///< autograd history that no module owns (data, targets)
+                            ///< autograd history that no module owns and that requires no
+                            ///< gradient (data, targets; not an unregistered module's parameter)
   kEngine = 1 << 6,         ///< the autograd engine's evaluate_function wrapper of a node
   kSelfOwned = 1 << 7,      ///< its first input (self) is a parameter or buffer of the model
 };
@@ -68,9 +69,17 @@ struct RawEvent {
 
 /// One FLOPSPROF_MODULE() call, a call window (get_model_profile's call of the model), or an
 /// observed call of a built-in module.
+/// `ScopeRecord::module` of a call of a module in another running profile's tree (another model):
+/// evidence that its ops are not this model's.
+constexpr int32_t kForeignModule = -1;
+/// `ScopeRecord::module` of a call of a module in no running profile's tree (a member never passed
+/// to register_module(), a module built inside forward, or a model no profiler knows): evidence of
+/// a module call, not of whose.
+constexpr int32_t kUnknownModule = -2;
+
 struct ScopeRecord {
-  int32_t module = -1;  ///< module index in the tree; -1: a module of another model (foreign)
-  int32_t parent = -1;  ///< enclosing scope record on this thread
+  int32_t module = kForeignModule;  ///< module index in the tree, kForeignModule or kUnknownModule
+  int32_t parent = -1;              ///< enclosing scope record on this thread
   int64_t enter_tick = 0;
   int64_t exit_tick = 0;  ///< 0 while open
   bool backward = false;  ///< entered inside the autograd engine: a recomputed forward

@@ -430,8 +430,8 @@ int32_t find_owner(const Session* s, c10::ArrayRef<const c10::IValue> inputs, bo
       if (dataflow) {
         if (const torch::autograd::Node* node = torch::autograd::impl::grad_fn_unsafe(t)) {
           seq = std::min<int64_t>(seq, static_cast<int64_t>(node->sequence_nr()));
-        } else if (o < 0) {
-          e.flags |= kExternalInput;
+        } else if (o < 0 && !t.requires_grad()) {
+          e.flags |= kExternalInput;  // a leaf that requires grad is some module's parameter
         }
       } else if (first >= 0 && e.data_in != 0) {
         break;  // owner and data found; no data flow to follow

@@ -22,22 +22,37 @@ const char* open_scope_records(const torch::nn::Module* module, ScopeHandles& ha
                                ScopeKind kind) noexcept {
   const char* name = nullptr;
   CallbackGuard guard;
+  if (!guard.ok()) return nullptr;
+  // The module's index in each running profile's tree (-1: not in it). A module in none of them
+  // (an unregistered member, a module built in forward) is told apart from another profiled
+  // model's: the first may be this model's work, the second is not.
+  Session* sessions[kMaxSessions];
+  int32_t index[kMaxSessions];
+  bool known_anywhere = false;
+  for (int k = 0; k < kMaxSessions; ++k) {
+    sessions[k] = g_sessions[k].load(std::memory_order_acquire);
+    index[k] = -1;
+    if (sessions[k] == nullptr) continue;
+    auto it = sessions[k]->module_index.find(module);
+    if (it != sessions[k]->module_index.end()) {
+      index[k] = it->second;
+      known_anywhere = true;
+    }
+  }
   for (int k = 0; k < kMaxSessions && guard.ok(); ++k) {
-    Session* s = g_sessions[k].load(std::memory_order_acquire);
+    Session* s = sessions[k];
     if (s == nullptr) continue;
-    auto it = s->module_index.find(module);
-    // A module of another model: recorded as a foreign call (module -1), evidence that its ops
-    // are not this model's leading or trailing work (B(A(x)) with a profiler each).
-    const bool known = it != s->module_index.end();
+    const bool known = index[k] >= 0;
     if (!known && kind == ScopeKind::kWindow) continue;
     ThreadBuffer* b = s->thread_buffer();
     if (b == nullptr) continue;
     ScopeHandle& h = handles[k];
-    h.index = b->open_scope_record(known ? it->second : -1, s->now(), kind);
+    const int32_t m = known ? index[k] : known_anywhere ? kForeignModule : kUnknownModule;
+    h.index = b->open_scope_record(m, s->now(), kind);
     if (h.index < 0) continue;
     h.buffer = b;
     h.session = s->id;
-    if (name == nullptr && known) name = s->scope_names[it->second].c_str();
+    if (name == nullptr && known) name = s->scope_names[index[k]].c_str();
   }
   return name;
 }
