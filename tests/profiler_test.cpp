@@ -213,7 +213,9 @@ TEST(Profiler, TextReportOfARealModelMatchesLineByLine) {
   std::string tree = text.substr(text.find("\nMlp(\n") + 1);
   std::vector<std::string> expected = {
       "Mlp(",
-      "  484 = 100.00% Params, 1.34 KMACs = 100.00% MACs, 0.00 us = 0.00% latency, n/a",
+      // the final log_softmax: the model's or the caller's (no grad: op order decides), marked
+      "  484 = 100.00% Params, 1.34 KMACs = 100.00% MACs, 0.00 us = 0.00% latency, n/a, ~ +12 "
+      "FLOPs by op order",
       "  (layers): Sequential(",
       "    416 = 85.95% Params, 1.15 KMACs = 85.71% MACs, 0.00 us = 0.00% latency, n/a",
       "    (0): Linear(144 = 29.75% Params, 384 MACs = 28.57% MACs, 0.00 us = 0.00% latency, n/a)",

@@ -598,7 +598,7 @@ TEST(Programs, InferredWorkNamesTheParameterlessSubmoduleThatMayHaveRunIt) {
   for (const std::string& p : prof.result().problems) {
     named |=
         p.find("given to the model (Heads)") != std::string::npos &&
-        p.find("a submodule's ('scores' (Scores), which may show too little)") != std::string::npos;
+        p.find("the work of 'scores' (Scores) (which may show too little)") != std::string::npos;
   }
   EXPECT_TRUE(named) << ::testing::PrintToString(prof.result().problems);
 }
@@ -699,8 +699,9 @@ TEST(Programs, WorkAfterTheCallersDataIsReadIsMarkedWhereOpOrderDecides) {
     EXPECT_GT(r.outside.ops, r.outside.inferred_ops);
     bool named = false;
     for (const std::string& p : r.problems) {
-      named |= p.find(fmt::format("{} op(s), {} FLOPs after the model's forward", 5,
-                                  kPolicyEntropy + 1)) != std::string::npos;
+      named |= p.find(fmt::format("{} op(s), {} FLOPs are counted outside the model though its "
+                                  "forward may have run them",
+                                  5, kPolicyEntropy + 1)) != std::string::npos;
     }
     EXPECT_TRUE(named) << ::testing::PrintToString(r.problems);
     EXPECT_NE(prof.model_profile_string().find("outside the model, placed by inference"),

@@ -276,8 +276,10 @@ TEST(Aggregate, FormulaOverflowIsReportedNotWrapped) {
   b.mm(1ll << 22, 1ll << 22, 1ll << 22, 0);
   ProfileResult r = run(tree, {&b.th}, names);
   EXPECT_EQ(r.flops, 0u);
-  ASSERT_FALSE(r.problems.empty());
-  EXPECT_NE(r.problems[0].find("overflows 64 bits"), std::string::npos);
+  bool reported = false;
+  for (const std::string& p : r.problems)
+    reported = reported || p.find("overflows 64 bits") != std::string::npos;
+  EXPECT_TRUE(reported);
 }
 
 // ---- Formatting and the text report ---------------------------------------------------------
@@ -348,10 +350,12 @@ TEST(TextReport, MatchesLineByLine) {
       "    aten::cumsum                               forward        1    500.00 us    500.00 us",
       "",
       "Problems seen while profiling:",
+      // the other side: enc.fc2 and enc (whose call end no evidence fixes) or head (whose start
+      // none fixes) may have run it
       "    placement inferred from op order: 1 op(s), 0 FLOPs given to the model (Net); op order "
-      "cannot tell whether they are its own, a submodule's or the caller's. FLOPSPROF_MODULE() as "
-      "the first line of its forward, or of the method the program calls (and of its submodules'), "
-      "makes them exact",
+      "cannot tell whether they are its own or the work of 'enc' (Encoder), 'enc.fc2' (Linear), "
+      "'head' (Linear) (which may show too little). FLOPSPROF_MODULE() as the first line of its "
+      "forward, or of the method the program calls (and of its submodules'), makes them exact",
       "",
       "----------------------------- Aggregated Profile -----------------------------",
       "Top 2 modules in terms of params, MACs or fwd latency at different model depths:",
@@ -378,18 +382,24 @@ TEST(TextReport, MatchesLineByLine) {
       "difference between a parent's MACs (or latency) and the sum of its submodules'.",
       "2. FLOPs are counted from formulas of the ops' shapes; FLOPS computed from them can",
       "exceed what the hardware sustains.",
+      "3. '~ +A / -B FLOPs by op order' marks a module whose numbers rest on op order, not on",
+      "evidence: A of its FLOPs were placed in it by inference, and up to B FLOPs placed",
+      "elsewhere may be its own; '(inferred)' marks a call count likewise. The problems list",
+      "below the summary says why, and what makes them exact.",
       "",
       "Net(",
-      "  35 = 100.00% Params, 1.51 MMACs = 100.00% MACs, 4.00 ms = 100.00% latency, 755.00 MFLOPS",
+      "  35 = 100.00% Params, 1.51 MMACs = 100.00% MACs, 4.00 ms = 100.00% latency, 755.00 MFLOPS, "
+      "~ +0 FLOPs by op order",
       "  (enc): Encoder(",
-      "    30 = 85.71% Params, 1.50 MMACs = 99.34% MACs, 3.00 ms = 75.00% latency, 1.00 GFLOPS",
+      "    30 = 85.71% Params, 1.50 MMACs = 99.34% MACs, 3.00 ms = 75.00% latency, 1.00 GFLOPS, "
+      "~ -0 FLOPs by op order",
       "    (fc1): Linear(10 = 28.57% Params, 1.00 MMACs = 66.23% MACs, 1.00 ms = 25.00% latency, "
       "2.00 GFLOPS)",
       "    (fc2): Linear(20 = 57.14% Params, 500.00 KMACs = 33.11% MACs, 2.00 ms = 50.00% latency, "
-      "500.00 MFLOPS)",
+      "500.00 MFLOPS, ~ -0 FLOPs by op order)",
       "  )",
       "  (head): Linear(5 = 14.29% Params, 10.00 KMACs = 0.66% MACs, 500.00 us = 12.50% latency, "
-      "40.00 MFLOPS)",
+      "40.00 MFLOPS, ~ -0 FLOPs by op order)",
       ")",
       "------------------------------------------------------------------------------",
   };

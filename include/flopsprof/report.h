@@ -29,9 +29,11 @@ struct ModuleStats {
   int parent = -1;            ///< index into `ProfileResult::modules`; -1 for the root
   std::vector<int> children;  ///< indices into `ProfileResult::modules`
   uint64_t calls = 0;         ///< forward calls seen (docs/attribution.md)
-  /// The call count came from op order: its first submodule ran again with nothing between
-  /// that shows it returned (called again, or applying that submodule twice); the problems list
-  /// names it. Never set when `scoped`.
+  /// The call count rests on op order, not on observed calls: its first submodule ran again
+  /// with nothing between that shows it returned (called again, or applying that submodule
+  /// twice); a call ran only some of its layers (a method other than forward, children called
+  /// directly); it shows no call while a submodule ran; or it may have run ops placed elsewhere.
+  /// The problems list names it and why. Never set when `scoped`.
   bool calls_inferred = false;
   bool scoped = false;  ///< calls came from observed boundaries (FLOPSPROF_MODULE(), the call
                         ///< window, or a built-in module's observed forward): exact
@@ -47,6 +49,11 @@ struct ModuleStats {
   /// problems list names each module concerned and what would make it exact.
   uint64_t inferred_ops = 0;
   uint64_t inferred_flops = 0;
+  /// The other side of those guesses: forward ops (top-level calls) and their FLOPs that a rule
+  /// placed in another module, or outside the model, although this module's forward may have run
+  /// them. Its numbers may be too small by up to these; the problems list names it.
+  uint64_t maybe_missing_ops = 0;
+  uint64_t maybe_missing_flops = 0;
   FlopsByDtype flops_by_dtype{};
   uint64_t bwd_flops = 0;  ///< measured: backward ops linked to this subtree's forward ops
   uint64_t bwd_macs = 0;
@@ -144,6 +151,10 @@ struct OutsideStats {
   /// op order cannot tell (docs/attribution.md, rule 9). Placed here by inference, marked.
   uint64_t inferred_ops = 0;
   uint64_t inferred_flops = 0;
+  /// The other side: ops (and FLOPs) a rule gave to the model (at the ends of its forward) that
+  /// may be the caller's work; `ops` and `flops` may be too small by up to these.
+  uint64_t maybe_missing_ops = 0;
+  uint64_t maybe_missing_flops = 0;
 };
 
 /// Everything a profile measured. Produced at `stop_profile()`; plain data, safe to copy.

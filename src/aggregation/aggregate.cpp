@@ -5,6 +5,7 @@
 #include <climits>
 #include <map>
 #include <optional>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 
@@ -34,16 +35,26 @@ struct ModuleAcc {
   uint64_t flops = 0, macs = 0, calls = 0, na_ops = 0;
   uint64_t inferred_ops = 0, inferred_flops = 0;  // placed by inference
   uint64_t own_inferred_ops = 0, own_inferred_flops = 0;
+  uint64_t maybe_missing_ops = 0, maybe_missing_flops = 0;  // the other side of guesses
   uint64_t bwd_flops = 0, bwd_macs = 0, re_flops = 0, re_macs = 0;
   int64_t ns = 0, bwd_ns = 0;
   int64_t mem_alloc = 0, mem_held = 0;
   FlopsByDtype by_dtype{};
 };
 
-// One problems line per module with forward ops placed by inference (op order), naming what
-// would make them exact; the most FLOPs first, at most 8 lines and a count of the rest.
+// "the model (Net)" or "'encoder.layer.3' (BertLayer)".
+std::string module_who(const ModuleTree& tree, int m) {
+  const ModuleNode& n = tree.nodes[m];
+  return n.name.empty() ? fmt::format("the model ({})", n.type)
+                        : fmt::format("'{}' ({})", n.name, n.type);
+}
+
+// One problems line per module with forward ops placed by inference (op order), naming the
+// modules that may have run them instead (which may show too little) and what would make them
+// exact; the most FLOPs first. Every module gets its line (the text report summarises).
 void placement_problems(const ModuleTree& tree, const std::vector<ModuleAcc>& acc,
-                        const std::vector<bool>& scoped, std::vector<std::string>& problems) {
+                        const std::map<int, std::set<int>>& losers,
+                        std::vector<std::string>& problems) {
   std::vector<int> marked;
   for (size_t m = 0; m < acc.size(); ++m) {
     if (acc[m].own_inferred_ops > 0) marked.push_back(static_cast<int>(m));
@@ -51,37 +62,32 @@ void placement_problems(const ModuleTree& tree, const std::vector<ModuleAcc>& ac
   std::stable_sort(marked.begin(), marked.end(), [&](int a, int b) {
     return acc[a].own_inferred_flops > acc[b].own_inferred_flops;
   });
-  const size_t shown = std::min<size_t>(marked.size(), 8);
-  for (size_t k = 0; k < shown; ++k) {
-    const int m = marked[k];
-    const ModuleNode& n = tree.nodes[m];
-    const std::string who = n.name.empty() ? fmt::format("the model ({})", n.type)
-                                           : fmt::format("'{}' ({})", n.name, n.type);
-    // Its user submodules without parameters and without observed calls: nothing places any op
-    // in them, so each may have run these ops (and then shows too little).
+  for (int m : marked) {
     std::string could;
+    bool caller = false;
     int named = 0;
-    for (int c : n.children) {
-      const ModuleNode& k = tree.nodes[c];
-      if (k.tensors != 0 || k.builtin != nullptr || scoped[c]) continue;
-      if (named++ < 3)
-        could += fmt::format("{}'{}' ({})", could.empty() ? "" : ", ", k.name, k.type);
+    auto it = losers.find(m);
+    if (it != losers.end()) {
+      for (int k : it->second) {
+        if (k == kOutsideModel) {
+          caller = true;
+        } else if (k >= 0 && named++ < 4) {
+          could += fmt::format("{}'{}' ({})", could.empty() ? "" : ", ", tree.nodes[k].name,
+                               tree.nodes[k].type);
+        }
+      }
     }
-    if (named > 3) could += fmt::format(" and {} more", named - 3);
+    if (named > 4) could += fmt::format(" and {} more", named - 4);
+    std::string other;
+    if (!could.empty()) other = "the work of " + could + " (which may show too little)";
+    if (caller) other += other.empty() ? "the caller's" : ", or the caller's";
+    if (other.empty())
+      other = m == 0 ? "a submodule's or the caller's" : "a submodule's or its parent's";
     problems.push_back(fmt::format(
         "placement inferred from op order: {} op(s), {} FLOPs given to {}; op order cannot tell "
-        "whether they are its own, a submodule's{} or {}. FLOPSPROF_MODULE() as the first line of "
-        "its forward, or of the method the program calls (and of its submodules'), makes them "
-        "exact",
-        acc[m].own_inferred_ops, acc[m].own_inferred_flops, who,
-        could.empty() ? "" : " (" + could + ", which may show too little)",
-        m == 0 ? "the caller's" : "its parent's"));
-  }
-  if (marked.size() > shown) {
-    problems.push_back(
-        fmt::format("placement inferred from op order in {} more module(s) (JSON: "
-                    "modules[].inferred_ops)",
-                    marked.size() - shown));
+        "whether they are its own or {}. FLOPSPROF_MODULE() as the first line of its forward, or "
+        "of the method the program calls (and of its submodules'), makes them exact",
+        acc[m].own_inferred_ops, acc[m].own_inferred_flops, module_who(tree, m), other));
   }
 }
 
@@ -196,9 +202,10 @@ class Aggregator {
       count_steps(t);
     }
     // Backward latency: the attribution's backward passes that ran this model's nodes.
+    // A pass shared with another profiled model's nodes counts this model's own nodes only.
     for (const PhaseSpan& p : at.phase_spans) {
       if (p.phase == Phase::kBackward && p.ours) {
-        r.bwd_latency_s += static_cast<double>(p.end - p.start) * s_per_tick;
+        r.bwd_latency_s += static_cast<double>(p.shared ? p.own : p.end - p.start) * s_per_tick;
       }
     }
   }
@@ -253,6 +260,14 @@ class Aggregator {
         } else {
           add_forward(e, m, ta.inferred[i] != 0, fc, c.dtype);
         }
+        if (ta.inferred[i] != 0) add_other_side(e, m, ta.alternative[i], fc);
+        if (e.parent < 0 && in_unknown_module_call(*in.threads[t], e)) {
+          UnknownAcc& u = out_fwd ? unknown_outside : unknown_inside;
+          ++u.ops;
+          if (fc) add_saturating(u.flops, fc->flops, overflow);
+        } else if (e.parent >= 0 && fc && in_unknown_module_call(*in.threads[t], e)) {
+          add_saturating((out_fwd ? unknown_outside : unknown_inside).flops, fc->flops, overflow);
+        }
         break;
       case Phase::kBackward:
         if (fc) add_backward(m, *fc);
@@ -280,6 +295,25 @@ class Aggregator {
       add_saturating(outside.flops, fc->flops, overflow);
       add_saturating(outside.macs, fc->macs, overflow);
       if (inferred) add_saturating(outside.inferred_flops, fc->flops, overflow);
+    }
+  }
+
+  // The other side of an inferred placement: each module (or the caller) whose forward may have
+  // run the op instead. Counted per module, not up the tree: the list names every module on the
+  // way that would include it.
+  void add_other_side(const RawEvent& e, int receiver, int alternative, const FlopCount* fc) {
+    if (alternative < 0) return;
+    const uint64_t top = e.parent < 0 ? 1 : 0;
+    const uint64_t f = fc ? fc->flops : 0;
+    for (int m : at.alternatives[alternative]) {
+      losers[receiver].insert(m);
+      if (m == kOutsideModel) {
+        outside.maybe_missing_ops += top;
+        add_saturating(outside.maybe_missing_flops, f, overflow);
+      } else if (m >= 0) {
+        acc[m].maybe_missing_ops += top;
+        add_saturating(acc[m].maybe_missing_flops, f, overflow);
+      }
     }
   }
 
@@ -480,7 +514,7 @@ class Aggregator {
       s.parent = node.parent >= 0 ? remap[node.parent] : -1;
       s.calls = acc[t].calls;
       s.scoped = at.scoped[t];
-      s.calls_inferred = at.calls_inferred[t] && !at.scoped[t];
+      s.calls_inferred = (at.calls_inferred[t] != 0 || may_have_run_uncalled(t)) && !at.scoped[t];
       s.params = node.params;
       s.trainable_params = node.trainable_params;
       s.param_bytes = node.param_bytes;
@@ -490,6 +524,8 @@ class Aggregator {
       s.na_ops = acc[t].na_ops;
       s.inferred_ops = acc[t].inferred_ops;
       s.inferred_flops = acc[t].inferred_flops;
+      s.maybe_missing_ops = acc[t].maybe_missing_ops;
+      s.maybe_missing_flops = acc[t].maybe_missing_flops;
       s.flops_by_dtype = acc[t].by_dtype;
       s.bwd_flops = acc[t].bwd_flops;
       s.bwd_macs = acc[t].bwd_macs;
@@ -549,45 +585,82 @@ class Aggregator {
     }
   }
 
-  // Inferred placements and inferred call counts, named.
+  // Inferred placements and inferred call counts, named: every guess, on both sides.
   void inference_problems() {
-    placement_problems(tree, acc, at.scoped, r.problems);
-    if (at.calls_inferred[0] && !at.scoped[0]) {
-      r.problems.push_back(fmt::format(
-          "the model's call count ({}) is inferred: its first submodule ran again with nothing "
-          "between that shows the forward returned (the model called twice in a row, or a block "
-          "applied twice in one forward); FLOPSPROF_MODULE() as the first line of its forward "
-          "makes it exact",
-          acc[0].calls));
-    }
-    size_t named = 0, more = 0;
-    for (int m = 1; m < num_modules; ++m) {
-      if (!at.calls_inferred[m] || at.scoped[m] || tree.nodes[m].ignored) continue;
-      if (named == 8) {
-        ++more;
-        continue;
+    placement_problems(tree, acc, losers, r.problems);
+    const std::string fix =
+        "FLOPSPROF_MODULE() as the first line of its forward (or of the method the program "
+        "calls) makes it exact";
+    for (int m = 0; m < num_modules; ++m) {
+      if (at.scoped[m] || tree.nodes[m].ignored) continue;
+      const uint8_t why = at.calls_inferred[m];
+      const std::string who = module_who(tree, m);
+      if (why & kCallsRestart) {
+        r.problems.push_back(
+            m == 0 ? fmt::format("the model's call count ({}) is inferred: its first submodule ran "
+                                 "again with nothing between that shows the forward returned "
+                                 "(the model called twice in a row, or a block applied twice in "
+                                 "one forward); {}",
+                                 acc[m].calls, fix)
+                   : fmt::format("the call count of {}, {}, is inferred: its first submodule ran "
+                                 "again with nothing between that shows it returned (the module "
+                                 "called again, or its forward applying that submodule twice); {}",
+                                 who, acc[m].calls, fix));
       }
-      ++named;
-      const ModuleNode& n = tree.nodes[m];
-      r.problems.push_back(fmt::format(
-          "the call count of '{}' ({}), {}, is inferred: its first submodule ran again with "
-          "nothing between that shows it returned (the module called again, or its forward "
-          "applying that submodule twice); FLOPSPROF_MODULE() as the first line of its forward "
-          "makes it exact",
-          n.name, n.type, acc[m].calls));
+      if (why & kCallsPartial) {
+        r.problems.push_back(fmt::format(
+            "the call count of {}, {}, is inferred: a call of it ran only some of its layers (a "
+            "method other than forward, layers skipped, or its submodules called directly); {}",
+            who, acc[m].calls, fix));
+      }
+      if (why & kCallsNone) {
+        r.problems.push_back(fmt::format(
+            "{} shows no call while its submodules ran: they were called directly, or its calls "
+            "could not be seen; {}",
+            who, fix));
+      }
+      if (may_have_run_uncalled(m)) {
+        r.problems.push_back(fmt::format(
+            "{} shows no call, but its forward may have run {} op(s), {} FLOPs that op order "
+            "gave to another module: its calls and work may be too small; {}",
+            who, acc[m].maybe_missing_ops, acc[m].maybe_missing_flops, fix));
+      }
     }
-    if (more > 0) {
+    if (unknown_inside.ops > 0) {
       r.problems.push_back(fmt::format(
-          "call counts inferred in {} more module(s) (JSON: modules[].calls_inferred)", more));
+          "{} op(s), {} FLOPs ran in calls of modules that are in no profiled model's tree (a "
+          "member never passed to register_module(), a module built in forward, or a model no "
+          "profiler knows) and were placed in the model by op order (marked); register_module() "
+          "the member, profile the other model too, or use get_model_profile, to make it exact",
+          unknown_inside.ops, unknown_inside.flops));
+    }
+    if (unknown_outside.ops > 0) {
+      r.problems.push_back(fmt::format(
+          "{} op(s), {} FLOPs ran in calls of modules that are in no profiled model's tree and "
+          "stayed outside the model{}; register_module() the member, profile the other model "
+          "too, or use get_model_profile, to make it exact",
+          unknown_outside.ops, unknown_outside.flops,
+          outside.inferred_ops > 0 ? " (those next to its forward are marked: the model may lack "
+                                     "them)"
+                                   : ""));
     }
     if (outside.inferred_ops > 0) {
       r.problems.push_back(fmt::format(
-          "placement inferred from op order: {} op(s), {} FLOPs after the model's forward read "
-          "data from outside are counted outside the model, though they compute only from the "
-          "model's results (the model's code, e.g. an entropy after a gather of actions, or the "
-          "caller's); FLOPSPROF_MODULE() as the first line of the model's method the program "
-          "calls (forward or another) makes them exact",
+          "placement inferred from op order: {} op(s), {} FLOPs are counted outside the model "
+          "though its forward may have run them (ops that compute only from the model's results "
+          "after it read data from outside, e.g. an entropy after a gather of actions; calls of "
+          "modules in no profiled tree next to its forward), so the model may show too little; "
+          "FLOPSPROF_MODULE() as the first line of the model's method the program calls (forward "
+          "or another) makes them exact",
           outside.inferred_ops, outside.inferred_flops));
+    }
+    if (outside.maybe_missing_ops > 0) {
+      r.problems.push_back(fmt::format(
+          "placement inferred from op order: {} op(s), {} FLOPs right before or after the model's "
+          "forward were given to the model though they may be the caller's work (the outside may "
+          "show too little); FLOPSPROF_MODULE() as the first line of the model's forward, or "
+          "get_model_profile, makes them exact",
+          outside.maybe_missing_ops, outside.maybe_missing_flops));
     }
   }
 
@@ -656,6 +729,18 @@ class Aggregator {
   std::vector<int64_t> gpu_ns, gpu_first, gpu_last, dev_fwd, dev_bwd;
   std::vector<std::map<std::string, KernelAcc>> gpu_kernels;
   std::vector<int> remap;
+  struct UnknownAcc {
+    uint64_t ops = 0, flops = 0;
+  };
+  // Forward work in calls of modules in no profiled tree, placed in the model or outside it.
+  UnknownAcc unknown_inside, unknown_outside;
+  // Per module that received inferred work (kOutsideModel: the outside): the modules (and the
+  // caller) whose forward may have run it.
+  std::map<int, std::set<int>> losers;
+
+  bool may_have_run_uncalled(int m) const {
+    return acc[m].calls == 0 && acc[m].maybe_missing_ops > 0;
+  }
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <climits>
 #include <iterator>
+#include <map>
 #include <string>
 #include <unordered_map>
 
@@ -41,6 +42,7 @@ struct Item {
   int anchor = -1;       // module from rules 1-2 (firm), or a scope / the root (weak)
   bool firm = false;
   bool touch = false;     // reads a parameter that no owner may claim for this op (tied weight)
+  bool edge = false;      // given to the root by rule 9 (its ends): the caller's, maybe
   int assigned = kUnset;  // final module (tree index), kOutsideModel, or kUnset
 };
 
@@ -55,7 +57,30 @@ struct Call {
   bool cursor_stay = false;  // that child may take the next op too
   bool ended = false;        // its last op ended a built-in's call (terminal)
   int depth = 0;
-  std::vector<int> ran;  // children given ops out of registration order (rule 4)
+  std::vector<int> ran;   // children given ops out of registration order (rule 4)
+  std::vector<int> seen;  // called children whose anchored ops ran in it (segmentation)
+  // Widened to observed calls of submodules that ran no op (an Identity); a call made only of
+  // those has first == last == -1.
+  int64_t t_lo = INT64_MAX, t_hi = INT64_MIN;
+};
+
+// Sets of modules that may have run an op placed elsewhere, shared by all threads' events.
+class AlternativeSets {
+ public:
+  explicit AlternativeSets(std::vector<std::vector<int>>& sets) : sets_(sets) {}
+  // The index of `who` (sorted, deduplicated), -1 when empty.
+  int add(std::vector<int> who) {
+    if (who.empty()) return -1;
+    std::sort(who.begin(), who.end());
+    who.erase(std::unique(who.begin(), who.end()), who.end());
+    auto [it, inserted] = index_.emplace(who, static_cast<int>(sets_.size()));
+    if (inserted) sets_.push_back(std::move(who));
+    return it->second;
+  }
+
+ private:
+  std::vector<std::vector<int>>& sets_;
+  std::map<std::vector<int>, int> index_;
 };
 
 // How a parameterless module matches an op: 0 no, 1 its type runs it, 2 it runs anything.
@@ -76,6 +101,18 @@ int match(const ModuleTree& tree, int m, const std::string& op) {
   return best;
 }
 
+// Whether op `e` of thread `th` ran inside a call of another profiled model's module (and of
+// none of this model's).
+bool ran_in_foreign_call(const ThreadEvents& th, const RawEvent& e) {
+  bool foreign = false;
+  for (int s = e.scope; s >= 0; s = th.scopes[s].parent) {
+    const int m = th.scopes[s].module;
+    if (m >= 0) return false;
+    foreign = foreign || m == kForeignModule;
+  }
+  return foreign;
+}
+
 bool is_terminal(const ModuleTree& tree, int m, const std::string& op) {
   const BuiltinSpec* spec = tree.nodes[m].builtin;
   return spec != nullptr && op_in_list(spec->terminals, op);
@@ -87,12 +124,13 @@ class ThreadAttributor {
       : in_(in), tree_(*in.tree), th_(*in.threads[t]), scoped_(scoped), t_(t) {}
 
   void run(ThreadAttribution& out, std::vector<CallSpan>& spans,
-           std::vector<char>& calls_inferred) {
+           std::vector<uint8_t>& calls_inferred, AlternativeSets& alternatives) {
     const size_t n = th_.events.size();
     out.phase.assign(n, Phase::kNone);
     out.module.assign(n, kUnlinked);
     out.node_of.assign(n, -1);
     out.inferred.assign(n, 0);
+    out.alternative.assign(n, -1);
     phases(out);
     collect_items(out);
     apply_starts();
@@ -110,8 +148,9 @@ class ThreadAttributor {
       if (m == kUnset) m = kOutsideModel;
       out.module[it.event] = m >= 0 ? tree_.nodes[m].effective : m;
     }
-    mark_inferred(out);
-    mark_outside_tail(out);
+    mark_inferred(out, alternatives);
+    mark_outside_tail(out, alternatives);
+    mark_unknown_outside(out, alternatives);
     for (size_t i = 0; i < n; ++i) {
       const RawEvent& e = th_.events[i];
       if (e.kind != EventKind::kOp) continue;
@@ -122,17 +161,25 @@ class ThreadAttributor {
                  !(e.flags & kBackward) && !(e.flags & kStep)) {
         out.module[i] = out.module[e.parent];
         out.inferred[i] = out.inferred[e.parent];
+        out.alternative[i] = out.alternative[e.parent];
       }
     }
     for (size_t m = 0; m < restart_ambiguous_.size(); ++m) {
-      if (restart_ambiguous_[m]) calls_inferred[m] = 1;
+      if (restart_ambiguous_[m]) calls_inferred[m] |= kCallsRestart;
     }
+    add_calls_of_empty_records();
+    partial_calls(calls_inferred);
     for (const Call& c : calls_) {
       if (scoped_[c.module] || tree_.nodes[c.module].ignored) continue;
+      if (c.first < 0) {
+        spans.push_back(CallSpan{c.module, t_, c.t_lo, c.t_hi});
+        continue;
+      }
       const RawEvent& a = th_.events[items_[c.first].event];
       const RawEvent& b = th_.events[items_[c.last].event];
-      spans.push_back(CallSpan{c.module, t_, std::min(a.start_tick, descendant_enter(a, c.module)),
-                               std::max(end_of(b), descendant_exit(b, c.module))});
+      const int64_t lo = std::min({a.start_tick, descendant_enter(a, c.module), c.t_lo});
+      const int64_t hi = std::max({end_of(b), descendant_exit(b, c.module), c.t_hi});
+      spans.push_back(CallSpan{c.module, t_, lo, hi});
     }
     for (const ScopeRecord& s : th_.scopes) {
       if (s.module < 0 || s.backward || s.start_only || tree_.nodes[s.module].ignored || folded(s))
@@ -274,7 +321,7 @@ class ThreadAttributor {
   // call they ran in (a built-in's forward, FLOPSPROF_MODULE(), get_model_profile's window),
   // or, for a module's own op, observed work of its subtree on both sides within one call of it
   // (a residual add between a block's layers). Everything else a rule placed is inferred.
-  void mark_inferred(ThreadAttribution& out) const {
+  void mark_inferred(ThreadAttribution& out, AlternativeSets& alternatives) const {
     const int ni = static_cast<int>(items_.size());
     std::vector<int> placed(ni, kUnset);
     std::vector<char> evidence(ni, 0);
@@ -326,6 +373,62 @@ class ThreadAttributor {
     for (int p = 0; p < ni; ++p) {
       if (items_[p].forward && placed[p] >= 0 && !evidence[p]) out.inferred[items_[p].event] = 1;
     }
+    mark_other_side(out, alternatives, placed, evidence);
+  }
+
+  // The other side of each placement a rule made inside the model: the modules whose forward
+  // may have run the op instead, and so may show too little. Those are the modules around the
+  // nearest placed-by-evidence ops before and after it (within the receiving module's call) whose
+  // call end (start) is not observed, the receiving module's parameterless user children with no
+  // observed call, and the caller for ops a rule added at the ends of the root's forward.
+  void mark_other_side(ThreadAttribution& out, AlternativeSets& alternatives,
+                       const std::vector<int>& placed, const std::vector<char>& evidence) const {
+    const int ni = static_cast<int>(items_.size());
+    auto placed_by_evidence = [&](int q) { return evidence[q] && placed[q] >= 0; };
+    std::vector<int> prev_ev(ni, -1), next_ev(ni, -1);
+    for (int p = 0, last = -1; p < ni; ++p) {
+      if (!items_[p].forward) last = -1;
+      prev_ev[p] = last;
+      if (items_[p].forward && placed_by_evidence(p)) last = p;
+    }
+    for (int p = ni - 1, next = -1; p >= 0; --p) {
+      if (!items_[p].forward) next = -1;
+      next_ev[p] = next;
+      if (items_[p].forward && placed_by_evidence(p)) next = p;
+    }
+    std::vector<int> who;
+    for (int p = 0; p < ni; ++p) {
+      const int m = placed[p];
+      if (!items_[p].forward || m < 0 || evidence[p]) continue;
+      who.clear();
+      if (items_[p].edge) who.push_back(kOutsideModel);
+      int lo = p, hi = p;  // the call of m around p bounds how far its neighbours' calls reach
+      for (const Call& c : calls_) {
+        if (c.module == m && c.first >= 0 && c.first <= p && p <= c.last) {
+          lo = c.first;
+          hi = c.last;
+          break;
+        }
+      }
+      auto neighbours = [&](int q, bool before) {
+        if (q < 0 || q < lo || q > hi) return;
+        for (int a = placed[q]; a >= 0 && !tree_.is_ancestor_or_self(a, m);
+             a = tree_.nodes[a].parent) {
+          if (never_called(a) || (before ? end_exact(a) : start_exact(a))) continue;
+          who.push_back(tree_.nodes[a].effective);
+        }
+      };
+      neighbours(prev_ev[p], true);
+      neighbours(next_ev[p], false);
+      for (int k : tree_.nodes[m].children) {
+        const ModuleNode& n = tree_.nodes[k];
+        if (n.tensors == 0 && n.builtin == nullptr && !scoped_[k] && !n.calls_observed)
+          who.push_back(n.effective);
+      }
+      const int eff = tree_.nodes[m].effective;
+      who.erase(std::remove(who.begin(), who.end(), eff), who.end());
+      out.alternative[items_[p].event] = alternatives.add(who);
+    }
   }
 
   // The other side of rule 9: after the root's forward ended at an op that read data from
@@ -335,7 +438,7 @@ class ThreadAttributor {
   // read outside data themselves (a hand-written loss's `out - y`, another model's layer), ops
   // that look like the caller's (a metric, a copy, `detach`) and everything computed from them
   // are the caller's; a loss or backward()'s seed ends the search.
-  void mark_outside_tail(ThreadAttribution& out) const {
+  void mark_outside_tail(ThreadAttribution& out, AlternativeSets& alternatives) const {
     if (scoped_[0]) return;  // FLOPSPROF_MODULE() in the root: its boundaries are exact
     const int ni = static_cast<int>(items_.size());
     std::vector<std::pair<int64_t, int64_t>> from_model;  // sequence ranges of the model's results
@@ -362,9 +465,167 @@ class ThreadAttributor {
                                   [](int64_t v, const auto& range) { return v < range.first; });
         if (r == from_model.begin() || e.in_seq >= std::prev(r)->second) continue;
         out.inferred[items_[pos].event] = 1;
+        out.alternative[items_[pos].event] = alternatives.add({0});
         from_model.emplace_back(e.seq_nr, std::max(e.seq_nr + 1, e.seq_end));
       }
     }
+  }
+
+  // Calls of modules in no profiled tree whose ops stayed outside the model although they ran
+  // in the same stretch of forward work as a call of the model (no backward pass, optimizer
+  // step or loss between them): the model's unregistered member, or a model no profiler knows.
+  // Op order cannot tell; they are marked, with the model as the module that may lack them.
+  void mark_unknown_outside(ThreadAttribution& out, AlternativeSets& alternatives) const {
+    if (scoped_[0]) return;  // the root's calls are observed: outside them is outside
+    const int ni = static_cast<int>(items_.size());
+    auto in_model = [&](int p) { return out.module[items_[p].event] >= 0; };
+    auto barrier = [&](int p) {
+      return !items_[p].forward || item_name(p).find("loss") != std::string::npos;
+    };
+    std::vector<char> near_model(ni, 0);
+    for (int p = 0, seen = 0; p < ni; ++p) {  // a model op before it, no barrier between
+      if (barrier(p)) seen = 0;
+      if (items_[p].forward && in_model(p)) seen = 1;
+      near_model[p] = static_cast<char>(seen);
+    }
+    for (int p = ni - 1, seen = 0; p >= 0; --p) {  // or after it
+      if (barrier(p)) seen = 0;
+      if (items_[p].forward && in_model(p)) seen = 1;
+      near_model[p] = static_cast<char>(near_model[p] | seen);
+    }
+    const int root = alternatives.add({0});
+    for (int p = 0; p < ni; ++p) {
+      const int ev = items_[p].event;
+      if (!items_[p].forward || out.module[ev] != kOutsideModel || !near_model[p]) continue;
+      if (unknown_unit(th_.events[ev]) < 0) continue;
+      out.inferred[ev] = 1;
+      out.alternative[ev] = root;
+    }
+  }
+
+  // The called children of `m` whose runs a call of it can be seen to include: children with
+  // parameters or with observed calls (a ModuleList's elements in its place). Those that run
+  // nothing visible (a user's parameterless module) are not expected.
+  std::vector<int> visible_children(int m) const {
+    std::vector<int> out;
+    for (int c : tree_.nodes[m].children) {
+      if (never_called(c)) {
+        for (int g : visible_children(c)) out.push_back(g);
+        continue;
+      }
+      const ModuleNode& n = tree_.nodes[c];
+      if (n.ignored) continue;
+      if (n.tensors > 0 || n.calls_observed || n.starts_observed) out.push_back(c);
+    }
+    return out;
+  }
+
+  // A derived call of a module that ran only some of its visible children (a method other than
+  // forward: an encoder's features(); children called directly) says nothing sure about how often
+  // its forward ran: its count is marked. So does a call of a LibTorch composite that runs each
+  // child once (Sequential, the Transformer stacks) in which a child ran twice (a Transformer's
+  // decoder called step by step by hand). User modules and such composites only: other built-ins
+  // run what their type runs.
+  void partial_calls(std::vector<uint8_t>& calls_inferred) const {
+    const int nm = static_cast<int>(tree_.nodes.size());
+    std::vector<std::vector<int>> expected(nm);
+    std::vector<char> eligible(nm, 0);
+    for (int m = 0; m < nm; ++m) {
+      const ModuleNode& n = tree_.nodes[m];
+      if (scoped_[m] || n.ignored || n.children.empty() || never_called(m)) continue;
+      if (n.builtin != nullptr && !n.builtin->container) continue;
+      expected[m] = visible_children(m);
+      eligible[m] = !expected[m].empty();
+    }
+    for (const Call& c : calls_) {
+      const int m = c.module;
+      if (!eligible[m] || (calls_inferred[m] & kCallsPartial)) continue;
+      int64_t lo = c.t_lo, hi = c.t_hi;  // its time, widened over empty observed calls
+      if (c.first >= 0) {
+        lo = std::min(lo, th_.events[items_[c.first].event].start_tick);
+        hi = std::max(hi, end_of(th_.events[items_[c.last].event]));
+      }
+      const bool once = tree_.nodes[m].once_each || is_container(m);
+      for (int k : expected[m]) {
+        const ModuleNode& kn = tree_.nodes[k];
+        int runs = 0;
+        if (kn.calls_observed || kn.starts_observed || scoped_[k]) {
+          // its observed calls that overlap this call's ops (a record opens before its first op)
+          for (const ScopeRecord& r : th_.scopes) {
+            const int64_t exit = r.exit_tick != 0 ? r.exit_tick : in_.stop_tick;
+            runs += r.module == k && !r.backward && r.enter_tick <= hi && exit >= lo;
+          }
+        } else if (c.first >= 0) {
+          for (const Call& d : calls_) {
+            runs += d.module == k && d.first >= c.first && d.last <= c.last && d.first >= 0;
+          }
+        }
+        if (runs == 0 || (once && runs > 1)) {
+          calls_inferred[m] |= kCallsPartial;
+          break;
+        }
+      }
+    }
+  }
+
+  // An observed call of a built-in that ran no op (an Identity, a Functional returning its
+  // input) is a call of its ancestors too: each one with no call around it gets one, or the
+  // call of it right next to the record (no op between) widens over it.
+  void add_calls_of_empty_records() {
+    const int ns = static_cast<int>(th_.scopes.size());
+    std::vector<char> has_op(ns, 0);
+    for (const RawEvent& e : th_.events) {
+      if (e.scope >= 0) has_op[e.scope] = 1;
+    }
+    for (int k = ns - 1; k >= 0; --k) {  // records open after their parents
+      if (has_op[k] && th_.scopes[k].parent >= 0) has_op[th_.scopes[k].parent] = 1;
+    }
+    for (int k = 0; k < ns; ++k) {
+      const ScopeRecord& r = th_.scopes[k];
+      if (has_op[k] || r.module < 0 || !r.builtin || r.backward || r.start_only) continue;
+      const int64_t lo = r.enter_tick, hi = r.exit_tick != 0 ? r.exit_tick : in_.stop_tick;
+      int next = 0;  // the first item after the record
+      while (next < static_cast<int>(items_.size()) &&
+             th_.events[items_[next].event].start_tick < lo)
+        ++next;
+      for (int a = tree_.nodes[r.module].parent; a >= 0; a = tree_.nodes[a].parent) {
+        if (never_called(a)) continue;
+        if (scoped_[a] || enclosing_scope_record(k, a)) break;  // its own record covers it
+        Call* around = nullptr;
+        Call* beside = nullptr;
+        for (Call& c : calls_) {
+          if (c.module != a) continue;
+          int64_t cs = c.t_lo, ce = c.t_hi;
+          if (c.first >= 0) {
+            cs = std::min(cs, th_.events[items_[c.first].event].start_tick);
+            ce = std::max(ce, end_of(th_.events[items_[c.last].event]));
+            if (c.last == next - 1 || c.first == next) beside = &c;
+          }
+          if (cs <= lo && hi <= ce) around = &c;
+        }
+        if (around != nullptr) break;  // and around every ancestor of it
+        if (beside != nullptr) {
+          beside->t_lo = std::min(beside->t_lo, lo);
+          beside->t_hi = std::max(beside->t_hi, hi);
+          continue;
+        }
+        Call c;
+        c.module = a;
+        c.first = c.last = -1;
+        c.depth = tree_.nodes[a].depth;
+        c.t_lo = lo;
+        c.t_hi = hi;
+        calls_.push_back(c);
+      }
+    }
+  }
+
+  // Whether scope record `k` runs inside a record of module `a` (its observed call).
+  bool enclosing_scope_record(int k, int a) const {
+    for (int s = th_.scopes[k].parent; s >= 0; s = th_.scopes[s].parent) {
+      if (th_.scopes[s].module == a) return true;
+    }
+    return false;
   }
 
   // The innermost scope record of this model's modules at or around record `s` (foreign calls,
@@ -374,10 +635,22 @@ class ThreadAttributor {
     return s;
   }
 
-  // Whether op `e` ran inside a call of another model's module (and of none of this model's).
-  bool in_foreign_call(const RawEvent& e) const {
-    return e.scope >= 0 && th_.scopes[e.scope].module < 0 && known_scope(e.scope) < 0;
+  // Whether op `e` ran inside a call of another profiled model's module (and of none of this
+  // model's).
+  bool in_foreign_call(const RawEvent& e) const { return ran_in_foreign_call(th_, e); }
+
+  // The outermost call of a module in no profiled tree around op `e` (a member never passed to
+  // register_module(), a module built in forward, a model no profiler knows) when it ran in no
+  // call of this or another profiled model: the unit its ops are placed with. -1: none.
+  int unknown_unit(const RawEvent& e) const {
+    int unit = -1;
+    for (int s = e.scope; s >= 0; s = th_.scopes[s].parent) {
+      if (th_.scopes[s].module != kUnknownModule) return -1;
+      unit = s;
+    }
+    return unit;
   }
+  int unknown_unit_at(int pos) const { return unknown_unit(th_.events[items_[pos].event]); }
 
   // A holder with no forward (ModuleList, ModuleDict): its children are called by its parent.
   bool never_called(int m) const {
@@ -499,6 +772,7 @@ class ThreadAttributor {
     std::vector<char> fresh;
     bool returned = false;  // an op since the last anchored one shows the forward returned
     restart_ambiguous_.assign(nm, 0);
+    const std::vector<int> root_kids = visible_children(0);
     for (int p = 0; p < static_cast<int>(items_.size()); ++p) {
       const Item& it = items_[p];
       if (!it.forward) {
@@ -556,7 +830,13 @@ class ThreadAttributor {
           // module applied twice inside one forward is not taken for two forwards.
           const bool again =
               cur[a] >= 0 && fresh[j + 1] && calls_[cur[a]].first_child == path[j + 1];
-          fresh[j] = cur[a] < 0 || (again && (j > 0 || returned));
+          // The root also restarts when its call already ran every one of its children it can be
+          // seen to run, two or more (back-to-back forwards of a benchmark loop); a loop over its
+          // first child before the others ran (an RNN over time, a shared block), or over its
+          // only child, stays one call.
+          fresh[j] = cur[a] < 0 ||
+                     (again && (j > 0 || returned ||
+                                (root_kids.size() > 1 && ran_all(calls_[cur[a]], root_kids))));
           // Its first child ran again with nothing between that shows a return: one call or two
           // (net(net(x)); Attend's f(A), f(B)) cannot be told apart. The root counts one call,
           // a submodule two; either is inferred.
@@ -584,11 +864,23 @@ class ThreadAttributor {
         }
         Call& c = calls_[cur[a]];
         c.last = p;
-        if (j < k) c.last_child = path[j + 1];
+        if (j < k) {
+          c.last_child = path[j + 1];
+          if (std::find(c.seen.begin(), c.seen.end(), path[j + 1]) == c.seen.end())
+            c.seen.push_back(path[j + 1]);
+        }
       }
       ended[m] = is_terminal(tree_, m, op);
       calls_[cur[m]].ended = ended[m];
     }
+  }
+
+  // Whether call `c` ran every one of `kids` (children of its module).
+  static bool ran_all(const Call& c, const std::vector<int>& kids) {
+    for (int k : kids) {
+      if (std::find(c.seen.begin(), c.seen.end(), k) == c.seen.end()) return false;
+    }
+    return true;
   }
 
   // Whether a rule may give item `pos` to a call of module `m`: a forward op no evidence placed,
@@ -817,21 +1109,53 @@ class ThreadAttributor {
         const RawEvent& e = th_.events[items_[p].event];
         if (e.seq_nr >= 0) first_seq = std::min(first_seq, e.seq_nr);
       }
-      for (int pos = c.last + 1; claimable(pos); ++pos) {
-        const RawEvent& e = th_.events[items_[pos].event];
-        if (in_foreign_call(e)) break;  // another model's module ran it
-        if (e.seq_nr >= 0) {
-          // (first_seq unknown: the call ran without grad, e.g. inside a custom Function)
-          if ((e.flags & kExternalInput) || e.in_seq < 0) break;
-          if (creates_tensor(item_name(pos))) break;  // backward()'s ones_like(loss)
-          if (first_seq != INT64_MAX && e.in_seq < first_seq) break;
-        } else if (ends_forward(item_name(pos))) {
+      int pos = c.last + 1;
+      while (claimable(pos)) {
+        if (in_foreign_call(th_.events[items_[pos].event])) break;  // another model's module
+        int end = pos + 1;
+        const int unit = unknown_unit_at(pos);
+        if (unit >= 0) {  // a call of a module in no profiled tree goes whole, by data flow
+          while (claimable(end) && unknown_unit_at(end) == unit) ++end;
+          if (!unit_continues_tail(pos, end, first_seq)) break;
+        } else if (!continues_tail(pos, first_seq)) {
           break;
         }
-        items_[pos].assigned = 0;
-        c.last = pos;
+        for (int q = pos; q < end; ++q) {
+          items_[q].assigned = 0;
+          items_[q].edge = true;
+        }
+        c.last = end - 1;
+        pos = end;
       }
     }
+  }
+
+  // Whether unclaimed item `pos`, right after the root's call, continues it (rule 9): in grad
+  // mode an op whose tensor inputs were all computed inside the call (first_seq: its first
+  // sequence number; unknown when the call ran without grad); without grad, an op that does not
+  // look like the caller's.
+  bool continues_tail(int pos, int64_t first_seq) const {
+    const RawEvent& e = th_.events[items_[pos].event];
+    if (e.seq_nr < 0) return !ends_forward(item_name(pos));
+    if ((e.flags & kExternalInput) || e.in_seq < 0) return false;
+    if (creates_tensor(item_name(pos))) return false;  // backward()'s ones_like(loss)
+    return first_seq == INT64_MAX || e.in_seq >= first_seq;
+  }
+
+  // Whether the call of a module in no profiled tree made of items [begin, end) continues the
+  // root's call: in grad mode when it reads what the call computed and no data from outside (its
+  // own parameters are not data); without grad, by op order alone (a module call never looks
+  // like the caller's loss or metric).
+  bool unit_continues_tail(int begin, int end, int64_t first_seq) const {
+    bool grad = false, reads_call = false;
+    for (int q = begin; q < end; ++q) {
+      const RawEvent& e = th_.events[items_[q].event];
+      if (e.seq_nr < 0) continue;
+      grad = true;
+      if (e.flags & kExternalInput) return false;
+      if (e.in_seq >= 0 && (first_seq == INT64_MAX || e.in_seq >= first_seq)) reads_call = true;
+    }
+    return !grad || reads_call;
   }
 
   // The start of the model's forward: ops right before its first claimed op (a resize or a
@@ -847,16 +1171,33 @@ class ThreadAttributor {
       for (int p = c.first; p <= c.last && model_data == 0; ++p) {
         model_data = th_.events[items_[p].event].data_in;
       }
-      for (int pos = c.first - 1; claimable(pos); --pos) {
-        const std::string& op = item_name(pos);
-        if (ends_forward(op) || (op.size() > 1 && op.back() == '_')) break;
+      int pos = c.first - 1;
+      while (claimable(pos)) {
         const RawEvent& e = th_.events[items_[pos].event];
         if (in_foreign_call(e)) break;  // another model's forward
-        // It read what the model reads: the caller's work on the model's input (targets
-        // computed from the batch), not a step producing that input.
-        if (e.data_in != 0 && e.data_in == model_data) break;
-        items_[pos].assigned = 0;
-        c.first = pos;
+        int begin = pos;
+        const int unit = unknown_unit_at(pos);
+        if (unit >= 0) {  // a call of a module in no profiled tree goes whole
+          while (claimable(begin - 1) && unknown_unit_at(begin - 1) == unit) --begin;
+          bool same_data = false;
+          for (int q = begin; q <= pos; ++q) {
+            const uint64_t d = th_.events[items_[q].event].data_in;
+            same_data = same_data || (d != 0 && d == model_data);
+          }
+          if (same_data) break;  // it reads what the model reads: the caller's side work
+        } else {
+          const std::string& op = item_name(pos);
+          if (ends_forward(op) || (op.size() > 1 && op.back() == '_')) break;
+          // It read what the model reads: the caller's work on the model's input (targets
+          // computed from the batch), not a step producing that input.
+          if (e.data_in != 0 && e.data_in == model_data) break;
+        }
+        for (int q = begin; q <= pos; ++q) {
+          items_[q].assigned = 0;
+          items_[q].edge = true;
+        }
+        c.first = begin;
+        pos = begin - 1;
       }
     }
   }
@@ -866,6 +1207,7 @@ class ThreadAttributor {
   // one of the caller's (a loss, a metric, a new tensor, a device copy).
   bool looks_outside(int pos) const {
     const RawEvent& e = th_.events[items_[pos].event];
+    if (unknown_unit(e) >= 0) return false;  // a module's call, not the caller's loss or data
     if (e.seq_nr >= 0) return (e.flags & kExternalInput) || e.in_seq < 0;
     return ends_forward(item_name(pos));
   }
@@ -1077,7 +1419,7 @@ class ThreadAttributor {
 // profilers) is outside it entirely: its gradient accumulation is not this model's "(autograd)"
 // work.
 void phase_spans(const AttributionInput& in, int t, ThreadAttribution& ta,
-                 std::vector<PhaseSpan>& spans) {
+                 const std::vector<std::vector<Origin>>& origin, std::vector<PhaseSpan>& spans) {
   const std::vector<RawEvent>& ev = in.threads[t]->events;
   PhaseSpan run;
   bool open = false;
@@ -1110,6 +1452,18 @@ void phase_spans(const AttributionInput& in, int t, ThreadAttribution& ta,
       if (open) run.end = std::max(run.end, e.end_tick != 0 ? e.end_tick : in.stop_tick);
     }
     if (open && bwd && ta.module[i] >= 0) run.ours = true;
+    if (open && run.phase == Phase::kBackward && e.kind == EventKind::kBackwardNode) {
+      // A node's time is its evaluate_function wrapper's when it has one (as the aggregation
+      // counts it); a node created by another profiled model's forward makes the pass shared.
+      const bool wrapped = !(e.flags & kEngine) && e.parent >= 0 && (ev[e.parent].flags & kEngine);
+      if (!wrapped && ta.module[i] >= 0) {
+        run.own += (e.end_tick != 0 ? e.end_tick : in.stop_tick) - e.start_tick;
+      }
+      const Origin o = ta.node_of[i] >= 0 ? origin[t][ta.node_of[i]] : Origin{};
+      if (o.thread >= 0 &&
+          ran_in_foreign_call(*in.threads[o.thread], in.threads[o.thread]->events[o.event]))
+        run.shared = true;
+    }
   }
   close(ev.size());
 }
@@ -1122,6 +1476,7 @@ Attribution attribute(const AttributionInput& in) {
   Attribution out;
   out.scoped.assign(nm, false);
   out.calls_inferred.assign(nm, 0);
+  AlternativeSets alternatives(out.alternatives);
   for (const ThreadEvents* th : in.threads) {
     for (const ScopeRecord& s : th->scopes) {
       if (s.module >= 0 && s.module < nm && !s.backward && !s.start_only)
@@ -1131,7 +1486,7 @@ Attribution attribute(const AttributionInput& in) {
   out.threads.resize(in.threads.size());
   for (size_t t = 0; t < in.threads.size(); ++t) {
     ThreadAttributor(in, out.scoped, static_cast<int>(t))
-        .run(out.threads[t], out.calls, out.calls_inferred);
+        .run(out.threads[t], out.calls, out.calls_inferred, alternatives);
   }
 
   // Rule 6. A node carries the sequence number the forward op took from its thread's counter; the
@@ -1197,7 +1552,22 @@ Attribution attribute(const AttributionInput& in) {
       }
       ta.module[i] = m;
     }
-    phase_spans(in, static_cast<int>(t), ta, out.phase_spans);
+    phase_spans(in, static_cast<int>(t), ta, out.origin, out.phase_spans);
+  }
+  // A module with no call while a submodule ran: its children were called directly (or its
+  // calls could not be seen): marked.
+  std::vector<char> called(nm, 0), below(nm, 0);  // below: a strict descendant has a call
+  for (const CallSpan& c : out.calls) called[c.module] = 1;
+  for (int m = nm - 1; m >= 1; --m) {  // pre-order: descendants after their ancestors
+    const int p = tree.nodes[m].parent;
+    if (p >= 0 && (called[m] || below[m])) below[p] = 1;
+  }
+  for (int m = 0; m < nm; ++m) {
+    const BuiltinSpec* spec = tree.nodes[m].builtin;
+    const bool holder =
+        spec != nullptr && (spec->type == "ModuleList" || spec->type == "ModuleDict");
+    if (!called[m] && below[m] && !holder && !out.scoped[m] && !tree.nodes[m].ignored)
+      out.calls_inferred[m] |= kCallsNone;
   }
   return out;
 }
@@ -1209,6 +1579,15 @@ std::pair<int, Phase> event_owner(const Attribution& at,
   const ThreadAttribution& ta = at.threads[t];
   if (e.kind == EventKind::kBackwardNode) return {ta.module[i], Phase::kBackward};
   return {ta.module[i], ta.phase[i] == Phase::kNone ? Phase::kForward : ta.phase[i]};
+}
+
+bool in_unknown_module_call(const ThreadEvents& th, const RawEvent& e) {
+  bool unknown = false;
+  for (int s = e.scope; s >= 0; s = th.scopes[s].parent) {
+    if (th.scopes[s].module != kUnknownModule) return false;
+    unknown = true;
+  }
+  return unknown;
 }
 
 std::string module_label(const ModuleTree& tree, int m) {

@@ -48,6 +48,23 @@ struct ThreadAttribution {
   std::vector<uint8_t> step_counts;
   /// Innermost enclosing autograd node (backward work), -1 otherwise.
   std::vector<int> node_of;
+  /// Per event: for an inferred placement, index into `Attribution::alternatives` of the modules
+  /// (or kOutsideModel) whose forward may have run it instead, and which therefore may show too
+  /// little; -1 otherwise. Nested events carry their top-level op's.
+  std::vector<int32_t> alternative;
+};
+
+/// Bits of `Attribution::calls_inferred`: why a module's call count rests on op order.
+enum CallsInferred : uint8_t {
+  /// Its first child ran again with nothing between that shows a return: one call or two
+  /// (net(net(x)); Attend's f(A), f(B)) cannot be told apart.
+  kCallsRestart = 1 << 0,
+  /// A call of it ran only some of its layers (a method other than forward, children called
+  /// directly: an encoder's features(), a Transformer's encoder and decoder called by hand).
+  kCallsPartial = 1 << 1,
+  /// It shows no call while a submodule ran: its children were called directly, or its calls
+  /// could not be seen.
+  kCallsNone = 1 << 2,
 };
 
 /// Where an autograd node came from: the forward op that created it.
@@ -65,6 +82,12 @@ struct PhaseSpan {
   /// Forward: true. Backward: the pass ran a node of this model (another model's backward pass,
   /// in a loop with several profilers, is outside it).
   bool ours = true;
+  /// Backward: the pass also ran nodes of another profiled model's forward (a GAN's generator
+  /// and discriminator in one backward()): this model's backward time is then `own`, not the
+  /// pass's span.
+  bool shared = false;
+  /// Backward: the summed time of this model's own nodes in the pass (timestamp units).
+  int64_t own = 0;
 };
 
 struct Attribution {
@@ -75,11 +98,12 @@ struct Attribution {
   std::vector<CallSpan> calls;
   /// Modules whose calls came from FLOPSPROF_MODULE() scopes.
   std::vector<bool> scoped;
-  /// Per module: its first child ran again inside what the rules took for one call of it, with
-  /// nothing between that shows a return, and the rules counted one call or two: a module applied
-  /// twice (net(net(x)), block(block(x))) and one that applies its first child twice in one call
-  /// cannot be told apart. The call count is inferred (marked).
-  std::vector<char> calls_inferred;
+  /// Per module: bits of `CallsInferred` saying why its call count rests on op order (0: it does
+  /// not, or its calls were observed).
+  std::vector<uint8_t> calls_inferred;
+  /// Sets of modules (kOutsideModel for the caller) whose forward may have run an op a rule placed
+  /// elsewhere: `ThreadAttribution::alternative` indexes them. Sorted, no duplicates.
+  std::vector<std::vector<int>> alternatives;
   /// The forward op that created each autograd node, per thread per event (-1 elsewhere).
   std::vector<std::vector<Origin>> origin;
 };
@@ -102,6 +126,10 @@ bool module_runs_op(const ModuleTree& tree, int m, const std::string& op);
 std::pair<int, Phase> event_owner(const Attribution& attribution,
                                   const std::vector<const ThreadEvents*>& threads, size_t t,
                                   size_t i);
+
+/// Whether op `e` of thread `th` ran inside a call of a module in no running profile's tree (and
+/// of no module of this or another profiled model).
+bool in_unknown_module_call(const ThreadEvents& th, const RawEvent& e);
 
 /// A module's dotted name, or "(outside the model)" / "(autograd)" for the pseudo-owners.
 std::string module_label(const ModuleTree& tree, int module);

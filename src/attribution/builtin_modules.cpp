@@ -190,6 +190,18 @@ std::string_view builtin_run_order(std::string_view cpp_type_name) {
   return "";
 }
 
+bool builtin_runs_each_child_once(std::string_view cpp_type_name) {
+  // LibTorch's sequential.h and transformer*.cpp: forward() runs every child once, in order
+  // (a TransformerEncoder's optional norm when it is set, and then it is a child).
+  for (std::string_view t :
+       {"torch::nn::SequentialImpl", "torch::nn::TransformerImpl",
+        "torch::nn::TransformerEncoderImpl", "torch::nn::TransformerDecoderImpl",
+        "torch::nn::TransformerEncoderLayerImpl", "torch::nn::TransformerDecoderLayerImpl"}) {
+    if (cpp_type_name == t) return true;
+  }
+  return false;
+}
+
 const BuiltinSpec* find_builtin(std::string_view cpp_type_name, std::string_view display_type) {
   if (cpp_type_name.substr(0, 11) != "torch::nn::") return nullptr;
   for (const BuiltinSpec& s : kSpecs) {

@@ -34,6 +34,10 @@ const BuiltinSpec* find_builtin(std::string_view cpp_type_name, std::string_view
 /// TransformerEncoderLayer registers `dropout` before `dropout1` but runs `dropout1` first.
 std::string_view builtin_run_order(std::string_view cpp_type_name);
 
+/// Whether the forward of LibTorch type `cpp_type_name` runs each of its children exactly once
+/// (Sequential, the Transformer and its encoder/decoder stacks and layers).
+bool builtin_runs_each_child_once(std::string_view cpp_type_name);
+
 /// Position of `word` among the space-separated words of `list`, or -1.
 int word_position(std::string_view list, std::string_view word) noexcept;
 

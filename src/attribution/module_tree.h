@@ -1,4 +1,5 @@
-// The profiled model's module tree as plain data (built from torch::nn::Module in capture/module_index.cpp).
+// The profiled model's module tree as plain data (built from torch::nn::Module in
+// capture/module_index.cpp).
 #pragma once
 
 #include <array>
@@ -34,6 +35,10 @@ struct ModuleNode {
   /// Its children's attribute names in the order its forward runs them (LibTorch composites
   /// whose registration order differs: builtin_run_order); empty: registration order.
   std::string_view run_order;
+  /// A LibTorch composite whose forward runs each of its children exactly once
+  /// (builtin_runs_each_child_once): a call of it that ran a child twice, or not at all, was not
+  /// a call of its forward.
+  bool once_each = false;
   /// Every call of its forward is observed (a built-in whose forward flopsprof interposes,
   /// capture/builtin_calls.h): its calls are its scope records, and no rule gives it an op.
   bool calls_observed = false;

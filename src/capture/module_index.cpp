@@ -82,6 +82,7 @@ ModelIndex build_model_index(const torch::nn::Module& root,
   tree.nodes[0].type = display_type_name(root.name());
   tree.nodes[0].builtin = find_builtin(root.name(), tree.nodes[0].type);
   tree.nodes[0].run_order = builtin_run_order(root.name());
+  tree.nodes[0].once_each = builtin_runs_each_child_once(root.name());
   tree.nodes[0].calls_observed = builtin_calls_observed(root);
   modules.push_back(nullptr);
   by_name[""] = 0;
@@ -92,6 +93,7 @@ ModelIndex build_model_index(const torch::nn::Module& root,
     node.type = display_type_name(item.value()->name());
     node.builtin = find_builtin(item.value()->name(), node.type);
     node.run_order = builtin_run_order(item.value()->name());
+    node.once_each = builtin_runs_each_child_once(item.value()->name());
     node.calls_observed = builtin_calls_observed(*item.value());
     node.starts_observed = builtin_call_starts_observed(*item.value());
     size_t dot = node.name.rfind('.');

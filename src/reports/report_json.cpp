@@ -87,6 +87,8 @@ void write_outside_model(JsonWriter& w, const ProfileResult& r) {
   w.member("bwd_latency_s", r.outside.bwd_latency_s);
   w.member("inferred_ops", r.outside.inferred_ops);
   w.member("inferred_flops", r.outside.inferred_flops);
+  w.member("maybe_missing_ops", r.outside.maybe_missing_ops);
+  w.member("maybe_missing_flops", r.outside.maybe_missing_flops);
   w.key("top_ops");
   w.begin_array();
   for (const OpStats& op : r.outside.top_ops) {
@@ -128,6 +130,8 @@ void write_modules(JsonWriter& w, const ProfileResult& r) {
     w.member("na_ops", m.na_ops);
     w.member("inferred_ops", m.inferred_ops);
     w.member("inferred_flops", m.inferred_flops);
+    w.member("maybe_missing_ops", m.maybe_missing_ops);
+    w.member("maybe_missing_flops", m.maybe_missing_flops);
     by_dtype(w, "flops_by_dtype", m.flops_by_dtype);
     w.member("bwd_flops", m.bwd_flops);
     w.member("bwd_macs", m.bwd_macs);

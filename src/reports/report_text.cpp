@@ -215,8 +215,16 @@ void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
     }
   }
   if (!r.problems.empty()) {
+    // The JSON carries the whole list; the text shows the first ones and says how many more.
+    constexpr size_t kShown = 12;
     out += "\nProblems seen while profiling:\n";
-    for (const std::string& p : r.problems) fmt::format_to(std::back_inserter(out), "    {}\n", p);
+    for (size_t k = 0; k < r.problems.size() && k < kShown; ++k)
+      fmt::format_to(std::back_inserter(out), "    {}\n", r.problems[k]);
+    if (r.problems.size() > kShown) {
+      fmt::format_to(std::back_inserter(out),
+                     "    ... and {} more (all of them in the JSON's \"problems\")\n",
+                     r.problems.size() - kShown);
+    }
   }
 }
 
@@ -278,6 +286,19 @@ void aggregated(std::string& out, const ProfileResult& r, const ReportOptions& o
   }
 }
 
+// The inline marker of a module whose numbers rest on op order: "~ +A / -B FLOPs by op order"
+// (A of its FLOPs placed in it by inference, up to B FLOPs placed elsewhere that may be its
+// own); "" when its placement rests on evidence only.
+std::string inference_mark(const ModuleStats& m) {
+  const bool gained = m.inferred_ops > 0, lost = m.maybe_missing_ops > 0;
+  if (!gained && !lost) return "";
+  std::string s = "~";
+  if (gained) s += " +" + number_to_string(static_cast<double>(m.inferred_flops));
+  if (gained && lost) s += " /";
+  if (lost) s += " -" + number_to_string(static_cast<double>(m.maybe_missing_flops));
+  return s + " FLOPs by op order";
+}
+
 void tree_node(std::string& out, const ProfileResult& r, const ReportOptions& o, int index,
                int indent) {
   const ModuleStats& m = r.modules[index];
@@ -313,6 +334,7 @@ void tree_node(std::string& out, const ProfileResult& r, const ReportOptions& o,
     stats += fmt::format(", {} call{}{}", m.calls, m.calls == 1 ? "" : "s",
                          m.calls_inferred ? " (inferred)" : "");
   }
+  if (const std::string mark = inference_mark(m); !mark.empty()) stats += ", " + mark;
   std::string pad(static_cast<size_t>(indent), ' ');
   std::string head =
       m.parent < 0 ? m.type : fmt::format("({}): {}", m.name.substr(m.name.rfind('.') + 1), m.type);
@@ -355,7 +377,17 @@ void detailed(std::string& out, const ProfileResult& r, const ReportOptions& o) 
       "Note: 1. Ops outside any submodule (functional calls in a parent's forward) make up the\n"
       "difference between a parent's MACs (or latency) and the sum of its submodules'.\n"
       "2. FLOPs are counted from formulas of the ops' shapes; FLOPS computed from them can\n"
-      "exceed what the hardware sustains.\n\n";
+      "exceed what the hardware sustains.\n";
+  bool marked = false;
+  for (const ModuleStats& m : r.modules) marked = marked || !inference_mark(m).empty();
+  if (marked) {
+    out +=
+        "3. '~ +A / -B FLOPs by op order' marks a module whose numbers rest on op order, not on\n"
+        "evidence: A of its FLOPs were placed in it by inference, and up to B FLOPs placed\n"
+        "elsewhere may be its own; '(inferred)' marks a call count likewise. The problems list\n"
+        "below the summary says why, and what makes them exact.\n";
+  }
+  out += "\n";
   if (!r.modules.empty()) tree_node(out, r, o, 0, 0);
 }
 

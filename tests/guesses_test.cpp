@@ -1,0 +1,723 @@
+// Attribution v4: no guess is silent. Each test is our own model of a shape that public LibTorch
+// programs have (PointNet, segmentation heads, hand-written norms, seq2seq Transformers, GANs,
+// benchmark loops), profiled with no annotation. The reference is the same model with
+// FLOPSPROF_MODULE() as the first statement of every user forward: the plain profile equals it,
+// or every difference is flagged on both sides (the module that gained work counts it in
+// `inferred_flops`, the one that may have lost it in `maybe_missing_flops`; calls that differ are
+// `calls_inferred`), and no work leaves the model unmarked. Numbers are derived by hand.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <optional>
+
+#include <torch/torch.h>
+
+#include "flopsprof/flopsprof.h"
+
+namespace {
+
+using flopsprof::FlopsProfiler;
+using flopsprof::ProfileResult;
+namespace nn = torch::nn;
+
+// FLOPSPROF_MODULE() when `on` (the reference run), nothing otherwise.
+struct MaybeScope {
+  MaybeScope(bool on, const nn::Module* m) {
+    if (on) scope.emplace(m);
+  }
+  std::optional<flopsprof::ModuleScope> scope;
+};
+
+const flopsprof::ModuleStats& module(const ProfileResult& r, const std::string& name) {
+  for (const auto& m : r.modules) {
+    if (m.name == name) return m;
+  }
+  ADD_FAILURE() << "no module '" << name << "'";
+  static flopsprof::ModuleStats none;
+  return none;
+}
+
+uint64_t own_flops(const ProfileResult& r, const std::string& name) {
+  const auto& m = module(r, name);
+  uint64_t children = 0;
+  for (int c : m.children) children += r.modules[c].flops;
+  return m.flops - children;
+}
+
+bool has_problem(const ProfileResult& r, const std::string& text) {
+  for (const std::string& p : r.problems) {
+    if (p.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+std::string problems(const ProfileResult& r) {
+  std::string s;
+  for (const std::string& p : r.problems) s += "  " + p + "\n";
+  return s;
+}
+
+// The rule of these tests: the plain profile equals the reference, or each difference is
+// flagged on both sides, and the totals of model + outside agree.
+void expect_equal_or_flagged(const ProfileResult& plain, const ProfileResult& ref) {
+  ASSERT_EQ(plain.modules.size(), ref.modules.size());
+  for (size_t i = 0; i < ref.modules.size(); ++i) {
+    const auto& p = plain.modules[i];
+    const auto& r = ref.modules[i];
+    const std::string who = "module '" + p.name + "' (" + p.type + ")";
+    if (p.flops > r.flops) {
+      EXPECT_GE(p.inferred_flops, p.flops - r.flops)
+          << who << " gained " << p.flops - r.flops << " FLOPs unmarked\n"
+          << problems(plain);
+    } else if (p.flops < r.flops) {
+      EXPECT_GE(p.maybe_missing_flops, r.flops - p.flops)
+          << who << " lost " << r.flops - p.flops << " FLOPs unmarked\n"
+          << problems(plain);
+    }
+    if (p.calls != r.calls) {
+      EXPECT_TRUE(p.calls_inferred) << who << ": " << p.calls << " call(s) where the reference has "
+                                    << r.calls << ", unmarked\n"
+                                    << problems(plain);
+    }
+  }
+  if (plain.outside.flops > ref.outside.flops) {
+    EXPECT_GE(plain.outside.inferred_flops, plain.outside.flops - ref.outside.flops)
+        << "work left the model unmarked\n"
+        << problems(plain);
+  } else if (plain.outside.flops < ref.outside.flops) {
+    EXPECT_GE(plain.outside.maybe_missing_flops, ref.outside.flops - plain.outside.flops)
+        << "the caller's work went into the model unmarked\n"
+        << problems(plain);
+  }
+  EXPECT_EQ(plain.flops + plain.outside.flops, ref.flops + ref.outside.flops);
+}
+
+// start_profile / stop_profile around `run`, with or without grad.
+template <class M>
+ProfileResult profile(M model, const std::function<void()>& run, bool grad) {
+  std::optional<torch::NoGradGuard> no_grad;
+  if (!grad) no_grad.emplace();
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  run();
+  prof.stop_profile();
+  return prof.result();
+}
+
+// get_model_profile on one forward (its call window is evidence for the root's bounds only).
+template <class M, class... Args>
+ProfileResult window(M model, bool grad, const Args&... args) {
+  std::optional<torch::NoGradGuard> no_grad;
+  if (!grad) no_grad.emplace();
+  flopsprof::ModelProfileOptions o;
+  o.print_profile = false;
+  o.warm_up = 0;
+  return flopsprof::get_model_profile(model, std::make_tuple(args...), o).result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// (1) Modules that are in no profiled model's tree: members never passed to register_module().
+
+// `b` is a plain member: `forward(x) { return a(b(x)); }`.
+struct LeadingMemberImpl : nn::Module {
+  explicit LeadingMemberImpl(bool scoped) : scoped(scoped), a(8, 16), b(8, 8) {
+    register_module("a", a);
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    MaybeScope s(scoped, this);
+    return a(b(x));
+  }
+  bool scoped;
+  nn::Linear a, b;
+};
+TORCH_MODULE(LeadingMember);
+
+// `b` is a plain member called last: `forward(x) { return b(a(x)); }`.
+struct TrailingMemberImpl : nn::Module {
+  explicit TrailingMemberImpl(bool scoped) : scoped(scoped), a(8, 16), b(16, 4) {
+    register_module("a", a);
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    MaybeScope s(scoped, this);
+    return b(a(x));
+  }
+  bool scoped;
+  nn::Linear a, b;
+};
+TORCH_MODULE(TrailingMember);
+
+TEST(Guesses, AnUnregisteredMemberCalledFirstOrLastIsTheModelsWorkMarked) {
+  // b on [4,8]: 4*8*8 = 256 MACs, 2*256 + 4*8 = 544 FLOPs; a: 4*8*16 = 512 MACs, 1024 + 64
+  const uint64_t lead_b = 2 * 256 + 32, lead_a = 2 * 512 + 64;
+  // trailing: a 512 MACs, 1088 FLOPs; b on [4,16] -> 4: 4*16*4 = 256 MACs, 512 + 16 FLOPs
+  const uint64_t trail_b = 2 * 256 + 16;
+  for (bool grad : {false, true}) {
+    SCOPED_TRACE(grad ? "grad" : "no grad");
+    torch::manual_seed(0);
+    torch::Tensor x = torch::randn({4, 8});
+    {
+      LeadingMember plain(false), ref(true);
+      const ProfileResult p = profile(
+          plain, [&] { plain->forward(x); }, grad);
+      const ProfileResult r = profile(
+          ref, [&] { ref->forward(x); }, grad);
+      EXPECT_EQ(r.flops, lead_a + lead_b);
+      EXPECT_EQ(own_flops(r, ""), lead_b);
+      expect_equal_or_flagged(p, r);
+      EXPECT_EQ(p.flops, lead_a + lead_b) << problems(p);
+      EXPECT_GE(module(p, "").inferred_flops, lead_b);
+      EXPECT_TRUE(has_problem(p, "register_module")) << problems(p);
+      // get_model_profile's call window is evidence: exact, unmarked
+      flopsprof::ModelProfileOptions o;
+      o.print_profile = false;
+      std::optional<torch::NoGradGuard> ng;
+      if (!grad) ng.emplace();
+      auto w = flopsprof::get_model_profile(plain, std::make_tuple(x), o);
+      EXPECT_EQ(w.flops, lead_a + lead_b);
+      EXPECT_EQ(module(w.result, "").inferred_flops, 0u);
+    }
+    {
+      TrailingMember plain(false), ref(true);
+      const ProfileResult p = profile(
+          plain, [&] { plain->forward(x); }, grad);
+      const ProfileResult r = profile(
+          ref, [&] { ref->forward(x); }, grad);
+      EXPECT_EQ(own_flops(r, ""), trail_b);
+      expect_equal_or_flagged(p, r);
+      EXPECT_EQ(p.flops, lead_a + trail_b) << problems(p);
+    }
+  }
+}
+
+// PointNet's shape: an input transform net kept as a plain member (its own layers registered in
+// it), run first; its 3x3 matrix multiplies the points, then the registered layers run.
+struct TNetImpl : nn::Module {
+  explicit TNetImpl(bool scoped) : scoped(scoped) {
+    conv = register_module("conv", nn::Conv1d(nn::Conv1dOptions(3, 16, 1)));
+    fc = register_module("fc", nn::Linear(16, 9));
+  }
+  torch::Tensor forward(const torch::Tensor& x) {  // [B,3,N] -> [B,3,3]
+    MaybeScope s(scoped, this);
+    torch::Tensor h = torch::relu(conv(x));
+    h = std::get<0>(torch::max(h, 2));
+    torch::Tensor iden = torch::eye(3).view({1, 9}).repeat({x.size(0), 1});
+    return (fc(h) + iden).view({-1, 3, 3});
+  }
+  bool scoped;
+  nn::Conv1d conv{nullptr};
+  nn::Linear fc{nullptr};
+};
+TORCH_MODULE(TNet);
+
+struct PointNetImpl : nn::Module {
+  explicit PointNetImpl(bool scoped) : scoped(scoped), stn(scoped) {
+    conv = register_module("conv", nn::Conv1d(nn::Conv1dOptions(3, 32, 1)));
+    head = register_module("head", nn::Linear(32, 5));
+  }
+  torch::Tensor forward(const torch::Tensor& x) {  // [B,3,N]
+    MaybeScope s(scoped, this);
+    torch::Tensor trans = stn(x);
+    torch::Tensor y = torch::bmm(x.transpose(2, 1), trans).transpose(2, 1);
+    y = torch::relu(conv(y));
+    y = std::get<0>(torch::max(y, 2));
+    return torch::log_softmax(head(y), 1);
+  }
+  bool scoped;
+  TNet stn;  // not registered
+  nn::Conv1d conv{nullptr};
+  nn::Linear head{nullptr};
+};
+TORCH_MODULE(PointNet);
+
+ProfileResult train_pointnet(bool scoped) {
+  torch::manual_seed(0);
+  PointNet model(scoped);
+  torch::optim::Adam adam(model->parameters(), 1e-3);
+  flopsprof::ProfilerOptions o;
+  o.profile_step = 2;
+  FlopsProfiler prof(model, o);
+  for (int step = 1; step <= 2; ++step) {
+    auto it = prof.iteration();
+    torch::Tensor points = torch::randn({2, 3, 10});
+    torch::Tensor target = torch::randint(0, 5, {2});
+    adam.zero_grad();
+    torch::nll_loss(model->forward(points), target).backward();
+    adam.step();
+  }
+  return prof.result();
+}
+
+TEST(Guesses, AnUnregisteredSubmodelRunFirstStaysInTheModelUnderTheTrainingLoop) {
+  const ProfileResult p = train_pointnet(false);
+  const ProfileResult r = train_pointnet(true);
+  // B=2, N=10. stn.conv 3->16 k1: 2*16*10*3 = 960 MACs; stn.fc [2,16]x[16,9]: 288 MACs;
+  // bmm [2,10,3]x[2,3,3]: 2*10*3*3 = 180 MACs; conv 3->32: 2*32*10*3 = 1920; head 2*32*5 = 320
+  const uint64_t stn_macs = 960 + 288, model_macs = stn_macs + 180 + 1920 + 320;
+  EXPECT_EQ(r.macs, model_macs);
+  EXPECT_EQ(p.macs, model_macs) << problems(p);
+  expect_equal_or_flagged(p, r);
+  EXPECT_EQ(p.outside.macs, 0u);
+  // its backward is the model's too: stn.conv's input is the data (weight gradient only,
+  // 960), stn.fc both (2*288)
+  EXPECT_EQ(module(r, "").bwd_macs, module(p, "").bwd_macs);
+}
+
+// A segmentation head whose last Upsample is a plain member.
+struct SegHeadImpl : nn::Module {
+  explicit SegHeadImpl(bool scoped)
+      : scoped(scoped),
+        up(nn::UpsampleOptions().scale_factor(std::vector<double>{2, 2}).mode(torch::kNearest)) {
+    conv = register_module("conv", nn::Conv2d(nn::Conv2dOptions(4, 3, 1)));
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    MaybeScope s(scoped, this);
+    return up(conv(x));
+  }
+  bool scoped;
+  nn::Conv2d conv{nullptr};
+  nn::Upsample up;
+};
+TORCH_MODULE(SegHead);
+
+TEST(Guesses, AnUnregisteredUpsampleAtTheEndIsTheModelsWork) {
+  for (bool grad : {false, true}) {
+    SCOPED_TRACE(grad ? "grad" : "no grad");
+    torch::Tensor x = torch::randn({1, 4, 4, 4});
+    SegHead plain(false), ref(true);
+    const ProfileResult p = profile(
+        plain, [&] { plain->forward(x); }, grad);
+    const ProfileResult r = profile(
+        ref, [&] { ref->forward(x); }, grad);
+    expect_equal_or_flagged(p, r);
+    EXPECT_EQ(p.outside.ops, 0u) << problems(p);
+    // conv 4->3 k1 on [1,4,4,4]: 3*16*4 = 192 MACs, 384 + 48 (bias); nearest x2: 3*8*8 = 192
+    EXPECT_EQ(p.flops, 384u + 48 + 192);
+    const ProfileResult w = window(plain, grad, x);
+    EXPECT_EQ(w.flops, 384u + 48 + 192);
+    expect_equal_or_flagged(w, r);
+  }
+}
+
+// Another profiled model's modules are evidence of another model: its work is outside, certain.
+// A model that no profiler knows, run on the model's output, may be an unregistered member: the
+// guess is marked whichever way it goes.
+TEST(Guesses, AnotherModelsCallIsOutsideAndAnUnknownOneIsMarked) {
+  torch::manual_seed(0);
+  nn::Sequential g(nn::Linear(4, 8), nn::ReLU());
+  nn::Sequential d(nn::Linear(8, 16), nn::ReLU(), nn::Linear(16, 1));
+  torch::Tensor z = torch::randn({2, 4});
+  // D: 2*8*16 + 2*16*1 = 288 MACs, FLOPs 2*288 + 32 + 2 (biases) + 32 (relu)
+  const uint64_t d_flops = 2 * 288 + 32 + 2 + 32;
+  {
+    FlopsProfiler pg(g), pd(d);
+    pg.start_profile();
+    pd.start_profile();
+    d->forward(g->forward(z)).sum().backward();
+    pd.stop_profile();
+    pg.stop_profile();
+    EXPECT_EQ(pg.result().macs, 2u * 4 * 8);
+    EXPECT_GE(pg.result().outside.flops, d_flops);
+    EXPECT_EQ(pg.result().outside.inferred_flops, 0u) << problems(pg.result());
+    EXPECT_EQ(pd.result().macs, 288u);
+  }
+  {
+    FlopsProfiler pg(g);
+    pg.start_profile();
+    d->forward(g->forward(z)).sum().backward();
+    pg.stop_profile();
+    const ProfileResult& r = pg.result();
+    // D's work is the model's (an unregistered member?) or another model's: marked either way
+    const uint64_t marked = module(r, "").inferred_flops + r.outside.inferred_flops;
+    EXPECT_GE(marked, d_flops) << problems(r);
+  }
+}
+
+// PyTorch's FlopCounterMode test: free matmuls, then the model's child called directly. The free
+// ops neither feed the model nor read from it.
+struct HolderImpl : nn::Module {
+  HolderImpl() { mod = register_module("mod", nn::Linear(9, 10)); }
+  torch::Tensor forward(const torch::Tensor& x) { return mod(x); }
+  nn::Linear mod{nullptr};
+};
+TORCH_MODULE(Holder);
+
+TEST(Guesses, FreeOpsBeforeAChildCalledDirectlyAreNotTheModels) {
+  Holder root;
+  torch::Tensor a = torch::randn({4, 5}), b = torch::randn({5, 6}), c = torch::randn({4, 6});
+  torch::Tensor d = torch::randn({5, 6}), e = torch::randn({6, 7}), f = torch::randn({6, 7});
+  torch::Tensor g = torch::randn({7, 8}), x = torch::randn({8, 9});
+  torch::NoGradGuard no_grad;
+  FlopsProfiler prof(root);
+  prof.start_profile();
+  torch::mm(a, b);
+  torch::addmm(c, a, b, 0.5, 0.5);
+  torch::matmul(d, e);
+  torch::einsum("ab,bc->ac", {f, g});
+  root->mod(x);
+  prof.stop_profile();
+  const ProfileResult& r = prof.result();
+  // Linear(9,10) on [8,9]: 2*8*9*10 = 1440 + bias 80
+  EXPECT_EQ(module(r, "mod").flops, 1440u + 80);
+  // the free ops: mm 2*4*5*6 = 240, addmm 240 + scaling, matmul 2*5*6*7 = 420, einsum
+  // 2*6*7*8 = 672: outside, or given to the root marked on both sides
+  const uint64_t root_own = own_flops(r, "");
+  if (root_own > 0) {
+    EXPECT_GE(module(r, "").inferred_flops, root_own) << problems(r);
+    EXPECT_GE(r.outside.maybe_missing_flops, root_own) << problems(r);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// (2) The module that may have lost work is flagged.
+
+// A hand-written LayerNorm: its parameters are read only by its last two ops.
+struct MyLayerNormImpl : nn::Module {
+  MyLayerNormImpl(int64_t d, bool scoped) : scoped(scoped) {
+    gamma = register_parameter("gamma", torch::ones({d}));
+    beta = register_parameter("beta", torch::zeros({d}));
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    MaybeScope s(scoped, this);
+    torch::Tensor mean = x.mean(-1, true);
+    torch::Tensor var = (x - mean).pow(2).mean(-1, true);
+    torch::Tensor y = (x - mean) / torch::sqrt(var + 1e-5);
+    return y * gamma + beta;
+  }
+  bool scoped;
+  torch::Tensor gamma, beta;
+};
+TORCH_MODULE(MyLayerNorm);
+
+struct NormBlockImpl : nn::Module {
+  explicit NormBlockImpl(bool scoped) : scoped(scoped), ln(16, scoped) {
+    fc = register_module("fc", nn::Linear(16, 16));
+    register_module("ln", ln);
+    out = register_module("out", nn::Linear(16, 4));
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    MaybeScope s(scoped, this);
+    return out(ln(fc(x)));
+  }
+  bool scoped;
+  nn::Linear fc{nullptr}, out{nullptr};
+  MyLayerNorm ln;
+};
+TORCH_MODULE(NormBlock);
+
+TEST(Guesses, AHandWrittenNormThatReadsItsParametersLastIsFlagged) {
+  for (bool grad : {false, true}) {
+    SCOPED_TRACE(grad ? "grad" : "no grad");
+    torch::Tensor x = torch::randn({4, 16});
+    NormBlock plain(false), ref(true);
+    const ProfileResult p = profile(
+        plain, [&] { plain->forward(x); }, grad);
+    const ProfileResult r = profile(
+        ref, [&] { ref->forward(x); }, grad);
+    expect_equal_or_flagged(p, r);
+    // the reference's norm on [4,16]: mean 64, sub 64, pow 64, mean 64, sub 64, add 4, sqrt 4,
+    // div 64, mul 64, add 64 (one FLOP per output element, reductions per input element)
+    const uint64_t norm = 64 + 64 + 64 + 64 + 64 + 4 + 4 + 64 + 64 + 64;
+    EXPECT_EQ(module(r, "ln").flops, norm);
+    // plain: only the last two ops read its parameters; the other 392 may be its own
+    EXPECT_EQ(module(p, "ln").flops, 64u + 64);
+    EXPECT_EQ(module(p, "ln").maybe_missing_flops, norm - 128);
+    EXPECT_TRUE(has_problem(p, "'ln' (MyLayerNorm) (which may show too little)")) << problems(p);
+    expect_equal_or_flagged(window(plain, grad, x), r);
+    // what a reader sees: the marker on the norm's line, the legend, the JSON field
+    FlopsProfiler prof(plain);
+    std::optional<torch::NoGradGuard> ng;
+    if (!grad) ng.emplace();
+    prof.start_profile();
+    plain->forward(x);
+    prof.stop_profile();
+    const std::string text = prof.model_profile_string();
+    const size_t at = text.find("(ln): MyLayerNorm(");
+    ASSERT_NE(at, std::string::npos) << text;
+    EXPECT_NE(text.substr(at, text.find('\n', at) - at).find("~ -392 FLOPs by op order"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("3. '~ +A / -B FLOPs by op order' marks"), std::string::npos);
+    nlohmann::json j = nlohmann::json::parse(prof.to_json());
+    for (const auto& m : j["modules"]) {
+      if (m["name"] == "ln") EXPECT_EQ(m["maybe_missing_flops"], norm - 128);
+    }
+  }
+}
+
+// Every guess is in the JSON's problems, however many; the text shows the first ones.
+struct ManyBlocksImpl : nn::Module {
+  ManyBlocksImpl() {
+    for (int i = 0; i < 15; ++i)
+      blocks.push_back(register_module("b" + std::to_string(i), NormBlock(false)));
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    torch::Tensor y = blocks[0](x);
+    for (int i = 1; i < 15; ++i) y = y + blocks[i](x);
+    return y;
+  }
+  std::vector<NormBlock> blocks;
+};
+TORCH_MODULE(ManyBlocks);
+
+TEST(Guesses, EveryGuessIsInTheJsonAndTheTextSaysHowManyMore) {
+  ManyBlocks model;
+  torch::NoGradGuard no_grad;
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  model->forward(torch::randn({4, 16}));
+  prof.stop_profile();
+  nlohmann::json j = nlohmann::json::parse(prof.to_json());
+  // each block receives its norm's first ops by op order: 15 placement lines, each naming the
+  // norm that may lack them; all 15 norms flagged
+  int lines = 0, flagged = 0;
+  for (const auto& p : j["problems"]) {
+    lines +=
+        p.get<std::string>().find("(MyLayerNorm) (which may show too little)") != std::string::npos;
+  }
+  int blocks = 0;
+  for (const auto& m : j["modules"]) {
+    const bool lacks = m["maybe_missing_flops"].get<uint64_t>() > 0;
+    flagged += lacks && m["type"] == "MyLayerNorm";
+    // and the root's `y + b_i(x)` after b1 ... b14: each may be that block's last op
+    blocks += lacks && m["type"] == "NormBlock";
+  }
+  EXPECT_EQ(lines, 15) << j["problems"];
+  EXPECT_EQ(flagged, 15);
+  EXPECT_EQ(blocks, 14);
+  ASSERT_GT(j["problems"].size(), 12u);
+  const std::string text = prof.model_profile_string();
+  EXPECT_NE(text.find(fmt::format("... and {} more (all of them in the JSON's \"problems\")",
+                                  j["problems"].size() - 12)),
+            std::string::npos)
+      << text;
+}
+
+// A residual add that op order gives two levels up, and a parameterless merge module.
+struct ResBlockImpl : nn::Module {
+  explicit ResBlockImpl(bool scoped) : scoped(scoped) {
+    fc1 = register_module("fc1", nn::Linear(8, 8));
+    fc2 = register_module("fc2", nn::Linear(8, 8));
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    MaybeScope s(scoped, this);
+    return x + fc2(torch::relu(fc1(x)));
+  }
+  bool scoped;
+  nn::Linear fc1{nullptr}, fc2{nullptr};
+};
+TORCH_MODULE(ResBlock);
+
+struct StageImpl : nn::Module {
+  explicit StageImpl(bool scoped) : scoped(scoped), block(scoped) {
+    register_module("block", block);
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    MaybeScope s(scoped, this);
+    return block(x);
+  }
+  bool scoped;
+  ResBlock block;
+};
+TORCH_MODULE(Stage);
+
+struct MergeBlockImpl : nn::Module {  // no parameters, no submodules
+  explicit MergeBlockImpl(bool scoped) : scoped(scoped) {}
+  torch::Tensor forward(const torch::Tensor& a, const torch::Tensor& b) {
+    MaybeScope s(scoped, this);
+    return torch::cat({a, b}, 1) * 0.5;
+  }
+  bool scoped;
+};
+TORCH_MODULE(MergeBlock);
+
+struct ResMergeNetImpl : nn::Module {
+  explicit ResMergeNetImpl(bool scoped) : scoped(scoped), stage(scoped), merge(scoped) {
+    stem = register_module("stem", nn::Linear(4, 8));
+    register_module("stage", stage);
+    side = register_module("side", nn::Linear(4, 8));
+    register_module("merge", merge);
+    head = register_module("head", nn::Linear(16, 2));
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    MaybeScope s(scoped, this);
+    torch::Tensor a = stage(stem(x));
+    torch::Tensor b = side(x);
+    return head(merge(a, b));
+  }
+  bool scoped;
+  nn::Linear stem{nullptr}, side{nullptr}, head{nullptr};
+  Stage stage;
+  MergeBlock merge;
+};
+TORCH_MODULE(ResMergeNet);
+
+TEST(Guesses, AResidualAddGivenTwoLevelsUpAndAParameterlessMergeAreFlagged) {
+  for (bool grad : {false, true}) {
+    SCOPED_TRACE(grad ? "grad" : "no grad");
+    torch::Tensor x = torch::randn({2, 4});
+    ResMergeNet plain(false), ref(true);
+    const ProfileResult p = profile(
+        plain, [&] { plain->forward(x); }, grad);
+    const ProfileResult r = profile(
+        ref, [&] { ref->forward(x); }, grad);
+    // reference: the block's relu and add, 2*8 = 16 FLOPs each; the merge's cat 0 + mul 2*16
+    EXPECT_EQ(own_flops(r, "stage.block"), 16u + 16);
+    EXPECT_EQ(module(r, "merge").flops, 32u);
+    EXPECT_EQ(module(r, "merge").calls, 1u);
+    expect_equal_or_flagged(p, r);
+    expect_equal_or_flagged(window(plain, grad, x), r);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// (3) Call counts from evidence.
+
+struct Seq2SeqImpl : nn::Module {
+  explicit Seq2SeqImpl(bool scoped)
+      : scoped(scoped), tr(nn::TransformerOptions(16, 2, 1, 1).dim_feedforward(32).dropout(0.0)) {
+    register_module("tr", tr);
+  }
+  // The encoder once, the decoder per step: the Transformer's own forward never runs.
+  torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& tgt) {
+    MaybeScope s(scoped, this);
+    torch::Tensor memory = tr->encoder.forward(src);
+    torch::Tensor out = tr->decoder.forward(tgt, memory);
+    return tr->decoder.forward(out, memory);
+  }
+  bool scoped;
+  nn::Transformer tr;
+};
+TORCH_MODULE(Seq2Seq);
+
+TEST(Guesses, AContainerWhoseChildrenAreCalledDirectlyShowsTheCallsItHad) {
+  torch::manual_seed(0);
+  torch::Tensor src = torch::randn({5, 1, 16}), tgt = torch::randn({3, 1, 16});
+  Seq2Seq plain(false), ref(true);
+  plain->eval();
+  ref->eval();
+  const ProfileResult p = profile(
+      plain, [&] { plain->forward(src, tgt); }, false);
+  const ProfileResult r = profile(
+      ref, [&] { ref->forward(src, tgt); }, false);
+  const auto& tr = module(p, "tr");
+  EXPECT_TRUE(tr.calls == 0 || tr.calls_inferred) << tr.calls << "\n" << problems(p);
+  EXPECT_EQ(module(p, "tr.encoder").calls, 1u);
+  EXPECT_EQ(module(p, "tr.decoder").calls, 2u);
+  expect_equal_or_flagged(p, r);
+}
+
+// An encoder of which only a features() method runs.
+struct FeatEncoderImpl : nn::Module {
+  FeatEncoderImpl() {
+    conv = register_module("conv", nn::Conv2d(nn::Conv2dOptions(1, 4, 3)));
+    fc = register_module("fc", nn::Linear(4 * 4 * 4, 10));
+  }
+  torch::Tensor features(const torch::Tensor& x) { return torch::relu(conv(x)); }
+  torch::Tensor forward(const torch::Tensor& x) { return fc(features(x).flatten(1)); }
+  nn::Conv2d conv{nullptr};
+  nn::Linear fc{nullptr};
+};
+TORCH_MODULE(FeatEncoder);
+
+struct FeatNetImpl : nn::Module {
+  FeatNetImpl() {
+    enc = register_module("enc", FeatEncoder());
+    head = register_module("head", nn::Linear(64, 3));
+  }
+  torch::Tensor forward(const torch::Tensor& x) { return head(enc->features(x).flatten(1)); }
+  FeatEncoder enc{nullptr};
+  nn::Linear head{nullptr};
+};
+TORCH_MODULE(FeatNet);
+
+TEST(Guesses, ACallThatRunsOnlySomeOfAModulesLayersIsMarked) {
+  FeatNet net;
+  torch::Tensor x = torch::randn({2, 1, 6, 6});
+  const ProfileResult p = profile(
+      net, [&] { net->forward(x); }, false);
+  const auto& enc = module(p, "enc");
+  EXPECT_TRUE(enc.calls == 0 || enc.calls_inferred) << enc.calls << "\n" << problems(p);
+  EXPECT_EQ(module(p, "enc.fc").calls, 0u);
+}
+
+TEST(Guesses, ASequentialWhoseOnlyChildIsAnIdentityHasItsCall) {
+  nn::Sequential seq{nn::Identity()};
+  torch::Tensor x = torch::randn({2, 3});
+  const ProfileResult p = profile(
+      seq, [&] { seq->forward(x); }, false);
+  EXPECT_EQ(module(p, "0").calls, 1u);
+  EXPECT_EQ(module(p, "").calls, 1u) << problems(p);
+}
+
+struct TwoLayerImpl : nn::Module {
+  TwoLayerImpl() {
+    a = register_module("a", nn::Linear(4, 4));
+    b = register_module("b", nn::Linear(4, 4));
+  }
+  torch::Tensor forward(const torch::Tensor& x) { return b(torch::relu(a(x))); }
+  nn::Linear a{nullptr}, b{nullptr};
+};
+TORCH_MODULE(TwoLayer);
+
+TEST(Guesses, BackToBackForwardsAreCountedFromTheirChildren) {
+  TwoLayer net;
+  torch::Tensor x = torch::randn({2, 4});
+  {
+    const ProfileResult p = profile(
+        net,
+        [&] {
+          for (int i = 0; i < 41; ++i) net->forward(x);
+        },
+        false);
+    EXPECT_EQ(module(p, "").calls, 41u) << problems(p);
+    EXPECT_EQ(module(p, "a").calls, 41u);
+  }
+  for (bool grad : {false, true}) {
+    const ProfileResult p = profile(
+        net,
+        [&] {
+          net->forward(net->forward(x));
+          net->forward(x);
+        },
+        grad);
+    EXPECT_EQ(module(p, "").calls, 3u) << problems(p);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// (4) Each model's backward latency is its own nodes' time, whatever the other models' size.
+
+double generator_backward(int d_layers) {
+  torch::manual_seed(0);
+  nn::Sequential g(nn::Linear(4, 8), nn::ReLU());
+  nn::Sequential d;
+  for (int i = 0; i < d_layers; ++i) {
+    d->push_back(nn::Linear(8, 8));
+    d->push_back(nn::ReLU());
+  }
+  d->push_back(nn::Linear(8, 1));
+  nn::Linear c(8, 1);
+  flopsprof::ProfilerOptions o;
+  o.timer = flopsprof::make_step_timer(1000);
+  FlopsProfiler pg(g, o), pd(d, o), pc(c, o);
+  pg.start_profile();
+  pd.start_profile();
+  pc.start_profile();
+  torch::Tensor fake = g->forward(torch::randn({2, 4}));
+  (d->forward(fake).sum() + c->forward(fake).sum()).backward();
+  pc.stop_profile();
+  pd.stop_profile();
+  pg.stop_profile();
+  EXPECT_GT(pd.result().bwd_latency_s, pg.result().bwd_latency_s);
+  return pg.result().bwd_latency_s;
+}
+
+TEST(Guesses, EachModelsBackwardLatencyIsItsOwnNodesTime) {
+  // A deterministic clock (one step per timestamp): G's backward time depends on G's nodes only,
+  // not on how many nodes the discriminator's part of the shared backward pass has.
+  EXPECT_EQ(generator_backward(1), generator_backward(6));
+}
+
+}  // namespace
