@@ -54,13 +54,24 @@ void expect_meta_matches_cpu(M model, Make make_input, bool backward, const char
   EXPECT_EQ(est.result.bwd_flops, real.bwd_flops) << what;
   EXPECT_EQ(est.params, real.params) << what;
   ASSERT_TRUE(est.result.memory.tracked) << what;
-  double ratio = static_cast<double>(est.result.memory.peak_bytes) /
-                 static_cast<double>(real.memory.peak_bytes);
-  EXPECT_NEAR(ratio, 1.0, 0.10) << what << ": meta peak " << est.result.memory.peak_bytes
-                                << " vs CPU " << real.memory.peak_bytes;
+  // Memory: what a meta run can know is the tensors, and those both runs hold alike. The CPU run's
+  // peak also has its kernels' workspace (oneDNN's reordered copies and per-thread buffers: it
+  // grows with the thread count), the machine's and reported apart (docs/memory.md).
+  const flopsprof::MemoryStats &cpu_m = real.memory, &meta_m = est.result.memory;
+  EXPECT_GT(cpu_m.tensor_peak_bytes, 0) << what;
+  EXPECT_EQ(meta_m.tensor_peak_bytes, cpu_m.tensor_peak_bytes) << what;
+  for (const flopsprof::MemoryStats* m : {&cpu_m, &meta_m}) {  // peak = tensors + workspace then
+    EXPECT_GE(m->peak_workspace_bytes, 0) << what;
+    EXPECT_LE(m->peak_bytes - m->peak_workspace_bytes, m->tensor_peak_bytes) << what;
+    EXPECT_GE(m->peak_bytes, m->tensor_peak_bytes) << what;
+  }
+  std::cout << what << ": tensors' peak " << cpu_m.tensor_peak_bytes << " B (CPU and meta); peak "
+            << cpu_m.peak_bytes << " B on CPU (" << cpu_m.peak_workspace_bytes
+            << " B of it workspace, " << at::get_num_threads() << " thread(s)), "
+            << meta_m.peak_bytes << " B on meta (" << meta_m.peak_workspace_bytes << " B)\n";
 }
 
-TEST(MetaDevice, CountsEqualRealRunsAndPeaksWithinTenPercent) {
+TEST(MetaDevice, CountsAndTensorPeaksEqualRealRuns) {
   torch::manual_seed(0);
   auto floats = [](std::vector<int64_t> shape) {
     return
@@ -110,7 +121,9 @@ TEST(MetaDevice, BertLargeAtBatch80IsProfiledOnShapesOnly) {
   auto t0 = std::chrono::steady_clock::now();
   flopsprof::ModelProfile p = flopsprof::get_model_profile(bert, std::vector<int64_t>{80, 128}, o);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_LT(seconds, 60.0);
+  // On shapes only: the weights stayed on meta, where no op computes (a CPU op reading them would
+  // have thrown). The time is printed, not checked: it is the machine's and its load's.
+  EXPECT_TRUE(flopsprof::detail::on_meta(*bert));
   std::cout << "BERT-large MLM 80x128 forward + backward on meta: " << seconds << " s, "
             << flopsprof::flops_to_string(p.flops) << " fwd flops, peak "
             << p.result.memory.peak_bytes / (1024.0 * 1024 * 1024) << " GiB\n";

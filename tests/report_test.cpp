@@ -486,6 +486,63 @@ GpuRecord kernel(const char* name, int64_t start_us, int64_t dur_us, uint64_t ex
   return k;
 }
 
+// Kernel workspace: a block freed before the op that allocated it returned (matched by address),
+// reported apart from the peak of the tensors that outlive their op.
+TEST(Memory, WorkspaceIsWhatAnOpFreesBeforeItReturns) {
+  Names names;
+  ModuleTree tree = make_tree();
+  Builder b{names};
+  const int conv = b.op("aten::conv2d", 0);              // [0, 10)
+  const int add = b.op("aten::add", 2);                  // [10, 20)
+  const int outer = b.op("aten::outer", 2, -1, -1, 20);  // [20, 40)
+  const int inner = b.op("aten::inner", 2, -1, outer);   // [40, 50): nested in outer
+  b.th.events[inner].start_tick = 22;
+  b.th.events[inner].end_tick = 30;
+  auto mem = [&](int64_t t, int op, uint64_t address, int64_t bytes) {
+    MemRecord m;
+    m.time_tick = t;
+    m.op = op;
+    m.address = address;
+    m.bytes = bytes;
+    b.th.memory.push_back(m);
+  };
+  mem(1, conv, 0xa1, 100);   // conv's output, freed by add: a tensor
+  mem(2, conv, 0xa2, 50);    // conv's scratch buffer, freed by conv: workspace
+  mem(3, conv, 0xa2, -50);   //   -> the peak (150) was at t=2, 50 of it workspace
+  mem(11, add, 0xa3, 30);    // add's output
+  mem(12, add, 0xa1, -100);  // conv's output freed by another op: not workspace
+  mem(13, add, 0xa2, 10);    // the scratch buffer's address again, now a kept tensor
+  mem(21, outer, 0xa4, 40);  // freed inside inner, while outer is still open: workspace
+  mem(23, inner, 0xa5, 20);  // freed by outer after inner returned: a tensor
+  mem(24, inner, 0xa4, -40);
+  mem(31, outer, 0xa5, -20);
+  mem(32, -1, 0xb0, -64);  // a tensor allocated before the profile: not matched
+  AggregateInput in;
+  in.tree = &tree;
+  in.threads = {&b.th};
+  in.names = &names;
+  in.stop_tick = 1000;
+  in.track_memory = true;
+  ProfileResult r = aggregate(in);
+  const MemoryStats& m = r.memory;
+  ASSERT_TRUE(m.tracked);
+  // in use after each record: 100 150 100 130 30 40 80 100 60 40 -24;
+  // workspace in use:          0  50   0   0  0  0 40  40  0  0   0
+  EXPECT_EQ(m.peak_bytes, 150);
+  EXPECT_EQ(m.peak_op, "aten::conv2d");
+  EXPECT_EQ(m.peak_workspace_bytes, 50);
+  EXPECT_EQ(m.tensor_peak_bytes, 130);  // after add's output, before conv's is freed
+  EXPECT_EQ(m.final_bytes, -24);
+  nlohmann::json j = nlohmann::json::parse(to_json(r));
+  EXPECT_EQ(j["memory"]["peak_workspace_bytes"], 50);
+  EXPECT_EQ(j["memory"]["tensor_peak_bytes"], 130);
+  EXPECT_NE(
+      format_text_report(r).find("memory peak of tensors (no kernel workspace):                 "
+                                 "130 B (the peak above has 50 B of workspace)\n"),
+      std::string::npos)
+      << format_text_report(r);
+}
+
 TEST(GpuRecords, KernelsAreAttributedThroughTheLaunchingOp) {
   Names names;
   ModuleTree tree = make_tree();

@@ -112,6 +112,13 @@ struct MemoryStats {
   std::string peak_op;     ///< where it was reached
   std::string peak_module;
   std::string peak_phase;
+  /// Of `peak_bytes`: kernel workspace in use at the peak, blocks an op allocates and frees
+  /// before it returns (scratch buffers, reordered copies, per-thread buffers, a composite op's
+  /// temporaries). Depends on the kernels the machine runs and on their thread count.
+  int64_t peak_workspace_bytes = 0;
+  /// Highest net bytes held by tensors that outlive the op that allocated them (workspace left
+  /// out): what a meta-device estimate can know of a real run (docs/memory.md).
+  int64_t tensor_peak_bytes = 0;
   int64_t fwd_peak_bytes = 0;       ///< highest during forward ops
   int64_t final_bytes = 0;          ///< in use when the profile stopped
   int64_t peak_reserved_bytes = 0;  ///< highest reserved (CUDA caching allocator); 0 on CPU

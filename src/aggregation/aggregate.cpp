@@ -125,20 +125,57 @@ std::vector<MemoryPoint> memory_timeline(const AggregateInput& in, bool* saturat
   for (size_t t = 0; t < in.threads.size(); ++t) {
     const std::vector<MemRecord>& mem = in.threads[t]->memory;
     for (size_t k = 0; k < mem.size(); ++k) {
-      points.push_back(MemoryPoint{mem[k].time_tick, mem[k].bytes, static_cast<uint32_t>(t),
-                                   static_cast<uint32_t>(k)});
+      MemoryPoint p;
+      p.time = mem[k].time_tick;
+      p.in_use = mem[k].bytes;
+      p.thread = static_cast<uint32_t>(t);
+      p.record = static_cast<uint32_t>(k);
+      points.push_back(p);
     }
   }
   std::stable_sort(points.begin(), points.end(),
                    [](const MemoryPoint& a, const MemoryPoint& b) { return a.time < b.time; });
-  int64_t in_use = 0;
-  for (MemoryPoint& p : points) {
-    const int64_t bytes = p.in_use;                        // the record's delta until here
-    if (__builtin_add_overflow(in_use, bytes, &in_use)) {  // absurd meta shapes
-      in_use = bytes > 0 ? INT64_MAX : INT64_MIN;
+  auto record = [&](const MemoryPoint& p) -> const MemRecord& {
+    return in.threads[p.thread]->memory[p.record];
+  };
+  // Workspace: match each free with the allocation of the same block, in time order.
+  std::map<std::pair<int8_t, uint64_t>, size_t> live;  // block -> its allocation's point
+  for (size_t i = 0; i < points.size(); ++i) {
+    const MemRecord& m = record(points[i]);
+    if (m.address == 0 || m.bytes == 0) continue;
+    const std::pair<int8_t, uint64_t> block{m.device_type, m.address};
+    if (m.bytes > 0) {
+      live[block] = i;
+      continue;
+    }
+    auto it = live.find(block);
+    if (it == live.end()) continue;  // allocated before the profile
+    MemoryPoint& alloc = points[it->second];
+    const int32_t op = record(alloc).op;
+    live.erase(it);
+    if (alloc.thread != points[i].thread || op < 0) continue;
+    const std::vector<RawEvent>& events = in.threads[alloc.thread]->events;
+    for (int32_t e = m.op; e >= op && static_cast<size_t>(e) < events.size();
+         e = events[e].parent) {
+      if (e == op) {
+        alloc.is_workspace = points[i].is_workspace = true;
+        break;
+      }
+    }
+  }
+  auto add = [saturated](int64_t* total, int64_t bytes) {
+    if (__builtin_add_overflow(*total, bytes, total)) {  // absurd meta shapes
+      *total = bytes > 0 ? INT64_MAX : INT64_MIN;
       *saturated = true;
     }
+  };
+  int64_t in_use = 0, workspace = 0;
+  for (MemoryPoint& p : points) {
+    const int64_t bytes = p.in_use;  // the record's delta until here
+    add(&in_use, bytes);
+    if (p.is_workspace) add(&workspace, bytes);
     p.in_use = in_use;
+    p.workspace = workspace;
   }
   return points;
 }
@@ -569,10 +606,14 @@ class Aggregator {
       sample.phase = phase_name(x.phase);
       if (in_use > ms.peak_bytes) {
         ms.peak_bytes = in_use;
+        ms.peak_workspace_bytes = p.workspace;
         ms.peak_op = sample.op;
         ms.peak_module = sample.module;
         ms.peak_phase = sample.phase;
       }
+      int64_t tensors = 0;
+      if (__builtin_sub_overflow(in_use, p.workspace, &tensors)) tensors = INT64_MAX;
+      ms.tensor_peak_bytes = std::max(ms.tensor_peak_bytes, tensors);
       if (x.phase == Phase::kForward) ms.fwd_peak_bytes = std::max(ms.fwd_peak_bytes, in_use);
       ms.peak_reserved_bytes = std::max(ms.peak_reserved_bytes, x.reserved);
       ms.trace.push_back(std::move(sample));

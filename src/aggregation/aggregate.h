@@ -29,11 +29,19 @@ struct AggregateInput : AttributionInput {
 struct MemoryPoint {
   int64_t time = 0;    ///< timestamp units
   int64_t in_use = 0;  ///< net bytes allocated since the profile started, after this record
+  /// Of `in_use`: kernel workspace, blocks that are freed before the op that allocated them
+  /// returns (scratch buffers, reordered copies, per-thread buffers, a composite op's
+  /// temporaries). `in_use - workspace` is what tensors that outlive their op hold.
+  int64_t workspace = 0;
+  bool is_workspace = false;        ///< this record allocates or frees a workspace block
   uint32_t thread = 0, record = 0;  ///< `threads[thread]->memory[record]`
 };
 
 /// The memory records of all threads merged by time (ties: thread, then record order), with the
-/// bytes in use after each; saturated at the int64 limits (`*saturated` set) for absurd shapes.
+/// bytes in use and the workspace in use after each; saturated at the int64 limits (`*saturated`
+/// set) for absurd shapes. A block is workspace when its free (matched by device and address) is
+/// on the thread that allocated it while the allocating op, or an op inside it, is open; blocks
+/// allocated before the profile or reported without an address are not.
 std::vector<MemoryPoint> memory_timeline(const AggregateInput& input, bool* saturated);
 
 /// What every consumer of a profile's records reads, each computed once: the attribution of each

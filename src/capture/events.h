@@ -110,6 +110,7 @@ struct StepRecord {
 struct MemRecord {
   int64_t time_tick = 0;
   int64_t bytes = 0;
+  uint64_t address = 0;        ///< the block's (a free names its allocation's); 0: unknown
   int64_t total_reserved = 0;  ///< caching allocators (CUDA); 0 on CPU
   int32_t op = -1;             ///< the open op on this thread (index into events), -1: none
   int32_t scope = -1;          ///< the open scope on this thread

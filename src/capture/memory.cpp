@@ -15,7 +15,7 @@ class MemoryObserver final : public c10::MemoryReportingInfoBase {
  public:
   MemoryObserver(int slot, uint64_t session) : slot_(slot), session_(session) {}
 
-  void reportMemoryUsage(void* /*ptr*/, int64_t alloc_size, ReportedTotal /*total_allocated*/,
+  void reportMemoryUsage(void* ptr, int64_t alloc_size, ReportedTotal /*total_allocated*/,
                          ReportedTotal total_reserved, c10::Device device) override {
     CallbackGuard guard;
     if (!guard.ok()) return;
@@ -23,8 +23,8 @@ class MemoryObserver final : public c10::MemoryReportingInfoBase {
     if (s == nullptr || s->id != session_) return;
     ThreadBuffer* b = s->thread_buffer();
     if (b == nullptr) return;
-    b->add_memory(s->now(), alloc_size, static_cast<int64_t>(total_reserved),
-                  static_cast<int8_t>(device.type()));
+    b->add_memory(s->now(), reinterpret_cast<uintptr_t>(ptr), alloc_size,
+                  static_cast<int64_t>(total_reserved), static_cast<int8_t>(device.type()));
   }
 
   bool memoryProfilingEnabled() const override { return true; }

@@ -59,11 +59,12 @@ void ThreadBuffer::end_step(int32_t index, int64_t now) noexcept {
   --step_depth;
 }
 
-void ThreadBuffer::add_memory(int64_t now, int64_t bytes, int64_t total_reserved,
+void ThreadBuffer::add_memory(int64_t now, uint64_t address, int64_t bytes, int64_t total_reserved,
                               int8_t device_type) noexcept {
   MemRecord r;
   r.time_tick = now;
   r.bytes = bytes;
+  r.address = address;
   r.total_reserved = total_reserved;
   r.op = open_op;
   r.scope = open_scope;

@@ -36,7 +36,8 @@ struct ThreadBuffer : ThreadEvents {
   int32_t begin_step(int64_t now, bool optimizer = false) noexcept;
   void end_step(int32_t index, int64_t now) noexcept;
   /// One allocation (bytes > 0) or free, owned by the op and scope open now.
-  void add_memory(int64_t now, int64_t bytes, int64_t total_reserved, int8_t device_type) noexcept;
+  void add_memory(int64_t now, uint64_t address, int64_t bytes, int64_t total_reserved,
+                  int8_t device_type) noexcept;
 };
 
 }  // namespace flopsprof::detail

@@ -27,22 +27,29 @@ std::atomic<int64_t> g_meta_allocated{0};
 
 // Sizes past 2^63 - 1 bytes (an estimate of an absurd shape) saturate: the total stays a lower
 // bound and the aggregation reports the saturation as a problem, never undefined behaviour.
-void report(int64_t bytes) {
+void report(void* block, int64_t bytes) {
   int64_t before = g_meta_allocated.load(std::memory_order_relaxed), total;
   do {
     if (__builtin_add_overflow(before, bytes, &total)) total = bytes > 0 ? INT64_MAX : INT64_MIN;
   } while (!g_meta_allocated.compare_exchange_weak(before, total, std::memory_order_relaxed));
-  c10::reportMemoryUsageToProfiler(nullptr, bytes, total, 0, c10::Device(c10::DeviceType::Meta));
+  c10::reportMemoryUsageToProfiler(block, bytes, total, 0, c10::Device(c10::DeviceType::Meta));
 }
 
 int64_t clamp_bytes(size_t n) {
   return n > static_cast<size_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(n);
 }
 
-// The context encodes the size (odd, so never null: the deleter runs on free).
+// A meta tensor's context (never null, so the deleter runs on free): its size, and an address
+// reported as the block's, so that the aggregation can match the free with its allocation (kernel
+// workspace is told apart that way) although meta tensors have no data.
+struct MetaBlock {
+  int64_t bytes;
+};
+
 void meta_free(void* ctx) {
-  int64_t bytes = static_cast<int64_t>(reinterpret_cast<uintptr_t>(ctx) >> 1);
-  if (c10::memoryProfilingEnabled()) report(-bytes);
+  auto* block = static_cast<MetaBlock*>(ctx);
+  if (c10::memoryProfilingEnabled()) report(block, -block->bytes);
+  delete block;
 }
 
 // LibTorch 2.3 made Allocator::allocate non-const and added the pure virtual copy_data.
@@ -54,11 +61,9 @@ void meta_free(void* ctx) {
 
 struct ReportingMetaAllocator final : c10::Allocator {
   c10::DataPtr allocate(size_t n) FLOPSPROF_PRIVATE_ALLOCATE_CONST override {
-    if (c10::memoryProfilingEnabled()) report(clamp_bytes(n));
-    // The context encodes the size in 63 bits (odd: never null, so the deleter runs).
-    const uintptr_t size = static_cast<uintptr_t>(clamp_bytes(n));
-    void* ctx = reinterpret_cast<void*>((size << 1) | 1);
-    return {nullptr, ctx, &meta_free, c10::Device(c10::DeviceType::Meta)};
+    auto* block = new MetaBlock{clamp_bytes(n)};
+    if (c10::memoryProfilingEnabled()) report(block, block->bytes);
+    return {nullptr, block, &meta_free, c10::Device(c10::DeviceType::Meta)};
   }
   c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)

@@ -181,6 +181,8 @@ void write_memory(JsonWriter& w, const ProfileResult& r) {
     w.member("peak_op", m.peak_op);
     w.member("peak_module", m.peak_module);
     w.member("peak_phase", m.peak_phase);
+    w.member("peak_workspace_bytes", m.peak_workspace_bytes);
+    w.member("tensor_peak_bytes", m.tensor_peak_bytes);
     w.member("fwd_peak_bytes", m.fwd_peak_bytes);
     w.member("final_bytes", m.final_bytes);
     w.member("peak_reserved_bytes", m.peak_reserved_bytes);

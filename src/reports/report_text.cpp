@@ -132,6 +132,12 @@ void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
          fmt::format("{} at {} in {} ({})", bytes_to_string(m.peak_bytes),
                      m.peak_op.empty() ? "(between ops)" : m.peak_op,
                      m.peak_module.empty() ? "(root)" : m.peak_module, m.peak_phase));
+    if (m.peak_workspace_bytes != 0 || m.tensor_peak_bytes != m.peak_bytes) {
+      line(out, "memory peak of tensors (no kernel workspace)",
+           fmt::format("{} (the peak above has {} of workspace)",
+                       bytes_to_string(m.tensor_peak_bytes),
+                       bytes_to_string(m.peak_workspace_bytes)));
+    }
     line(out, "memory peak during forward", bytes_to_string(m.fwd_peak_bytes));
     line(out, "memory in use at stop", bytes_to_string(m.final_bytes));
     if (m.peak_reserved_bytes > 0) {
