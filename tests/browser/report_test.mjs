@@ -21,6 +21,14 @@ const check = (ok, what) => {
 
 const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
 
+// The pages' budgets are CPU seconds of the browser's renderer processes (Chromium's own count),
+// not wall time: a loaded machine stretches wall time whatever the page does.
+const cdp = await browser.newBrowserCDPSession();
+async function rendererCpuSeconds() {
+  const { processInfo } = await cdp.send('SystemInfo.getProcessInfo');
+  return processInfo.filter((p) => p.type === 'renderer').reduce((sum, p) => sum + p.cpuTime, 0);
+}
+
 async function open(name) {
   const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
   const errors = [], dialogs = [];
@@ -28,12 +36,12 @@ async function open(name) {
   page.on('pageerror', (e) => errors.push(e.message));
   page.on('dialog', async (d) => { dialogs.push(d.message()); await d.dismiss(); });
   page.on('request', (r) => { if (!r.url().startsWith('file:') && !r.url().startsWith('data:')) errors.push('network: ' + r.url()); });
-  const t0 = Date.now();
+  const t0 = Date.now(), cpu0 = await rendererCpuSeconds();
   await page.goto(`file://${out}/${name}.html`);
-  await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
-  const loadMs = Date.now() - t0;
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 120000 });  // a hang, not a budget
+  const loadMs = Date.now() - t0, loadCpu = (await rendererCpuSeconds()) - cpu0;
   const json = JSON.parse(readFileSync(`${out}/${name}.json`, 'utf8'));
-  return { page, errors, dialogs, json, loadMs };
+  return { page, errors, dialogs, json, loadMs, loadCpu };
 }
 
 async function summaryMatches(page, json, name) {
@@ -109,16 +117,16 @@ async function sortsByFlops(page, json, name) {
   check(errors.length === 0, `hostile: no console errors ${errors.join('; ')}`);
 }
 
-// 10,000 modules: opens, and stays responsive.
+// 10,000 modules: opens, and stays responsive (in CPU time, see rendererCpuSeconds).
 {
-  const { page, errors, json, loadMs } = await open('big');
+  const { page, errors, json, loadMs, loadCpu } = await open('big');
   check(json.modules.length === 10001, 'big: 10,001 modules');
-  check(loadMs < 10000, `big: ready in ${loadMs} ms (< 10 s)`);
-  const t0 = Date.now();
+  check(loadCpu < 10, `big: ready in ${loadCpu.toFixed(2)} s of CPU (< 10 s; ${loadMs} ms of wall time)`);
+  const t0 = Date.now(), cpu0 = await rendererCpuSeconds();
   await page.click('#icicle .cell[data-name="block7"]');
   await page.click('#modules th[data-key="flops"]');
-  const took = Date.now() - t0;
-  check(took < 3000, `big: a zoom and a sort take ${took} ms (< 3 s)`);
+  const took = Date.now() - t0, tookCpu = (await rendererCpuSeconds()) - cpu0;
+  check(tookCpu < 3, `big: a zoom and a sort take ${tookCpu.toFixed(2)} s of CPU (< 3 s; ${took} ms of wall time)`);
   check((await page.textContent('#shown')).startsWith('showing 1000 of 10001'), 'big: the table says how many it shows');
   check(errors.length === 0, `big: no console errors ${errors.join('; ')}`);
   await page.screenshot({ path: `${out}/big.png` });
