@@ -15,6 +15,7 @@
 #include <torch/torch.h>
 
 #include "flopsprof/flopsprof.h"
+#include "test_modules.h"
 
 namespace {
 
@@ -30,21 +31,8 @@ struct MaybeScope {
   std::optional<flopsprof::ModuleScope> scope;
 };
 
-const flopsprof::ModuleStats& module(const ProfileResult& r, const std::string& name) {
-  for (const auto& m : r.modules) {
-    if (m.name == name) return m;
-  }
-  ADD_FAILURE() << "no module '" << name << "'";
-  static flopsprof::ModuleStats none;
-  return none;
-}
-
-uint64_t own_flops(const ProfileResult& r, const std::string& name) {
-  const auto& m = module(r, name);
-  uint64_t children = 0;
-  for (int c : m.children) children += r.modules[c].flops;
-  return m.flops - children;
-}
+using flopsprof_test::module;
+using flopsprof_test::own_flops;
 
 bool has_problem(const ProfileResult& r, const std::string& text) {
   for (const std::string& p : r.problems) {

@@ -8,6 +8,7 @@
 
 #include "capture/builtin_calls.h"
 #include "flopsprof/flopsprof.h"
+#include "test_modules.h"
 
 namespace {
 
@@ -44,21 +45,8 @@ Both profile_both(M model, const torch::Tensor& x, bool grad) {
   return b;
 }
 
-const flopsprof::ModuleStats& module(const ProfileResult& r, const std::string& name) {
-  for (const auto& m : r.modules) {
-    if (m.name == name) return m;
-  }
-  ADD_FAILURE() << "no module " << name;
-  static flopsprof::ModuleStats none;
-  return none;
-}
-
-uint64_t own_flops(const ProfileResult& r, const std::string& name) {
-  const auto& m = module(r, name);
-  uint64_t children = 0;
-  for (int c : m.children) children += r.modules[c].flops;
-  return m.flops - children;
-}
+using flopsprof_test::module;
+using flopsprof_test::own_flops;
 
 // One answer per model and input: every module's calls, FLOPs and MACs agree.
 void expect_same(const Both& b) {
