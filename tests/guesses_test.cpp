@@ -252,6 +252,106 @@ TEST(Guesses, AnUnregisteredSubmodelRunFirstStaysInTheModelUnderTheTrainingLoop)
   EXPECT_EQ(module(r, "").bwd_macs, module(p, "").bwd_macs);
 }
 
+// PointNet's input transform as its public ports write it: conv, BatchNorm1d (a start-only call
+// record), relu, max-pool, a Linear, and an identity built with `torch::zeros` before the model's
+// registered layers run. `zeros` looks like the caller's data, so the transform stays outside
+// under the training loop: all of it, its free ops between its layers' calls included, must be
+// marked, and its backward too.
+struct TNetZImpl : nn::Module {
+  explicit TNetZImpl(bool scoped) : scoped(scoped) {
+    conv = register_module("conv", nn::Conv1d(nn::Conv1dOptions(3, 8, 1)));
+    bn = register_module("bn", nn::BatchNorm1d(8));
+    fc = register_module("fc", nn::Linear(8, 9));
+  }
+  torch::Tensor forward(const torch::Tensor& x) {  // [B,3,N] -> [B,3,3]
+    MaybeScope s(scoped, this);
+    torch::Tensor h = torch::relu(bn(conv(x)));
+    h = std::get<0>(torch::max(h, 2));
+    h = fc(h);
+    torch::Tensor iden = torch::zeros({x.size(0), 9});
+    return (h + iden).view({-1, 3, 3});
+  }
+  bool scoped;
+  nn::Conv1d conv{nullptr};
+  nn::BatchNorm1d bn{nullptr};
+  nn::Linear fc{nullptr};
+};
+TORCH_MODULE(TNetZ);
+
+struct PointNetZImpl : nn::Module {
+  explicit PointNetZImpl(bool scoped) : scoped(scoped), stn(scoped) {
+    conv = register_module("conv", nn::Conv1d(nn::Conv1dOptions(3, 16, 1)));
+    head = register_module("head", nn::Linear(16, 5));
+  }
+  torch::Tensor forward(const torch::Tensor& x) {  // [B,3,N]
+    MaybeScope s(scoped, this);
+    torch::Tensor trans = stn(x);
+    torch::Tensor y = torch::bmm(x.transpose(2, 1), trans).transpose(2, 1);
+    y = std::get<0>(torch::max(torch::relu(conv(y)), 2));
+    return torch::log_softmax(head(y), 1);
+  }
+  bool scoped;
+  TNetZ stn;  // not registered
+  nn::Conv1d conv{nullptr};
+  nn::Linear head{nullptr};
+};
+TORCH_MODULE(PointNetZ);
+
+ProfileResult train_pointnet_z(bool scoped, bool grad) {
+  torch::manual_seed(0);
+  PointNetZ model(scoped);
+  torch::optim::SGD sgd(model->parameters(), 1e-3);
+  flopsprof::ProfilerOptions o;
+  o.profile_step = 2;
+  FlopsProfiler prof(model, o);
+  for (int step = 1; step <= 2; ++step) {
+    auto it = prof.iteration();
+    torch::Tensor points = torch::randn({2, 3, 10});
+    torch::Tensor target = torch::randint(0, 5, {2});
+    if (grad) {
+      sgd.zero_grad();
+      torch::nll_loss(model->forward(points), target).backward();
+      sgd.step();
+    } else {
+      torch::NoGradGuard ng;
+      torch::nll_loss(model->forward(points), target);
+    }
+  }
+  return prof.result();
+}
+
+TEST(Guesses, AnUnregisteredSubmodelThatBuildsATensorLeavesNoWorkOutsideUnmarked) {
+  for (bool grad : {false, true}) {
+    SCOPED_TRACE(grad ? "grad" : "no grad");
+    const ProfileResult p = train_pointnet_z(false, grad);
+    const ProfileResult r = train_pointnet_z(true, grad);
+    // B=2, N=10. stn.conv 3->8 k1: 2*8*10*3 = 480 MACs; stn.fc [2,8]x[8,9]: 144;
+    // bmm [2,10,3]x[2,3,3]: 180; conv 3->16: 2*16*10*3 = 960; head [2,16]x[16,5]: 160
+    EXPECT_EQ(r.macs, 480u + 144 + 180 + 960 + 160);
+    // the transform's free ops: batch_norm on [2,8,10] (training, affine: 5 per element, 800),
+    // relu 160, max over N 160, the identity's add 18 (zeros and view: 0)
+    const uint64_t stn_free = 5 * 160 + 160 + 160 + 18;
+    // stn's layers: conv 2*480 + 160 (bias), fc 2*144 + 18 (bias)
+    const uint64_t stn_flops = 2 * 480 + 160 + 2 * 144 + 18 + stn_free;
+    // the reference's root: stn (unregistered: the root's own), bmm 2*180, relu and max on
+    // [2,16,10] 320 each, log_softmax on [2,5] 10
+    EXPECT_EQ(own_flops(r, ""), stn_flops + 2 * 180 + 320 + 320 + 10);
+    expect_equal_or_flagged(p, r);
+    // the transform went outside (zeros looks like the caller's), all of it marked but its
+    // identity's add: right before the model's first op, that add is taken in as the head of
+    // the model's forward (marked on the caller's side)
+    EXPECT_EQ(p.outside.inferred_flops, stn_flops - 18) << problems(p);
+    EXPECT_GE(module(p, "").maybe_missing_flops, stn_flops - 18) << problems(p);
+    if (grad) {
+      // its backward too: stn.conv's weight gradient (480 MACs, its input is the data) and
+      // stn.fc's two (2*144), at 2 FLOPs per MAC, are among the backward counted outside
+      EXPECT_GE(p.outside.inferred_bwd_flops, 2u * (480 + 2 * 144)) << problems(p);
+      EXPECT_EQ(p.outside.bwd_flops - p.outside.inferred_bwd_flops,
+                r.outside.bwd_flops - r.outside.inferred_bwd_flops);
+    }
+  }
+}
+
 // A segmentation head whose last Upsample is a plain member.
 struct SegHeadImpl : nn::Module {
   explicit SegHeadImpl(bool scoped)
@@ -559,6 +659,84 @@ TEST(Guesses, AResidualAddGivenTwoLevelsUpAndAParameterlessMergeAreFlagged) {
   }
 }
 
+// GPT's and LoRA's blocks, written by hand: a LayerNorm first in each block, reading its
+// parameters only in its last two ops, the blocks in a Sequential. The norm statistics of block i
+// come after block i-1's last evidence: a Sequential runs nothing of its own, so op order gives
+// them to block i-1. Both sides must be marked: block i-1 gained them, block i and its norm may
+// have run them.
+struct SeqLayerNormImpl : nn::Module {
+  SeqLayerNormImpl(int64_t d, bool scoped) : scoped(scoped) {
+    scale = register_parameter("scale", torch::ones({d}));
+    shift = register_parameter("shift", torch::zeros({d}));
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    MaybeScope s(scoped, this);
+    torch::Tensor mean = x.mean(-1, true);
+    torch::Tensor var = x.var({-1}, /*unbiased=*/false, /*keepdim=*/true);
+    torch::Tensor n = (x - mean) / torch::sqrt(var + 1e-5);
+    return scale * n + shift;
+  }
+  bool scoped;
+  torch::Tensor scale, shift;
+};
+TORCH_MODULE(SeqLayerNorm);
+
+struct PreNormBlockImpl : nn::Module {
+  explicit PreNormBlockImpl(bool scoped) : scoped(scoped), ln(8, scoped) {
+    register_module("ln", ln);
+    lin = register_module("lin", nn::Linear(8, 8));
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    MaybeScope s(scoped, this);
+    torch::Tensor res = x;
+    x = lin(ln(x));
+    return x + res;
+  }
+  bool scoped;
+  SeqLayerNorm ln;
+  nn::Linear lin{nullptr};
+};
+TORCH_MODULE(PreNormBlock);
+
+struct PreNormNetImpl : nn::Module {
+  explicit PreNormNetImpl(bool scoped) : scoped(scoped) {
+    blocks = register_module(
+        "blocks", nn::Sequential(PreNormBlock(scoped), PreNormBlock(scoped), PreNormBlock(scoped)));
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    MaybeScope s(scoped, this);
+    return blocks->forward(x);
+  }
+  bool scoped;
+  nn::Sequential blocks{nullptr};
+};
+TORCH_MODULE(PreNormNet);
+
+TEST(Guesses, ANormFirstInEachBlockOfASequentialIsFlaggedOnBothSides) {
+  for (bool grad : {false, true}) {
+    SCOPED_TRACE(grad ? "grad" : "no grad");
+    torch::Tensor x = torch::randn({2, 4, 8});
+    PreNormNet plain(false), ref(true);
+    const ProfileResult p = profile(
+        plain, [&] { plain->forward(x); }, grad);
+    const ProfileResult r = profile(
+        ref, [&] { ref->forward(x); }, grad);
+    // the norm on [2,4,8] (N = 64 elements, R = 8 rows): mean N, var 4N + R, sub N, add R,
+    // sqrt R, div N; then scale * n and + shift, N each
+    const uint64_t stats = 64 + (4 * 64 + 8) + 64 + 8 + 8 + 64, norm = stats + 2 * 64;
+    for (const char* ln : {"blocks.0.ln", "blocks.1.ln", "blocks.2.ln"}) {
+      EXPECT_EQ(module(r, ln).flops, norm) << ln;
+      EXPECT_EQ(module(p, ln).flops, norm - stats) << ln;  // its parameter reads only
+      EXPECT_GE(module(p, ln).maybe_missing_flops, stats) << ln << "\n" << problems(p);
+    }
+    // the block before gained them, marked
+    EXPECT_GE(module(p, "blocks.0").inferred_flops, stats) << problems(p);
+    EXPECT_TRUE(has_problem(p, "'blocks.1.ln' (SeqLayerNorm)")) << problems(p);
+    expect_equal_or_flagged(p, r);
+    expect_equal_or_flagged(window(plain, grad, x), r);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // (3) Call counts from evidence.
 
@@ -671,6 +849,65 @@ TEST(Guesses, BackToBackForwardsAreCountedFromTheirChildren) {
         },
         grad);
     EXPECT_EQ(module(p, "").calls, 3u) << problems(p);
+  }
+}
+
+// A segmentation head's attention block switched off: its forward returns its input, no op, no
+// parameter read. Whether it ran cannot be seen; its 0 calls are marked, and stay unmarked when
+// every user forward is scoped (then a module with no record did not run).
+struct PassThroughImpl : nn::Module {
+  explicit PassThroughImpl(bool scoped) : scoped(scoped) {
+    unused = register_module("unused", nn::Linear(8, 8));  // the switched-off layer
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    MaybeScope s(scoped, this);
+    return x;
+  }
+  bool scoped;
+  nn::Linear unused{nullptr};
+};
+TORCH_MODULE(PassThrough);
+
+struct WithPassThroughImpl : nn::Module {
+  explicit WithPassThroughImpl(bool scoped) : scoped(scoped), attention(scoped), spare(scoped) {
+    a = register_module("a", nn::Linear(8, 8));
+    register_module("attention", attention);
+    b = register_module("b", nn::Linear(8, 8));
+    register_module("spare", spare);  // never called
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    MaybeScope s(scoped, this);
+    return b(attention(a(x)));
+  }
+  bool scoped;
+  nn::Linear a{nullptr}, b{nullptr};
+  PassThrough attention, spare;
+};
+TORCH_MODULE(WithPassThrough);
+
+TEST(Guesses, AModuleThatMayHaveRunWithoutAnOpIsMarked) {
+  for (bool grad : {false, true}) {
+    SCOPED_TRACE(grad ? "grad" : "no grad");
+    torch::Tensor x = torch::randn({2, 8});
+    WithPassThrough plain(false), ref(true);
+    const ProfileResult p = profile(
+        plain, [&] { plain->forward(x); }, grad);
+    const ProfileResult r = profile(
+        ref, [&] { ref->forward(x); }, grad);
+    EXPECT_EQ(module(r, "attention").calls, 1u);
+    EXPECT_EQ(module(r, "spare").calls, 0u);
+    EXPECT_FALSE(module(r, "spare").calls_inferred) << "every user forward is scoped";
+    // a and b: 2*8*8 = 128 MACs each, 256 + 16 FLOPs
+    EXPECT_EQ(r.flops, 2u * (256 + 16));
+    expect_equal_or_flagged(p, r);
+    for (const char* m : {"attention", "spare"}) {
+      EXPECT_EQ(module(p, m).calls, 0u) << m;
+      EXPECT_TRUE(module(p, m).calls_inferred) << m << "\n" << problems(p);
+    }
+    EXPECT_FALSE(module(p, "attention.unused").calls_inferred) << "a built-in's calls are seen";
+    EXPECT_TRUE(has_problem(p, "'attention' (PassThrough) shows no call, and none of its"))
+        << problems(p);
+    expect_equal_or_flagged(window(plain, grad, x), r);
   }
 }
 

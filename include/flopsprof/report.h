@@ -49,6 +49,8 @@ struct ModuleStats {
   /// problems list names each module concerned and what would make it exact.
   uint64_t inferred_ops = 0;
   uint64_t inferred_flops = 0;
+  /// Of `bwd_flops`: the backward of those inferred ops (their autograd nodes), measured.
+  uint64_t inferred_bwd_flops = 0;
   /// The other side of those guesses: forward ops (top-level calls) and their FLOPs that a rule
   /// placed in another module, or outside the model, although this module's forward may have run
   /// them. Its numbers may be too small by up to these; the problems list names it.
@@ -158,6 +160,8 @@ struct OutsideStats {
   /// op order cannot tell (docs/attribution.md, rule 9). Placed here by inference, marked.
   uint64_t inferred_ops = 0;
   uint64_t inferred_flops = 0;
+  /// Of `bwd_flops`: the backward of those inferred ops (their autograd nodes), measured.
+  uint64_t inferred_bwd_flops = 0;
   /// The other side: ops (and FLOPs) a rule gave to the model (at the ends of its forward) that
   /// may be the caller's work; `ops` and `flops` may be too small by up to these.
   uint64_t maybe_missing_ops = 0;

@@ -298,16 +298,21 @@ class Aggregator {
           add_forward(e, m, ta.inferred[i] != 0, fc, c.dtype);
         }
         if (ta.inferred[i] != 0) add_other_side(e, m, ta.alternative[i], fc);
-        if (e.parent < 0 && in_unknown_module_call(*in.threads[t], e)) {
+        if (in_unknown_module_call(*in.threads[t], e)) {
           UnknownAcc& u = out_fwd ? unknown_outside : unknown_inside;
-          ++u.ops;
+          const bool guess = ta.inferred[i] != 0;
+          if (e.parent < 0) {
+            ++u.ops;
+            u.inferred_ops += guess;
+          }
           if (fc) add_saturating(u.flops, fc->flops, overflow);
-        } else if (e.parent >= 0 && fc && in_unknown_module_call(*in.threads[t], e)) {
-          add_saturating((out_fwd ? unknown_outside : unknown_inside).flops, fc->flops, overflow);
+          if (fc && guess) add_saturating(u.inferred_flops, fc->flops, overflow);
         }
         break;
       case Phase::kBackward:
         if (fc) add_backward(m, *fc);
+        if (fc && m == kOutsideModel && ta.inferred[i] != 0)
+          add_saturating(outside.inferred_bwd_flops, fc->flops, overflow);
         break;
       case Phase::kRecompute:
         if (fc) add_recompute(m, *fc);
@@ -660,6 +665,13 @@ class Aggregator {
             "could not be seen; {}",
             who, fix));
       }
+      if (why & kCallsHidden) {
+        r.problems.push_back(fmt::format(
+            "{} shows no call, and none of its submodules ran, while the module holding it ran: "
+            "its forward may have run without an op that shows it (one that returns its input, "
+            "e.g. a switched-off block), or not at all; {}",
+            who, fix));
+      }
       if (may_have_run_uncalled(m)) {
         r.problems.push_back(fmt::format(
             "{} shows no call, but its forward may have run {} op(s), {} FLOPs that op order "
@@ -668,12 +680,27 @@ class Aggregator {
       }
     }
     if (unknown_inside.ops > 0) {
+      // Those between observed work of one module's call are that module's by evidence: only
+      // the ones op order placed are guesses.
+      const UnknownAcc& u = unknown_inside;
+      std::string how;
+      if (u.inferred_ops > 0) {
+        how = fmt::format("{} op(s), {} FLOPs of them placed by op order (marked)", u.inferred_ops,
+                          u.inferred_flops);
+      }
+      if (u.ops > u.inferred_ops) {
+        how += fmt::format(
+            "{}{} op(s), {} FLOPs between observed work of the module they are "
+            "counted in (its own, by evidence)",
+            how.empty() ? "" : ", ", u.ops - u.inferred_ops, u.flops - u.inferred_flops);
+      }
       r.problems.push_back(fmt::format(
           "{} op(s), {} FLOPs ran in calls of modules that are in no profiled model's tree (a "
           "member never passed to register_module(), a module built in forward, or a model no "
-          "profiler knows) and were placed in the model by op order (marked); register_module() "
-          "the member, profile the other model too, or use get_model_profile, to make it exact",
-          unknown_inside.ops, unknown_inside.flops));
+          "profiler knows) and are counted in the model: {}; their parameters are not in its "
+          "parameter count; register_module() the member, profile the other model too, or use "
+          "get_model_profile, to make it exact",
+          u.ops, u.flops, how));
     }
     if (unknown_outside.ops > 0) {
       r.problems.push_back(fmt::format(
@@ -772,6 +799,7 @@ class Aggregator {
   std::vector<int> remap;
   struct UnknownAcc {
     uint64_t ops = 0, flops = 0;
+    uint64_t inferred_ops = 0, inferred_flops = 0;  // of those, placed by op order
   };
   // Forward work in calls of modules in no profiled tree, placed in the model or outside it.
   UnknownAcc unknown_inside, unknown_outside;

@@ -44,6 +44,7 @@ struct Item {
   bool touch = false;     // reads a parameter that no owner may claim for this op (tied weight)
   bool edge = false;      // given to the root by rule 9 (its ends): the caller's, maybe
   int assigned = kUnset;  // final module (tree index), kOutsideModel, or kUnset
+  int container = -1;     // the container that gave it to a child (containers_own_nothing)
 };
 
 // A call being derived: a run of items.
@@ -111,6 +112,12 @@ bool ran_in_foreign_call(const ThreadEvents& th, const RawEvent& e) {
     foreign = foreign || m == kForeignModule;
   }
   return foreign;
+}
+
+// A holder with no forward (ModuleList, ModuleDict): its children are called by its parent.
+bool is_holder(const ModuleTree& tree, int m) {
+  const BuiltinSpec* spec = tree.nodes[m].builtin;
+  return spec != nullptr && (spec->type == "ModuleList" || spec->type == "ModuleDict");
 }
 
 bool is_terminal(const ModuleTree& tree, int m, const std::string& op) {
@@ -402,9 +409,13 @@ class ThreadAttributor {
       if (!items_[p].forward || m < 0 || evidence[p]) continue;
       who.clear();
       if (items_[p].edge) who.push_back(kOutsideModel);
-      int lo = p, hi = p;  // the call of m around p bounds how far its neighbours' calls reach
+      // The call of m around p bounds how far its neighbours' calls reach; for an op a container
+      // gave to one child, the container's call (the child after it may have run it too: a
+      // block's hand-written norm before its first parameter read, in a Sequential of blocks).
+      const int bound = items_[p].container >= 0 ? items_[p].container : m;
+      int lo = p, hi = p;
       for (const Call& c : calls_) {
-        if (c.module == m && c.first >= 0 && c.first <= p && p <= c.last) {
+        if (c.module == bound && c.first >= 0 && c.first <= p && p <= c.last) {
           lo = c.first;
           hi = c.last;
           break;
@@ -494,10 +505,39 @@ class ThreadAttributor {
       near_model[p] = static_cast<char>(near_model[p] | seen);
     }
     const int root = alternatives.add({0});
+    std::vector<char> unknown(ni, 0);  // an op of such a call, marked
     for (int p = 0; p < ni; ++p) {
       const int ev = items_[p].event;
       if (!items_[p].forward || out.module[ev] != kOutsideModel || !near_model[p]) continue;
       if (unknown_unit(th_.events[ev]) < 0) continue;
+      unknown[p] = 1;
+      out.inferred[ev] = 1;
+      out.alternative[ev] = root;
+    }
+    // The free ops between such a call and the model's work, or between two such calls (a
+    // member's own relu, max-pool, `zeros` between its layers' calls; PointNet's input transform)
+    // are that member's code as much as the calls are: marked too. Each stretch of outside ops
+    // with such a call at one end and such a call or the model at the other, no barrier between.
+    enum End : char { kNothing, kModel, kUnknown };
+    std::vector<char> before(ni, kNothing);
+    for (int p = 0, seen = kNothing; p < ni; ++p) {
+      before[p] = static_cast<char>(seen);
+      if (barrier(p)) seen = kNothing;
+      if (!items_[p].forward) continue;
+      if (in_model(p)) seen = kModel;
+      if (unknown[p]) seen = kUnknown;
+    }
+    for (int p = ni - 1, seen = kNothing; p >= 0; --p) {
+      const int after = seen;
+      if (barrier(p)) seen = kNothing;
+      if (!items_[p].forward) continue;
+      if (in_model(p)) seen = kModel;
+      if (unknown[p]) seen = kUnknown;
+      const int ev = items_[p].event;
+      if (unknown[p] || barrier(p) || out.module[ev] != kOutsideModel) continue;
+      if (before[p] == kNothing || after == kNothing) continue;
+      if (before[p] != kUnknown && after != kUnknown) continue;
+      if (in_foreign_call(th_.events[ev])) continue;
       out.inferred[ev] = 1;
       out.alternative[ev] = root;
     }
@@ -652,11 +692,7 @@ class ThreadAttributor {
   }
   int unknown_unit_at(int pos) const { return unknown_unit(th_.events[items_[pos].event]); }
 
-  // A holder with no forward (ModuleList, ModuleDict): its children are called by its parent.
-  bool never_called(int m) const {
-    const BuiltinSpec* spec = tree_.nodes[m].builtin;
-    return spec != nullptr && (spec->type == "ModuleList" || spec->type == "ModuleDict");
-  }
+  bool never_called(int m) const { return is_holder(tree_, m); }
 
   // A container never called itself (ModuleList, ModuleDict) or one that runs no op of its own.
   bool is_container(int m) const {
@@ -1297,6 +1333,7 @@ class ThreadAttributor {
       }
       if (child < 0) continue;
       it.assigned = child;
+      it.container = m;
       int best = -1;  // the child's call just before (after) the op
       for (int ci = 0; ci < static_cast<int>(calls_.size()); ++ci) {
         const Call& c = calls_[ci];
@@ -1548,7 +1585,13 @@ Attribution attribute(const AttributionInput& in) {
       int m = kUnlinked;
       if (nd >= 0) {
         const Origin o = out.origin[t][nd];
-        if (o.thread >= 0) m = out.threads[o.thread].module[o.event];
+        if (o.thread >= 0) {
+          const ThreadAttribution& fa = out.threads[o.thread];
+          m = fa.module[o.event];
+          // the backward of a forward op placed by inference is placed by the same guess
+          ta.inferred[i] = fa.inferred[o.event];
+          ta.alternative[i] = fa.alternative[o.event];
+        }
       }
       ta.module[i] = m;
     }
@@ -1563,11 +1606,31 @@ Attribution attribute(const AttributionInput& in) {
     if (p >= 0 && (called[m] || below[m])) below[p] = 1;
   }
   for (int m = 0; m < nm; ++m) {
-    const BuiltinSpec* spec = tree.nodes[m].builtin;
-    const bool holder =
-        spec != nullptr && (spec->type == "ModuleList" || spec->type == "ModuleDict");
+    const bool holder = is_holder(tree, m);
     if (!called[m] && below[m] && !holder && !out.scoped[m] && !tree.nodes[m].ignored)
       out.calls_inferred[m] |= kCallsNone;
+  }
+  // A user module with no call in a subtree with none, held by a module that ran: its forward
+  // may have returned its input (a switched-off attention block) or never run; op order cannot
+  // tell. Unless the program scopes every user module that ran (FLOPSPROF_MODULE() in each
+  // forward): then a module with no record did not run.
+  std::vector<char> annotated(nm, 0);  // scoped by the program (not get_model_profile's window)
+  for (const ThreadEvents* th : in.threads) {
+    for (const ScopeRecord& s : th->scopes) {
+      if (s.module >= 0 && s.module < nm && !s.backward && !s.start_only && !s.window)
+        annotated[s.module] = 1;
+    }
+  }
+  bool unscoped_user_ran = false;
+  for (int m = 0; m < nm; ++m) {
+    if (called[m] && tree.nodes[m].builtin == nullptr && !annotated[m]) unscoped_user_ran = true;
+  }
+  for (int m = 1; m < nm && unscoped_user_ran; ++m) {
+    const ModuleNode& n = tree.nodes[m];
+    if (called[m] || below[m] || n.builtin != nullptr || n.ignored || out.scoped[m]) continue;
+    int holder = n.parent;  // the module whose forward calls it (ModuleLists skipped)
+    while (holder > 0 && is_holder(tree, holder)) holder = tree.nodes[holder].parent;
+    if (holder >= 0 && called[holder]) out.calls_inferred[m] |= kCallsHidden;
   }
   return out;
 }

@@ -41,7 +41,8 @@ struct ThreadAttribution {
   /// Autograd nodes and the ops inside them carry their node's module.
   std::vector<int> module;
   /// 1: a forward op whose module a rule inferred from op order (no parameter it reads, no
-  /// observed call it ran in, no observed work of its module on both sides of it); 0 otherwise.
+  /// observed call it ran in, no observed work of its module on both sides of it), or backward
+  /// work of such an op (its autograd node, the ops in it); 0 otherwise.
   std::vector<uint8_t> inferred;
   /// Per step record of the thread: 1 when it is this profile's step (step_scope(), or an
   /// optimizer step that updated this model's parameters), 0 for another model's optimizer.
@@ -65,6 +66,9 @@ enum CallsInferred : uint8_t {
   /// It shows no call while a submodule ran: its children were called directly, or its calls
   /// could not be seen.
   kCallsNone = 1 << 2,
+  /// A user module that shows no call, nor does any submodule, while the module holding it ran:
+  /// its forward may have run no op that shows it (one that returns its input), or not at all.
+  kCallsHidden = 1 << 3,
 };
 
 /// Where an autograd node came from: the forward op that created it.

@@ -87,6 +87,7 @@ void write_outside_model(JsonWriter& w, const ProfileResult& r) {
   w.member("bwd_latency_s", r.outside.bwd_latency_s);
   w.member("inferred_ops", r.outside.inferred_ops);
   w.member("inferred_flops", r.outside.inferred_flops);
+  w.member("inferred_bwd_flops", r.outside.inferred_bwd_flops);
   w.member("maybe_missing_ops", r.outside.maybe_missing_ops);
   w.member("maybe_missing_flops", r.outside.maybe_missing_flops);
   w.key("top_ops");

@@ -88,9 +88,13 @@ void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
                      top.empty() ? "" : "; top: " + top));
     line(out, "outside the model latency", duration_to_string(o.latency_s));
     if (o.inferred_ops > 0) {
-      line(out, "outside the model, placed by inference (op order)",
-           fmt::format("{} op(s), {} FLOPs (see problems)", o.inferred_ops,
-                       number_to_string(o.inferred_flops)));
+      line(
+          out, "outside the model, placed by inference (op order)",
+          fmt::format("{} op(s), {} FLOPs{} (see problems)", o.inferred_ops,
+                      number_to_string(o.inferred_flops),
+                      o.inferred_bwd_flops > 0 ? fmt::format("; their backward {} FLOPs",
+                                                             number_to_string(o.inferred_bwd_flops))
+                                               : std::string()));
     }
   }
   if (r.has_backward) {
