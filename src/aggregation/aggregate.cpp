@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "aggregation/collectives.h"
 #include "formulas/registry.h"
@@ -634,6 +635,7 @@ class Aggregator {
   // Inferred placements and inferred call counts, named: every guess, on both sides.
   void inference_problems() {
     placement_problems(tree, acc, losers, r.problems);
+    std::vector<std::string> hidden;  // kCallsHidden: one line for all of them
     const std::string fix =
         "FLOPSPROF_MODULE() as the first line of its forward (or of the method the program "
         "calls) makes it exact";
@@ -665,19 +667,22 @@ class Aggregator {
             "could not be seen; {}",
             who, fix));
       }
-      if (why & kCallsHidden) {
-        r.problems.push_back(fmt::format(
-            "{} shows no call, and none of its submodules ran, while the module holding it ran: "
-            "its forward may have run without an op that shows it (one that returns its input, "
-            "e.g. a switched-off block), or not at all; {}",
-            who, fix));
-      }
+      if (why & kCallsHidden) hidden.push_back(who);
       if (may_have_run_uncalled(m)) {
         r.problems.push_back(fmt::format(
             "{} shows no call, but its forward may have run {} op(s), {} FLOPs that op order "
             "gave to another module: its calls and work may be too small; {}",
             who, acc[m].maybe_missing_ops, acc[m].maybe_missing_flops, fix));
       }
+    }
+    if (!hidden.empty()) {
+      r.problems.push_back(fmt::format(
+          "{} show{} no call, nor does any of {} submodules, while the module holding {} ran: "
+          "{} forward may have run without an op that shows it (one that returns its input, e.g. "
+          "a switched-off block), or not at all; {}",
+          fmt::join(hidden, ", "), hidden.size() == 1 ? "s" : "",
+          hidden.size() == 1 ? "its" : "their", hidden.size() == 1 ? "it" : "them",
+          hidden.size() == 1 ? "its" : "each one's", fix));
     }
     if (unknown_inside.ops > 0) {
       // Those between observed work of one module's call are that module's by evidence: only
