@@ -737,6 +737,65 @@ TEST(Guesses, ANormFirstInEachBlockOfASequentialIsFlaggedOnBothSides) {
   }
 }
 
+// CycleGAN's and ResNet's shape: residual blocks `x + f(x)` in a Sequential. Each add comes after
+// its block's last evidence; the Sequential runs nothing of its own, so op order gives it to the
+// block before, rightly. The next block could have run it only if it read nothing older than the
+// block before's call: in grad mode data flow shows the add reads that block's input, so the next
+// block is not flagged; without grad op order cannot tell, and it is.
+struct PlainResImpl : nn::Module {
+  explicit PlainResImpl(bool scoped) : scoped(scoped) {
+    lin = register_module("lin", nn::Linear(8, 8));
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    MaybeScope s(scoped, this);
+    return x + lin(x);
+  }
+  bool scoped;
+  nn::Linear lin{nullptr};
+};
+TORCH_MODULE(PlainRes);
+
+struct ResStackImpl : nn::Module {
+  explicit ResStackImpl(bool scoped) : scoped(scoped) {
+    stem = register_module("stem", nn::Linear(8, 8));
+    blocks = register_module("blocks",
+                             nn::Sequential(PlainRes(scoped), PlainRes(scoped), PlainRes(scoped)));
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    MaybeScope s(scoped, this);
+    return blocks->forward(stem(x));
+  }
+  bool scoped;
+  nn::Linear stem{nullptr};
+  nn::Sequential blocks{nullptr};
+};
+TORCH_MODULE(ResStack);
+
+TEST(Guesses, AResidualAddInASequentialFlagsTheNextBlockOnlyWhereDataFlowCannotTell) {
+  for (bool grad : {false, true}) {
+    SCOPED_TRACE(grad ? "grad" : "no grad");
+    torch::Tensor x = torch::randn({2, 8});
+    ResStack plain(false), ref(true);
+    const ProfileResult p = profile(
+        plain, [&] { plain->forward(x); }, grad);
+    const ProfileResult r = profile(
+        ref, [&] { ref->forward(x); }, grad);
+    // each block: Linear 2*8*8 = 128 MACs, 256 + 16 FLOPs; the add 16
+    const uint64_t block = 256 + 16 + 16;
+    for (const char* b : {"blocks.0", "blocks.1", "blocks.2"}) EXPECT_EQ(module(r, b).flops, block);
+    // op order gives blocks 0 and 1 their adds; the last add comes after the Sequential's last
+    // evidence and goes to the model (marked on both sides)
+    EXPECT_EQ(module(p, "blocks.0").flops, block) << problems(p);
+    EXPECT_EQ(module(p, "blocks.1").flops, block) << problems(p);
+    EXPECT_EQ(module(p, "blocks.2").flops, block - 16) << problems(p);
+    expect_equal_or_flagged(p, r);
+    // the next block may have run blocks.0's and blocks.1's adds only where data flow cannot say
+    // they read their block's input; blocks.2 also lost its own add to the model
+    EXPECT_EQ(module(p, "blocks.1").maybe_missing_flops, grad ? 0u : 16u) << problems(p);
+    EXPECT_EQ(module(p, "blocks.2").maybe_missing_flops, grad ? 16u : 32u) << problems(p);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // (3) Call counts from evidence.
 

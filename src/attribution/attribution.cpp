@@ -41,10 +41,11 @@ struct Item {
   bool forward = false;  // a forward op; anything else (backward, step, recompute) breaks calls
   int anchor = -1;       // module from rules 1-2 (firm), or a scope / the root (weak)
   bool firm = false;
-  bool touch = false;     // reads a parameter that no owner may claim for this op (tied weight)
-  bool edge = false;      // given to the root by rule 9 (its ends): the caller's, maybe
-  int assigned = kUnset;  // final module (tree index), kOutsideModel, or kUnset
-  int container = -1;     // the container that gave it to a child (containers_own_nothing)
+  bool touch = false;        // reads a parameter that no owner may claim for this op (tied weight)
+  bool edge = false;         // given to the root by rule 9 (its ends): the caller's, maybe
+  int assigned = kUnset;     // final module (tree index), kOutsideModel, or kUnset
+  int container = -1;        // the container that gave it to a child (containers_own_nothing)
+  bool reads_older = false;  // and it reads data from before that child's call (no later child's)
 };
 
 // A call being derived: a run of items.
@@ -430,7 +431,7 @@ class ThreadAttributor {
         }
       };
       neighbours(prev_ev[p], true);
-      neighbours(next_ev[p], false);
+      if (!items_[p].reads_older) neighbours(next_ev[p], false);
       for (int k : tree_.nodes[m].children) {
         const ModuleNode& n = tree_.nodes[k];
         if (n.tensors == 0 && n.builtin == nullptr && !scoped_[k] && !n.calls_observed)
@@ -1343,6 +1344,16 @@ class ThreadAttributor {
       }
       if (best >= 0) {
         if (extend_last) {
+          // A container passes each child only the one before's result: an op that reads a
+          // tensor computed before that child's call began (a block's `x + f(x)` reading its
+          // input x) is not the next child's. Data flow says so only in grad mode.
+          int64_t call_seq = INT64_MAX;
+          for (int q = calls_[best].first; q <= calls_[best].last; ++q) {
+            const int64_t s = th_.events[items_[q].event].seq_nr;
+            if (s >= 0) call_seq = std::min(call_seq, s);
+          }
+          const int64_t in_seq = th_.events[it.event].in_seq;
+          it.reads_older = in_seq >= 0 && call_seq != INT64_MAX && in_seq < call_seq;
           calls_[best].last = p;
         } else {
           calls_[best].first = p;
