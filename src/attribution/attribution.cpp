@@ -578,6 +578,15 @@ class ThreadAttributor {
       expected[m] = visible_children(m);
       eligible[m] = !expected[m].empty();
     }
+    // Each module's forward scope records and derived calls, indexed once: a Sequential of 10,000
+    // layers must not scan every record per layer.
+    std::vector<std::vector<int>> records_of(nm), calls_of(nm);
+    for (int r = 0; r < static_cast<int>(th_.scopes.size()); ++r) {
+      const ScopeRecord& rec = th_.scopes[r];
+      if (rec.module >= 0 && rec.module < nm && !rec.backward) records_of[rec.module].push_back(r);
+    }
+    for (int d = 0; d < static_cast<int>(calls_.size()); ++d)
+      calls_of[calls_[d].module].push_back(d);
     for (const Call& c : calls_) {
       const int m = c.module;
       if (!eligible[m] || (calls_inferred[m] & kCallsPartial)) continue;
@@ -592,13 +601,15 @@ class ThreadAttributor {
         int runs = 0;
         if (kn.calls_observed || kn.starts_observed || scoped_[k]) {
           // its observed calls that overlap this call's ops (a record opens before its first op)
-          for (const ScopeRecord& r : th_.scopes) {
+          for (int ri : records_of[k]) {
+            const ScopeRecord& r = th_.scopes[ri];
             const int64_t exit = r.exit_tick != 0 ? r.exit_tick : in_.stop_tick;
-            runs += r.module == k && !r.backward && r.enter_tick <= hi && exit >= lo;
+            runs += r.enter_tick <= hi && exit >= lo;
           }
         } else if (c.first >= 0) {
-          for (const Call& d : calls_) {
-            runs += d.module == k && d.first >= c.first && d.last <= c.last && d.first >= 0;
+          for (int di : calls_of[k]) {
+            const Call& d = calls_[di];
+            runs += d.first >= c.first && d.last <= c.last && d.first >= 0;
           }
         }
         if (runs == 0 || (once && runs > 1)) {
