@@ -52,7 +52,8 @@ enum class ArgKind : uint8_t {
   kBool,             ///< a boolean: `b`
   kIntList,          ///< a list of integers: `list`
   kDoubleList,       ///< a list of doubles: `dlist`
-  kTensorList,       ///< a list of tensors: `i` holds the count (shapes are not captured)
+  kTensorList,       ///< a list of tensors: `i` holds the count, `extent` their bytes and `dtype`
+                     ///< the first one's (their shapes are not captured)
   kString,           ///< a string: `i` holds its first character ('s' for "same", 'v' for "valid")
   kOther,            ///< anything else (a generator, a device, ...)
 };
@@ -85,6 +86,12 @@ struct ArgView {
   double d = 0;
   int64_t i = 0;
   bool b = false;
+  /// kTensor: elements of memory its values occupy: its shape's element count, or fewer for a
+  /// broadcast (expanded) view, whose repeated elements are stored once. kTensorList: the bytes
+  /// of all its tensors.
+  uint64_t extent = 0;
+  bool repeated = false;   ///< kTensor: the same tensor as an earlier argument of the op
+  bool contiguous = true;  ///< kTensor: laid out contiguously (row-major)
 };
 
 /// The arguments of one op call, in schema order, as plain data.

@@ -20,9 +20,28 @@ std::vector<ArgView> arg_views(const ThreadEvents& thread, const RawEvent& event
     v.dtype = a.dtype;
     v.b = a.b;
     switch (a.kind) {
-      case ArgKind::kTensor:
+      case ArgKind::kTensor: {
+        v.shape = IntSpan(thread.dims.data() + a.offset, a.count);
+        v.repeated = (a.tensor_flags & kArgRepeated) != 0;
+        v.contiguous = (a.tensor_flags & kArgStrided) == 0;
+        if (a.tensor_flags & kArgExpanded) {
+          v.extent = static_cast<uint64_t>(std::max<int64_t>(0, thread.dims[a.offset + a.count]));
+        } else {
+          uint64_t n = 1;  // saturating: bytes of absurd (meta) shapes never wrap
+          for (int64_t d : v.shape) {
+            if (__builtin_mul_overflow(n, static_cast<uint64_t>(std::max<int64_t>(0, d)), &n))
+              n = UINT64_MAX;
+          }
+          v.extent = n;
+        }
+        break;
+      }
       case ArgKind::kIntList:
         v.shape = IntSpan(thread.dims.data() + a.offset, a.count);
+        break;
+      case ArgKind::kTensorList:
+        v.i = a.count;
+        v.extent = static_cast<uint64_t>(std::max<int64_t>(0, thread.dims[a.offset]));
         break;
       case ArgKind::kDoubleList: {
         // The values are doubles (`dlist`); `shape` only carries their count.
@@ -36,7 +55,6 @@ std::vector<ArgView> arg_views(const ThreadEvents& thread, const RawEvent& event
         break;
       case ArgKind::kInt:
       case ArgKind::kString:
-      case ArgKind::kTensorList:
         v.i = a.i;
         break;
       default:

@@ -29,19 +29,30 @@ enum class EventKind : uint8_t {
   kBackwardNode = 1,  ///< an autograd node or the engine's evaluate_function wrapper
 };
 
+/// Bits of `ArgRecord::tensor_flags` (tensors only): what the bytes an op moves depend on.
+enum ArgTensorFlag : uint8_t {
+  kArgRepeated = 1 << 0,  ///< the same tensor as an earlier argument of the op
+  kArgStrided = 1 << 1,   ///< not contiguous (a transpose, a slice, an expand)
+  kArgExpanded = 1 << 2,  ///< a broadcast view (a stride of 0 over a size > 1): the elements
+                          ///< its memory covers follow its sizes in `dims`
+};
+
 /// One captured argument. Tensor sizes and list values live in `ThreadEvents::dims`.
 struct ArgRecord {
   ArgKind kind = ArgKind::kNone;
-  DType dtype = DType::kUnknown;
+  DType dtype = DType::kUnknown;  ///< tensors; a tensor list's first tensor's
   bool b = false;
-  uint32_t count = 0;  ///< tensor rank, list length, tensor-list length
+  uint8_t tensor_flags = 0;  ///< ArgTensorFlag bits
+  uint32_t count = 0;        ///< tensor rank, list length, tensor-list length
   union {
     double d;
     int64_t i;
-    uint64_t offset;  ///< into `dims` for tensors and int lists, `doubles` for double lists
+    uint64_t offset;  ///< into `dims` for tensors, int lists and tensor lists (their total
+                      ///< bytes), `doubles` for double lists
   };
   ArgRecord() : i(0) {}
 };
+static_assert(sizeof(ArgRecord) == 16, "ArgRecord stays 16 bytes");
 
 /// One op call as the observer saw it. 88 bytes, no pointers into torch.
 struct RawEvent {

@@ -315,6 +315,10 @@ void capture_args(ThreadEvents* b, RawEvent& e, c10::ArrayRef<const c10::IValue>
     n = kMaxArgs;
     ++b->dropped_args;
   }
+  // The op's tensors so far, to read a tensor passed twice (x * x) once.
+  constexpr size_t kSeen = 8;
+  const c10::TensorImpl* seen[kSeen];
+  size_t seen_count = 0;
   for (size_t k = 0; k < n; ++k) {
     const c10::IValue& v = inputs[k];
     ArgRecord a;
@@ -329,6 +333,26 @@ void capture_args(ThreadEvents* b, RawEvent& e, c10::ArrayRef<const c10::IValue>
         a.count = static_cast<uint32_t>(sizes.size());
         a.offset = b->dims.size();
         for (int64_t d : sizes) b->dims.push_back(d);  // inlined, unlike a range insert
+        // What the bytes it moves depend on (aggregation/op_bytes.cpp): a repeated tensor, its
+        // layout, and for a broadcast view the elements its memory covers.
+        const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+        for (size_t j = 0; j < seen_count; ++j) {
+          if (seen[j] == impl) a.tensor_flags |= kArgRepeated;
+        }
+        if (seen_count < kSeen) seen[seen_count++] = impl;
+        if (t.layout() == c10::kStrided && !t.is_contiguous()) {
+          a.tensor_flags |= kArgStrided;
+          c10::IntArrayRef strides = t.strides();
+          int64_t covered = 1;
+          for (size_t d = 0; d < sizes.size(); ++d) {
+            if (strides[d] == 0 && sizes[d] > 1) {
+              a.tensor_flags |= kArgExpanded;
+            } else {
+              covered *= sizes[d];
+            }
+          }
+          if (a.tensor_flags & kArgExpanded) b->dims.push_back(covered);
+        }
       }
     } else if (v.isDouble()) {
       a.kind = ArgKind::kDouble;
@@ -367,8 +391,19 @@ void capture_args(ThreadEvents* b, RawEvent& e, c10::ArrayRef<const c10::IValue>
         b->dims.push_back(x.toSymInt().guard_int(__FILE__, __LINE__));
 #endif
     } else if (v.isTensorList()) {
+      // Its length, first dtype and total bytes (cat, stack, _foreach_*: what they move).
       a.kind = ArgKind::kTensorList;
-      a.i = static_cast<int64_t>(v.toTensorList().size());
+      c10::ArrayRef<c10::IValue> list = v.toListRef();
+      a.count = static_cast<uint32_t>(list.size());
+      int64_t bytes = 0;
+      for (const c10::IValue& x : list) {
+        const at::Tensor& t = x.toTensor();
+        if (!t.defined()) continue;
+        if (a.dtype == DType::kUnknown) a.dtype = to_dtype(t.scalar_type());
+        bytes += t.numel() * static_cast<int64_t>(t.element_size());
+      }
+      a.offset = b->dims.size();
+      b->dims.push_back(bytes);
     } else if (v.isString()) {
       a.kind = ArgKind::kString;
       const std::string& s = v.toStringRef();
@@ -505,9 +540,11 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
       e.owner = find_owner(s, inputs, b->open_op < 0, b->open_op < 0 && e.seq_nr >= 0, e);
       if (name_flags & kNameHasFormula) {
         e.flags |= kCounted | kHasFormula;
-        if (!(name_flags & kNameConstant)) capture_args(b, e, inputs);
         pushed |= 1;
       }
+      // Arguments for FLOPs and bytes, also of ops without a formula (their bytes count);
+      // views and metadata queries move no bytes and count no FLOPs: nothing to read.
+      if (!(name_flags & kNameConstant)) capture_args(b, e, inputs);
     }
     const bool mark = s->events != nullptr && e.parent < 0;
     if (mark && b->marks.size() == b->marks.capacity()) {
