@@ -51,6 +51,31 @@ class Args {
     std::vector<int64_t> placeholder(values.size());  // shape.size() is the list length
     return add(v, std::move(placeholder), std::move(values));
   }
+  /// A tensor list of `count` tensors holding `bytes` bytes in all (shapes are not captured).
+  Args& tensor_list(int64_t count, uint64_t bytes, DType dtype = DType::kFloat32) {
+    ArgView v;
+    v.kind = ArgKind::kTensorList;
+    v.i = count;
+    v.extent = bytes;
+    v.dtype = dtype;
+    return add(v);
+  }
+  /// Marks the last tensor: a broadcast view whose memory covers `elements` elements.
+  Args& expanded(uint64_t elements) {
+    items_.back().view.extent = elements;
+    items_.back().view.contiguous = false;
+    return *this;
+  }
+  /// Marks the last tensor: not contiguous (a transpose, a slice).
+  Args& strided() {
+    items_.back().view.contiguous = false;
+    return *this;
+  }
+  /// Marks the last tensor: the same tensor as an earlier argument.
+  Args& repeated() {
+    items_.back().view.repeated = true;
+    return *this;
+  }
   Args& str(char first) {
     ArgView v;
     v.kind = ArgKind::kString;
@@ -63,6 +88,10 @@ class Args {
       ArgView v = it.view;
       v.shape = IntSpan(it.ints.data(), it.ints.size());
       v.dlist = it.doubles.data();
+      if (v.kind == ArgKind::kTensor && v.extent == 0) {  // as captured: its element count
+        v.extent = 1;
+        for (int64_t d : it.ints) v.extent *= static_cast<uint64_t>(d);
+      }
       views_.push_back(v);
     }
     return OpInputs(views_.data(), views_.size());

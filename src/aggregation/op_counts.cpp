@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "formulas/common.h"
 #include "formulas/registry.h"
 
 namespace flopsprof::detail {
@@ -79,32 +80,98 @@ DType op_dtype(const std::vector<ArgView>& args) {
 
 }  // namespace
 
+namespace {
+
+// The bytes of one op that counts bytes: its rule's, else the generic ones (in-place names read
+// their inputs and write self; _foreach_ ops write their first list), else its reads alone.
+void count_bytes(const std::string& name, const BytesFn& rule, bool metadata,
+                 const std::vector<ArgView>& args, OpCount& c) {
+  c.bytes = OpCount::kBytesKnown;
+  if (metadata) return;  // views and metadata: nothing moves (and nothing was captured)
+  const OpInputs in(args.data(), args.size());
+  std::optional<ByteCount> b = rule ? rule(in) : std::nullopt;
+  if (!b && !rule && !args.empty()) {
+    const bool in_place_name =
+        name.size() > 1 && name.back() == '_' && name[name.size() - 2] != '_';
+    if (name.rfind("aten::_foreach_", 0) == 0) {
+      b = ByteCount{input_bytes(in), arg_bytes(in, 0)};
+    } else if (in_place_name && in.is_tensor(0)) {
+      b = in_place(in, 0);
+    }
+  }
+  if (b) {
+    c.bytes_read = b->read;
+    c.bytes_written = b->written;
+  } else {
+    c.bytes_read = input_bytes(in);
+    c.bytes = OpCount::kWrittenUnknown;
+  }
+}
+
+}  // namespace
+
 OpCounts count_ops(const std::vector<const ThreadEvents*>& threads, const NameLookup& names) {
   OpCounts out;
-  std::unordered_map<uint32_t, FormulaFn> formulas;  // by name id
+  struct Rules {
+    FormulaFn formula;
+    BytesFn bytes;
+    bool metadata = false;
+  };
+  std::unordered_map<uint32_t, Rules> rules;  // by name id
+  auto rules_of = [&](uint32_t id) -> const Rules& {
+    auto it = rules.find(id);
+    if (it == rules.end()) {
+      const std::string& n = names.name(id);
+      it = rules.emplace(id, Rules{find_formula(n), find_bytes_rule(n), formula_is_constant(n)})
+               .first;
+    }
+    return it->second;
+  };
   out.threads.resize(threads.size());
   for (size_t t = 0; t < threads.size(); ++t) {
     const ThreadEvents& th = *threads[t];
+    const std::vector<RawEvent>& ev = th.events;
     std::vector<OpCount>& counts = out.threads[t];
-    counts.resize(th.events.size());
-    for (size_t i = 0; i < th.events.size(); ++i) {
-      const RawEvent& e = th.events[i];
-      if (!(e.flags & kCounted)) continue;
-      auto it = formulas.find(e.name_id);
-      if (it == formulas.end())
-        it = formulas.emplace(e.name_id, find_formula(names.name(e.name_id))).first;
-      const FormulaFn& f = it->second;
-      if (!f) continue;
+    counts.resize(ev.size());
+    // Which ops have a FLOP-counting op inside them (children follow their parents).
+    std::vector<uint8_t> counts_inside(ev.size(), 0);
+    for (size_t i = ev.size(); i-- > 0;) {
+      const int32_t p = ev[i].parent;
+      if (p >= 0 && ((ev[i].flags & kCounted) || counts_inside[i])) counts_inside[p] = 1;
+    }
+    for (size_t i = 0; i < ev.size(); ++i) {
+      const RawEvent& e = ev[i];
+      if (e.kind != EventKind::kOp || (e.flags & kUnderCounted)) continue;
+      const bool counted = (e.flags & kCounted) != 0;
+      const int32_t p = e.parent;
+      const bool outermost = p < 0 || ev[p].kind != EventKind::kOp;
+      const bool byte_op = counted || (!counts_inside[i] && (outermost || counts_inside[p]));
+      if (!byte_op) continue;
+      const Rules& r = rules_of(e.name_id);
       OpCount& c = counts[i];
       const std::vector<ArgView> args = arg_views(th, e);
       c.dtype = op_dtype(args);
+      count_bytes(names.name(e.name_id), r.bytes, r.metadata, args, c);
+      if (!counted || !r.formula) continue;
       try {
-        std::optional<FlopCount> fc = f(OpInputs(args.data(), args.size()));
+        std::optional<FlopCount> fc = r.formula(OpInputs(args.data(), args.size()));
         c.state = fc ? OpCount::kCounted : OpCount::kDeclined;
         if (fc) c.fc = *fc;
       } catch (const std::exception& ex) {
         c.state = OpCount::kFailed;
         ++out.errors[fmt::format("{}: {}", names.name(e.name_id), ex.what())];
+      }
+    }
+    // Writes no rule derives: the bytes allocated while the op (or an op inside it) ran.
+    for (const MemRecord& m : th.memory) {
+      if (m.bytes <= 0 || m.op < 0 || static_cast<size_t>(m.op) >= ev.size()) continue;
+      int32_t i = m.op;
+      while (i >= 0 && !counts[i].has_bytes()) i = ev[i].parent;
+      if (i < 0) continue;
+      OpCount& c = counts[i];
+      if (c.bytes == OpCount::kWrittenUnknown) c.bytes = OpCount::kWrittenFromAllocations;
+      if (c.bytes == OpCount::kWrittenFromAllocations) {
+        c.bytes_written = sat_add(c.bytes_written, static_cast<uint64_t>(m.bytes));
       }
     }
   }

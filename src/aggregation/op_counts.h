@@ -1,5 +1,6 @@
-// Decoding an op's captured arguments, and each counted op's FLOPs and MACs, evaluated once per
-// profile: every consumer (module statistics, op table, trace) reads the same counts.
+// Decoding an op's captured arguments, and each counted op's FLOPs and MACs and each op's bytes,
+// evaluated once per profile: every consumer (module statistics, op table, trace) reads the same
+// counts.
 #pragma once
 
 #include <cstdint>
@@ -20,10 +21,27 @@ struct OpCount {
     kDeclined,  ///< the formula did not understand these inputs ("n/a", never 0)
     kFailed,    ///< the formula threw (OpCounts::errors says why)
   };
+  /// Whether and how the op's bytes count (docs/report.md, "Bytes moved"): an op counts bytes
+  /// when it counts FLOPs (kCounted), or when it has no formula and no op inside it counts
+  /// FLOPs while its enclosing op (if any) has one that does: every FLOP and every byte of a
+  /// profile sit on the same ops, each once.
+  enum Bytes : uint8_t {
+    kNoBytes,                 ///< not a byte-counting op
+    kBytesKnown,              ///< read and written from its arguments
+    kWrittenUnknown,          ///< reads known; what it writes follows from no rule (written = 0)
+    kWrittenFromAllocations,  ///< written: the bytes allocated while it ran (memory tracking)
+  };
   FlopCount fc;
-  DType dtype = DType::kUnknown;  ///< the dtype it computes in (ops with a formula)
+  uint64_t bytes_read = 0, bytes_written = 0;
+  DType dtype = DType::kUnknown;  ///< the dtype it computes in (ops with a formula or bytes)
   State state = kNone;
+  Bytes bytes = kNoBytes;
   const FlopCount* counted() const { return state == kCounted ? &fc : nullptr; }
+  bool has_bytes() const { return bytes != kNoBytes; }
+  uint64_t bytes_total() const {
+    const uint64_t t = bytes_read + bytes_written;
+    return t < bytes_read ? UINT64_MAX : t;
+  }
 };
 
 /// The counts of a profile's events, by thread and event index (as the threads' `events`).
@@ -32,8 +50,10 @@ struct OpCounts {
   std::map<std::string, uint64_t> errors;  ///< "<op>: <what the formula threw>" -> count
 };
 
-/// Evaluates the formulas of every counted op of `threads` (one call per op; each formula looked
-/// up once per name). Pure but for the formula registry.
+/// Evaluates the formulas of every counted op of `threads`, and the bytes rules of every op that
+/// counts bytes (one call per op; each formula and rule looked up once per name). Ops whose
+/// writes no rule derives take them from the memory records, when memory was tracked. Pure but
+/// for the formula registry.
 OpCounts count_ops(const std::vector<const ThreadEvents*>& threads, const NameLookup& names);
 
 /// The formula inputs of one event, as views into its thread's storage.

@@ -10,6 +10,9 @@
 // these formulas. FlopCounterMode scores the CPU kernels
 // (_scaled_dot_product_flash_attention_for_cpu and its backward) 0; they are counted here as the
 // CUDA kernels are.
+// Bytes: q, k, v (and a mask) read once; the output [..., L, Ev] written, and the log-sum-exp
+// [B, H, L] (fp32) where the kernel returns it for its backward; the math backend also its
+// attention weights [..., L, S]. Backward: writes the gradients of q, k and v.
 #include "formulas/common.h"
 
 namespace flopsprof::detail {
@@ -74,7 +77,58 @@ std::optional<FlopCount> sdpa_kernel_backward(const OpInputs& in) {
   return backward_count(in, true);
 }
 
+// ---- Bytes ----
+
+// Forward: `out` = B*L*Ev elements of q's dtype; `lse`: B*L fp32 more; `weights`: B*L*S more.
+BytesFn attention_forward_bytes(bool bl_layout, bool lse, bool weights) {
+  return [=](const OpInputs& in) -> std::optional<ByteCount> {
+    IntSpan q = in.shape(0), k = in.shape(1), v = in.shape(2);
+    if (q.size() < 2 || k.size() < 2 || v.empty() || q.back(0) == 0) return std::nullopt;
+    const uint64_t rows = count_of(q) / u(q.back(0));  // B*(H)*L
+    const uint64_t s = bl_layout ? (k.size() == 4 ? u(k[1]) : 0) : u(k.back(1));
+    const uint64_t es = element_bytes(in[0].dtype);
+    ByteCount b{input_bytes(in), sat_mul(sat_mul(rows, u(v.back(0))), es)};
+    if (lse) b.written = sat_add(b.written, sat_mul(rows, 4));
+    if (weights) b.written = sat_add(b.written, sat_mul(sat_mul(rows, s), es));
+    return b;
+  };
+}
+
+// Backward(grad_out, q, k, v, ...): writes grad q, k, v (their shapes)
+std::optional<ByteCount> attention_backward_bytes(const OpInputs& in) {
+  if (!in.is_tensor(1) || !in.is_tensor(2) || !in.is_tensor(3)) return std::nullopt;
+  uint64_t written = 0;
+  for (size_t i = 1; i <= 3; ++i) {
+    written = sat_add(written, sat_mul(count_of(in.shape(i)), element_bytes(in[i].dtype)));
+  }
+  return ByteCount{input_bytes(in), written};
+}
+
 }  // namespace
+
+void register_attention_bytes() {
+  add_builtin_bytes("aten::scaled_dot_product_attention",
+                    attention_forward_bytes(false, false, false));
+  add_builtin_bytes("aten::_scaled_dot_product_attention_math",
+                    attention_forward_bytes(false, false, true));
+  for (const char* op : {"aten::_scaled_dot_product_flash_attention",
+                         "aten::_scaled_dot_product_flash_attention_for_cpu",
+                         "aten::_scaled_dot_product_efficient_attention",
+                         "aten::_scaled_dot_product_cudnn_attention"}) {
+    add_builtin_bytes(op, attention_forward_bytes(false, true, false));
+  }
+  for (const char* op : {"aten::_flash_attention_forward", "aten::_efficient_attention_forward"}) {
+    add_builtin_bytes(op, attention_forward_bytes(true, true, false));
+  }
+  for (const char* op :
+       {"aten::_scaled_dot_product_flash_attention_backward",
+        "aten::_scaled_dot_product_flash_attention_for_cpu_backward",
+        "aten::_scaled_dot_product_efficient_attention_backward",
+        "aten::_scaled_dot_product_cudnn_attention_backward", "aten::_flash_attention_backward",
+        "aten::_efficient_attention_backward"}) {
+    add_builtin_bytes(op, attention_backward_bytes);
+  }
+}
 
 void register_attention_formulas() {
   for (const char* op :

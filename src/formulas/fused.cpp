@@ -3,6 +3,10 @@
 // an activation.
 // Each is counted as the unfused ops it replaces are (matmul.cpp, attention.cpp): MACs of its
 // GEMMs; FLOPs = 2 * MACs + one per output element of each bias add.
+// Bytes: every input read once (weights included: a fused kernel's internal traffic is not
+// seen); the outputs written: the RNN layer's output [T, B, H] and final states (its workspace
+// is not counted), its backward's gradients of the input, weights, biases and states; the fast
+// paths' outputs (the attention weights when asked for).
 #include "formulas/common.h"
 
 namespace flopsprof::detail {
@@ -126,7 +130,64 @@ std::optional<FlopCount> encoder_layer(const OpInputs& in) {
   return FlopCount{checked_add(c.flops, ffn.flops), checked_add(c.macs, ffn.macs)};
 }
 
+// ---- Bytes ----
+
+uint64_t out_bytes(const OpInputs& in, size_t i) {
+  return sat_mul(count_of(in.shape(i)), element_bytes(in[i].dtype));
+}
+
+// mkldnn_rnn_layer(input[T,B,I], w_ih, w_hh, b_ih, b_hh, hx, cx, ..., hidden_size at 10):
+// output [T, B, H], hy and cy (hx's and cx's shapes)
+std::optional<ByteCount> rnn_layer_bytes(const OpInputs& in) {
+  IntSpan x = in.shape(0);
+  auto hidden = in.integer(10);
+  if (x.size() < 2 || !hidden || x.back(0) == 0) return std::nullopt;
+  const uint64_t steps = count_of(x) / u(x.back(0));
+  uint64_t w = sat_mul(sat_mul(steps, u(*hidden)), element_bytes(in[0].dtype));
+  w = sat_add(w, sat_add(out_bytes(in, 5), out_bytes(in, 6)));
+  return ByteCount{input_bytes(in), w};
+}
+
+// mkldnn_rnn_layer_backward: the gradients of input, w_ih, w_hh, b_ih, b_hh, hx and cx
+std::optional<ByteCount> rnn_layer_backward_bytes(const OpInputs& in) {
+  if (!in.is_tensor(0)) return std::nullopt;
+  uint64_t w = 0;
+  for (size_t i = 0; i <= 6; ++i) w = sat_add(w, out_bytes(in, i));
+  return ByteCount{input_bytes(in), w};
+}
+
+// _addmm_activation(input, a[M,K], b[K,N], ...): [M, N]
+std::optional<ByteCount> addmm_activation_bytes(const OpInputs& in) {
+  IntSpan a = in.shape(1), b = in.shape(2);
+  if (a.size() != 2 || b.size() != 2) return std::nullopt;
+  return reads_inputs_writes(in, sat_mul(u(a[0]), u(b[1])), in[1].dtype);
+}
+
+// _native_multi_head_attention(query[B,L,D], key[B,S,D], ..., need_weights at 10,
+// average_attn_weights at 11): the output [B, L, D], and the weights [B, (H,) L, S] if asked for
+std::optional<ByteCount> native_mha_bytes(const OpInputs& in) {
+  uint64_t b = 0, l = 0, b2 = 0, s = 0;
+  auto heads = in.integer(4);
+  if (!heads || !batch_length(in.shape(0), b, l) || !batch_length(in.shape(1), b2, s))
+    return std::nullopt;
+  const uint64_t es = element_bytes(in[0].dtype);
+  ByteCount c{input_bytes(in), out_bytes(in, 0)};
+  if (in.boolean(10).value_or(true)) {
+    const uint64_t h = in.boolean(11).value_or(true) ? 1 : u(*heads);
+    c.written = sat_add(c.written, sat_mul(sat_mul(sat_mul(b, h), sat_mul(l, s)), es));
+  }
+  return c;
+}
+
 }  // namespace
+
+void register_fused_bytes() {
+  add_builtin_bytes("aten::mkldnn_rnn_layer", rnn_layer_bytes);
+  add_builtin_bytes("aten::mkldnn_rnn_layer_backward", rnn_layer_backward_bytes);
+  add_builtin_bytes("aten::_addmm_activation", addmm_activation_bytes);
+  add_builtin_bytes("aten::_native_multi_head_attention", native_mha_bytes);
+  add_builtin_bytes("aten::_transformer_encoder_layer_fwd", same_as(0));
+}
 
 void register_fused_formulas() {
   add_builtin_formula("aten::mkldnn_rnn_layer", mkldnn_rnn_layer);

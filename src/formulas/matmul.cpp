@@ -1,6 +1,10 @@
 // GEMM family formulas: mm, bmm, addmm, baddbmm, addbmm, matmul, linear, mv, addmv, dot.
 // Convention (DeepSpeed, fvcore): MACs = output elements x contraction length; FLOPs = 2 x MACs,
 // plus one FLOP per output element for an added bias / beta*input term.
+// Bytes: every input read once, the output written once ([M,N], [B,M,N], ...); in-place forms
+// (addmm_) write self.
+#include <algorithm>
+
 #include "formulas/common.h"
 
 namespace flopsprof::detail {
@@ -102,7 +106,114 @@ std::optional<FlopCount> dot(const OpInputs& in) {
   return gemm_count(u(a[0]), 0);
 }
 
+// ---- Bytes ----
+
+// Reads the inputs; writes the product of `dims` elements of the dtype of tensor `like`.
+std::optional<ByteCount> writes(const OpInputs& in, std::initializer_list<int64_t> dims,
+                                size_t like) {
+  uint64_t n = 1;
+  for (int64_t d : dims) n = sat_mul(n, u(d));
+  return reads_inputs_writes(in, n, in[like].dtype);
+}
+
+// mm(a[M,K], b[K,N]) -> [M,N]
+std::optional<ByteCount> mm_bytes(const OpInputs& in) {
+  IntSpan a = in.shape(0), b = in.shape(1);
+  if (a.size() != 2 || b.size() != 2) return std::nullopt;
+  return writes(in, {a[0], b[1]}, 0);
+}
+
+// addmm(input, a[M,K], b[K,N]) -> [M,N]
+std::optional<ByteCount> addmm_bytes(const OpInputs& in) {
+  IntSpan a = in.shape(1), b = in.shape(2);
+  if (a.size() != 2 || b.size() != 2) return std::nullopt;
+  return writes(in, {a[0], b[1]}, 1);
+}
+
+// bmm(a[B,M,K], b[B,K,N]) -> [B,M,N]
+std::optional<ByteCount> bmm_bytes(const OpInputs& in) {
+  IntSpan a = in.shape(0), b = in.shape(1);
+  if (a.size() != 3 || b.size() != 3) return std::nullopt;
+  return writes(in, {a[0], a[1], b[2]}, 0);
+}
+
+// baddbmm(input, a[B,M,K], b[B,K,N]) -> [B,M,N]; addbmm -> [M,N]
+std::optional<ByteCount> baddbmm_bytes(const OpInputs& in) {
+  IntSpan a = in.shape(1), b = in.shape(2);
+  if (a.size() != 3 || b.size() != 3) return std::nullopt;
+  return writes(in, {a[0], a[1], b[2]}, 1);
+}
+std::optional<ByteCount> addbmm_bytes(const OpInputs& in) {
+  IntSpan a = in.shape(1), b = in.shape(2);
+  if (a.size() != 3 || b.size() != 3) return std::nullopt;
+  return writes(in, {a[1], b[2]}, 1);
+}
+
+// matmul(a, b): broadcast batch dims x [M] x [N] (a 1-d operand drops its dimension)
+std::optional<ByteCount> matmul_bytes(const OpInputs& in) {
+  IntSpan a = in.shape(0), b = in.shape(1);
+  if (a.empty() || b.empty()) return std::nullopt;
+  IntSpan a_batch(a.begin(), a.size() >= 2 ? a.size() - 2 : 0);
+  IntSpan b_batch(b.begin(), b.size() >= 2 ? b.size() - 2 : 0);
+  uint64_t n = 1;
+  const size_t rank = std::max(a_batch.size(), b_batch.size());
+  for (size_t k = 0; k < rank; ++k) {
+    const int64_t x = k < a_batch.size() ? a_batch.back(k) : 1;
+    const int64_t y = k < b_batch.size() ? b_batch.back(k) : 1;
+    n = sat_mul(n, u(x == 1 ? y : x));
+  }
+  if (a.size() >= 2) n = sat_mul(n, u(a.back(1)));
+  if (b.size() >= 2) n = sat_mul(n, u(b.back(0)));
+  return reads_inputs_writes(in, n, promote(in[0].dtype, in[1].dtype));
+}
+
+// linear(x[..., K], w[N, K], bias) -> [..., N]
+std::optional<ByteCount> linear_bytes(const OpInputs& in) {
+  IntSpan x = in.shape(0), w = in.shape(1);
+  if (x.empty() || w.empty() || w.size() > 2) return std::nullopt;
+  uint64_t rows = 1;
+  for (size_t d = 0; d + 1 < x.size(); ++d) rows = sat_mul(rows, u(x[d]));
+  return reads_inputs_writes(in, sat_mul(rows, w.size() == 2 ? u(w[0]) : 1), in[0].dtype);
+}
+
+// mv(A[M,K], x[K]) -> [M]; addmv(input, A, x) -> [M]; dot -> a scalar
+std::optional<ByteCount> mv_bytes(const OpInputs& in) {
+  IntSpan a = in.shape(0);
+  if (a.size() != 2) return std::nullopt;
+  return writes(in, {a[0]}, 0);
+}
+std::optional<ByteCount> addmv_bytes(const OpInputs& in) {
+  IntSpan a = in.shape(1);
+  if (a.size() != 2) return std::nullopt;
+  return writes(in, {a[0]}, 1);
+}
+std::optional<ByteCount> dot_bytes(const OpInputs& in) {
+  if (!in.is_tensor(0)) return std::nullopt;
+  return writes(in, {}, 0);
+}
+std::optional<ByteCount> self_in_place(const OpInputs& in) {
+  if (!in.is_tensor(0)) return std::nullopt;
+  return in_place(in, 0);
+}
+
 }  // namespace
+
+void register_matmul_bytes() {
+  add_builtin_bytes("aten::mm", mm_bytes);
+  add_builtin_bytes("aten::addmm", addmm_bytes);
+  add_builtin_bytes("aten::addmm_", self_in_place);
+  add_builtin_bytes("aten::bmm", bmm_bytes);
+  add_builtin_bytes("aten::baddbmm", baddbmm_bytes);
+  add_builtin_bytes("aten::baddbmm_", self_in_place);
+  add_builtin_bytes("aten::addbmm", addbmm_bytes);
+  add_builtin_bytes("aten::matmul", matmul_bytes);
+  add_builtin_bytes("aten::linear", linear_bytes);
+  add_builtin_bytes("aten::mv", mv_bytes);
+  add_builtin_bytes("aten::addmv", addmv_bytes);
+  add_builtin_bytes("aten::addmv_", self_in_place);
+  add_builtin_bytes("aten::dot", dot_bytes);
+  add_builtin_bytes("aten::vdot", dot_bytes);
+}
 
 void register_matmul_formulas() {
   add_builtin_formula("aten::mm", mm);

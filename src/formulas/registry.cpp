@@ -120,6 +120,8 @@ struct Registry {
   /// Built-ins whose count does not depend on the arguments (views, copies, factories): the
   /// observer records no arguments for them.
   std::set<std::string, std::less<>> constant;
+  /// Bytes rules (op name -> rule): built-ins only.
+  std::map<std::string, BytesFn, std::less<>> bytes;
 };
 
 std::atomic<uint64_t> g_registry_version{1};
@@ -144,6 +146,14 @@ Registry& registry() {
     register_fused_formulas();
     register_reduction_formulas();
     register_loss_formulas();
+    register_matmul_bytes();
+    register_conv_bytes();
+    register_norm_bytes();
+    register_pointwise_bytes();
+    register_pool_bytes();
+    register_attention_bytes();
+    register_zero_bytes();
+    register_fused_bytes();
     g_building = nullptr;
     return reg;
   }();
@@ -161,6 +171,17 @@ void add_builtin_formula(const char* op_name, FormulaFn fn) {
 void add_builtin_constant_formula(const char* op_name, FormulaFn fn) {
   g_building->formulas[op_name] = std::move(fn);
   g_building->constant.insert(op_name);
+}
+
+void add_builtin_bytes(const char* op_name, BytesFn fn) {
+  g_building->bytes[op_name] = std::move(fn);
+}
+
+BytesFn find_bytes_rule(std::string_view op_name) {
+  Registry& r = registry();
+  std::shared_lock<std::shared_mutex> lock(r.mu);
+  auto it = r.bytes.find(op_name);
+  return it == r.bytes.end() ? BytesFn{} : it->second;
 }
 
 bool formula_is_constant(std::string_view op_name) {

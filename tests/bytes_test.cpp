@@ -1,0 +1,528 @@
+// Bytes moved per op (the compulsory-traffic convention, docs/report.md "Bytes moved"), counted by
+// hand from shapes for every op family with a FLOP formula and for the gather/scatter, in-place,
+// broadcast and view cases; which ops of a profile count bytes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "aggregation/aggregate.h"
+#include "formulas/common.h"
+#include "test_args.h"
+#include "test_names.h"
+
+namespace flopsprof::detail {
+namespace {
+
+using flopsprof::testing::Args;
+
+constexpr DType f32 = DType::kFloat32, i64 = DType::kInt64;
+
+ByteCount bytes(const char* op, const Args& args) {
+  BytesFn f = find_bytes_rule(op);
+  if (!f) throw Error(std::string("no bytes rule for ") + op);
+  std::optional<ByteCount> b = f(args.inputs());
+  if (!b) throw Error(std::string("the bytes rule of ") + op + " declined");
+  return *b;
+}
+
+// ---- The two examples ----------------------------------------------------------------
+
+TEST(Bytes, LinearOnABatchIsItsInputsWeightsBiasAndOutput) {
+  // Linear(16, 32) on x[2,5,16] fp32: reads x 160 + W 512 + b 32 floats, writes 320 floats:
+  // (704 + 320) * 4 = 4,096 bytes
+  ByteCount b = bytes("aten::linear", Args().tensor({2, 5, 16}).tensor({32, 16}).tensor({32}));
+  EXPECT_EQ(b.read, 704u * 4);
+  EXPECT_EQ(b.written, 320u * 4);
+  EXPECT_EQ(b.read + b.written, 4096u);
+  // The same layer as LibTorch 1.13 runs it on [10,16]: addmm(b, x, W^T), the transpose a view
+  // of W (its memory: 512 floats)
+  ByteCount a = bytes("aten::addmm",
+                      Args().tensor({32}).tensor({10, 16}).tensor({16, 32}).strided().i(1).i(1));
+  EXPECT_EQ(a.read + a.written, 4096u);
+}
+
+TEST(Bytes, EmbeddingReadsTheRowsItTouchesNotTheTable) {
+  // Embedding(1000, 16) on int64 ids [2,5]: reads the ids 10*8 = 80 and 10 rows of 16 floats
+  // (640), writes 10*16 floats (640): 1,360 bytes
+  ByteCount b = bytes("aten::embedding", Args().tensor({1000, 16}).tensor({2, 5}, i64).i(-1));
+  EXPECT_EQ(b.read, 80u + 640u);
+  EXPECT_EQ(b.written, 640u);
+  EXPECT_EQ(b.read + b.written, 1360u);
+  // More lookups than rows: at most the table is read (3 rows), every lookup written
+  ByteCount c = bytes("aten::embedding", Args().tensor({3, 4}).tensor({10}, i64));
+  EXPECT_EQ(c.read, 80u + 3u * 4 * 4);
+  EXPECT_EQ(c.written, 10u * 4 * 4);
+}
+
+// ---- GEMM family -----------------------------------------------------------------------------
+
+TEST(MatmulBytes, OutputsShapedByTheProduct) {
+  // mm [8,16] x [16,4]: reads 128 + 64 floats, writes [8,4]
+  ByteCount mm = bytes("aten::mm", Args().tensor({8, 16}).tensor({16, 4}));
+  EXPECT_EQ(mm.read, (128u + 64u) * 4);
+  EXPECT_EQ(mm.written, 32u * 4);
+  // bmm [3,8,16] x [3,16,4]: reads 384 + 192, writes [3,8,4] = 96
+  ByteCount bmm = bytes("aten::bmm", Args().tensor({3, 8, 16}).tensor({3, 16, 4}));
+  EXPECT_EQ(bmm.read, (384u + 192u) * 4);
+  EXPECT_EQ(bmm.written, 96u * 4);
+  // baddbmm(input[3,8,4], ...) also reads the input: 96 more
+  ByteCount baddbmm =
+      bytes("aten::baddbmm", Args().tensor({3, 8, 4}).tensor({3, 8, 16}).tensor({3, 16, 4}));
+  EXPECT_EQ(baddbmm.read, (96u + 384u + 192u) * 4);
+  EXPECT_EQ(baddbmm.written, 96u * 4);
+  // matmul [2,1,8,16] x [5,16,4]: output [2,5,8,4] = 320
+  ByteCount mat = bytes("aten::matmul", Args().tensor({2, 1, 8, 16}).tensor({5, 16, 4}));
+  EXPECT_EQ(mat.read, (256u + 320u) * 4);
+  EXPECT_EQ(mat.written, 320u * 4);
+  // matmul of a vector [16] and [16,4]: output [4]
+  EXPECT_EQ(bytes("aten::matmul", Args().tensor({16}).tensor({16, 4})).written, 4u * 4);
+  // mv [8,16] x [16]: output [8]; dot: a scalar
+  EXPECT_EQ(bytes("aten::mv", Args().tensor({8, 16}).tensor({16})).written, 8u * 4);
+  EXPECT_EQ(bytes("aten::dot", Args().tensor({16}).tensor({16})).written, 4u);
+  // bf16: 2 bytes an element
+  ByteCount h =
+      bytes("aten::mm", Args().tensor({8, 16}, DType::kBFloat16).tensor({16, 4}, DType::kBFloat16));
+  EXPECT_EQ(h.read + h.written, (128u + 64u + 32u) * 2);
+  // addmm_ in place: reads self [8,4], a, b; writes self
+  ByteCount ip = bytes("aten::addmm_", Args().tensor({8, 4}).tensor({8, 16}).tensor({16, 4}));
+  EXPECT_EQ(ip.read, (32u + 128u + 64u) * 4);
+  EXPECT_EQ(ip.written, 32u * 4);
+}
+
+// ---- Convolution -----------------------------------------------------------------------------
+
+TEST(ConvBytes, OutputFromStridePaddingAndChannels) {
+  // conv2d x[1,3,8,8], w[4,3,3,3], b[4], stride 1, padding 1: output [1,4,8,8] = 256
+  Args same = Args()
+                  .tensor({1, 3, 8, 8})
+                  .tensor({4, 3, 3, 3})
+                  .tensor({4})
+                  .list({1, 1})
+                  .list({1, 1})
+                  .list({1, 1})
+                  .i(1);
+  ByteCount b = bytes("aten::conv2d", same);
+  EXPECT_EQ(b.read, (192u + 108u + 4u) * 4);
+  EXPECT_EQ(b.written, 256u * 4);
+  // stride 2, no padding: (8 - 3) / 2 + 1 = 3 per side: [1,4,3,3] = 36
+  Args strided = Args()
+                     .tensor({1, 3, 8, 8})
+                     .tensor({4, 3, 3, 3})
+                     .undefined()
+                     .list({2, 2})
+                     .list({0, 0})
+                     .list({1, 1})
+                     .i(1);
+  ByteCount s = bytes("aten::conv2d", strided);
+  EXPECT_EQ(s.read, (192u + 108u) * 4);
+  EXPECT_EQ(s.written, 36u * 4);
+  // _convolution, transposed (w[3,4,3,3]: Cout = 4): (8-1)*2 - 2*1 + (3-1) + 1 + 1 = 16 per side
+  Args t = Args()
+               .tensor({1, 3, 8, 8})
+               .tensor({3, 4, 3, 3})
+               .undefined()
+               .list({2, 2})
+               .list({1, 1})
+               .list({1, 1})
+               .b(true)
+               .list({1, 1})
+               .i(1);
+  EXPECT_EQ(bytes("aten::_convolution", t).written, 4u * 16 * 16 * 4);
+}
+
+TEST(ConvBytes, BackwardWritesTheGradientsTheMaskAsksFor) {
+  // grad_out[1,4,8,8] (256), input[1,3,8,8] (192), weight[4,3,3,3] (108), bias of 4
+  auto args = [](int64_t in, int64_t w, int64_t b) {
+    return Args()
+        .tensor({1, 4, 8, 8})
+        .tensor({1, 3, 8, 8})
+        .tensor({4, 3, 3, 3})
+        .list({4})
+        .list({1, 1})
+        .list({1, 1})
+        .list({1, 1})
+        .b(false)
+        .list({0, 0})
+        .i(1)
+        .list({in, w, b});
+  };
+  ByteCount all = bytes("aten::convolution_backward", args(1, 1, 1));
+  EXPECT_EQ(all.read, (256u + 108u + 192u) * 4);  // grad_out, weight (for dx), input (for dW)
+  EXPECT_EQ(all.written, (192u + 108u + 4u) * 4);
+  ByteCount w = bytes("aten::convolution_backward", args(0, 1, 0));  // a first layer: dW only
+  EXPECT_EQ(w.read, (256u + 192u) * 4);
+  EXPECT_EQ(w.written, 108u * 4);
+}
+
+// ---- Normalisation ---------------------------------------------------------------------------
+
+TEST(NormBytes, OutputsStatisticsAndRunningStats) {
+  // layer_norm x[2,5,16], weight[16], bias[16]: reads 160 + 32, writes 160
+  ByteCount ln = bytes("aten::layer_norm",
+                       Args().tensor({2, 5, 16}).list({16}).tensor({16}).tensor({16}).d(1e-5));
+  EXPECT_EQ(ln.read, 192u * 4);
+  EXPECT_EQ(ln.written, 160u * 4);
+  // native_layer_norm also writes mean and rstd: one per row (10) each
+  ByteCount nln = bytes("aten::native_layer_norm",
+                        Args().tensor({2, 5, 16}).list({16}).tensor({16}).tensor({16}).d(1e-5));
+  EXPECT_EQ(nln.written, (160u + 2 * 10) * 4);
+  // batch_norm eval, x[2,3,4,4] (96), weight, bias, running mean and var of 3: writes 96
+  auto bn = [](bool training) {
+    return Args()
+        .tensor({2, 3, 4, 4})
+        .tensor({3})
+        .tensor({3})
+        .tensor({3})
+        .tensor({3})
+        .b(training)
+        .d(0.1)
+        .d(1e-5)
+        .b(false);
+  };
+  ByteCount eval = bytes("aten::batch_norm", bn(false));
+  EXPECT_EQ(eval.read, (96u + 12u) * 4);
+  EXPECT_EQ(eval.written, 96u * 4);
+  // training: the running mean and var are updated too (6 floats)
+  EXPECT_EQ(bytes("aten::batch_norm", bn(true)).written, (96u + 6u) * 4);
+  // native_batch_norm in training also returns save_mean and save_invstd (3 each)
+  EXPECT_EQ(bytes("aten::native_batch_norm", bn(true)).written, (96u + 6u + 6u) * 4);
+  // native_layer_norm_backward(grad[2,5,16], x, [16], mean[2,5,1], rstd[2,5,1], w, b, mask)
+  ByteCount back = bytes("aten::native_layer_norm_backward", Args()
+                                                                 .tensor({2, 5, 16})
+                                                                 .tensor({2, 5, 16})
+                                                                 .list({16})
+                                                                 .tensor({2, 5, 1})
+                                                                 .tensor({2, 5, 1})
+                                                                 .tensor({16})
+                                                                 .tensor({16})
+                                                                 .list({1, 1, 1}));
+  EXPECT_EQ(back.read, (160u + 160u + 10u + 10u + 16u + 16u) * 4);
+  EXPECT_EQ(back.written, (160u + 16u + 16u) * 4);
+}
+
+// ---- Elementwise, broadcast, in place, reductions, losses --------------------------------------
+
+TEST(PointwiseBytes, BroadcastInPlaceRepeatedAndExpandedInputs) {
+  // x[2,5,32] + b[32]: b is read at its own 32 floats, the output is [2,5,32]
+  ByteCount add = bytes("aten::add", Args().tensor({2, 5, 32}).tensor({32}).i(1));
+  EXPECT_EQ(add.read, (320u + 32u) * 4);
+  EXPECT_EQ(add.written, 320u * 4);
+  // in place: reads self and b, writes self
+  ByteCount add_ = bytes("aten::add_", Args().tensor({2, 5, 32}).tensor({32}).i(1));
+  EXPECT_EQ(add_.read, (320u + 32u) * 4);
+  EXPECT_EQ(add_.written, 320u * 4);
+  // x * x: one tensor, read once
+  ByteCount sq = bytes("aten::mul", Args().tensor({4, 8}).tensor({4, 8}).repeated());
+  EXPECT_EQ(sq.read, 32u * 4);
+  EXPECT_EQ(sq.written, 32u * 4);
+  // x[4,8] * e where e = y[1,8].expand(4,8): e's memory is 8 floats
+  ByteCount ex = bytes("aten::mul", Args().tensor({4, 8}).tensor({4, 8}).expanded(8));
+  EXPECT_EQ(ex.read, (32u + 8u) * 4);
+  EXPECT_EQ(ex.written, 32u * 4);
+  // an int64 tensor times 0.5 is fp32
+  EXPECT_EQ(bytes("aten::mul", Args().tensor({4}, i64).d(0.5)).written, 4u * 4);
+  // comparisons write bool
+  EXPECT_EQ(bytes("aten::eq", Args().tensor({4, 8}).tensor({8})).written, 32u);
+  // addcmul(self[8], t1[8], t2[1]): reads 8 + 8 + 1, writes 8
+  ByteCount acm = bytes("aten::addcmul", Args().tensor({8}).tensor({8}).tensor({1}).i(1));
+  EXPECT_EQ(acm.read, 17u * 4);
+  EXPECT_EQ(acm.written, 8u * 4);
+  // relu: one in, one out; backward: grad_output's shape
+  EXPECT_EQ(bytes("aten::relu", Args().tensor({10})).written, 40u);
+  ByteCount tb = bytes("aten::threshold_backward", Args().tensor({10}).tensor({10}).i(0));
+  EXPECT_EQ(tb.read, 80u);
+  EXPECT_EQ(tb.written, 40u);
+}
+
+TEST(PointwiseBytes, ReductionsSoftmaxAndLosses) {
+  // sum over dim 1 of [2,3,4]: [2,4]
+  ByteCount s = bytes("aten::sum", Args().tensor({2, 3, 4}).list({1}).b(false).none());
+  EXPECT_EQ(s.read, 24u * 4);
+  EXPECT_EQ(s.written, 8u * 4);
+  // sum of everything: a scalar; of an int tensor: an int64 scalar
+  EXPECT_EQ(bytes("aten::sum", Args().tensor({2, 3, 4}).none()).written, 4u);
+  EXPECT_EQ(bytes("aten::sum", Args().tensor({2, 3}, DType::kInt32).none()).written, 8u);
+  // mean over the last dim, keepdim: [2,3,1]
+  EXPECT_EQ(bytes("aten::mean", Args().tensor({2, 3, 4}).list({-1}).b(true).none()).written,
+            6u * 4);
+  // softmax keeps the shape; _softmax(fp16, half_to_float) writes fp32
+  EXPECT_EQ(bytes("aten::softmax", Args().tensor({2, 8}).i(1).none()).written, 16u * 4);
+  EXPECT_EQ(bytes("aten::_softmax", Args().tensor({2, 8}, DType::kFloat16).i(1).b(true)).written,
+            16u * 4);
+  // max over a dim: values [2] and int64 indices [2]
+  EXPECT_EQ(bytes("aten::max", Args().tensor({2, 3}).i(1).b(false)).written, 2u * 4 + 2u * 8);
+  // topk(k=3) of [4,10]: 12 values and 12 indices
+  EXPECT_EQ(bytes("aten::topk", Args().tensor({4, 10}).i(3).i(-1).b(true).b(true)).written,
+            12u * (4 + 8));
+  // nll_loss_forward(logp[4,10], target[4], mean): reads the targets (32) and one element of
+  // logp per target (16), writes the loss and the total weight
+  ByteCount nll = bytes("aten::nll_loss_forward",
+                        Args().tensor({4, 10}).tensor({4}, i64).undefined().i(1).i(-100));
+  EXPECT_EQ(nll.read, 32u + 16u);
+  EXPECT_EQ(nll.written, 8u);
+  // mse_loss(none) writes the elementwise loss, mean a scalar
+  EXPECT_EQ(bytes("aten::mse_loss", Args().tensor({4, 3}).tensor({4, 3}).i(0)).written, 48u);
+  EXPECT_EQ(bytes("aten::mse_loss", Args().tensor({4, 3}).tensor({4, 3}).i(1)).written, 4u);
+  // embedding_dense_backward(grad[2,5,16], ids[2,5], 1000 rows): the whole [1000,16] gradient
+  ByteCount eb = bytes("aten::embedding_dense_backward",
+                       Args().tensor({2, 5, 16}).tensor({2, 5}, i64).i(1000).i(-1).b(false));
+  EXPECT_EQ(eb.read, 160u * 4 + 80u);
+  EXPECT_EQ(eb.written, 16000u * 4);
+}
+
+// ---- Pooling ---------------------------------------------------------------------------------
+
+TEST(PoolBytes, OutputSizesAsPyTorchComputesThem) {
+  // max_pool2d x[1,2,8,8], kernel 3, stride 2, padding 1: (8 + 2 - 2 - 1) / 2 + 1 = 4
+  Args mp =
+      Args().tensor({1, 2, 8, 8}).list({3, 3}).list({2, 2}).list({1, 1}).list({1, 1}).b(false);
+  ByteCount b = bytes("aten::max_pool2d", mp);
+  EXPECT_EQ(b.read, 128u * 4);
+  EXPECT_EQ(b.written, 32u * 4);
+  // with indices: 32 int64 more
+  EXPECT_EQ(bytes("aten::max_pool2d_with_indices", mp).written, 32u * 4 + 32u * 8);
+  // ceil_mode on 7 with kernel 2, stride 2: floor (7-2)/2+1 = 3, ceil 4
+  auto seven = [](bool ceil) {
+    return Args().tensor({1, 1, 7, 7}).list({2, 2}).list({2, 2}).list({0, 0}).list({1, 1}).b(ceil);
+  };
+  EXPECT_EQ(bytes("aten::max_pool2d", seven(false)).written, 9u * 4);
+  EXPECT_EQ(bytes("aten::max_pool2d", seven(true)).written, 16u * 4);
+  // ResNet's stem pool: [1,64,112,112], kernel 3, stride 2, padding 1 -> 56 x 56
+  Args stem =
+      Args().tensor({1, 64, 112, 112}).list({3, 3}).list({2, 2}).list({1, 1}).list({1, 1}).b(false);
+  EXPECT_EQ(bytes("aten::max_pool2d", stem).written, 64u * 56 * 56 * 4);
+  // avg_pool2d with the stride defaulting to the kernel: [1,2,4,4]
+  EXPECT_EQ(
+      bytes("aten::avg_pool2d",
+            Args().tensor({1, 2, 8, 8}).list({2, 2}).list({}).list({0, 0}).b(false).b(true).none())
+          .written,
+      32u * 4);
+  // adaptive_avg_pool2d to 1x1: one value per channel
+  EXPECT_EQ(bytes("aten::adaptive_avg_pool2d", Args().tensor({1, 2, 8, 8}).list({1, 1})).written,
+            8u);
+  // backward: the input's gradient
+  EXPECT_EQ(
+      bytes("aten::avg_pool2d_backward", Args().tensor({1, 2, 4, 4}).tensor({1, 2, 8, 8})).written,
+      128u * 4);
+}
+
+// ---- Attention and fused kernels -------------------------------------------------------------
+
+TEST(AttentionBytes, OutputAndLogSumExp) {
+  // sdpa q[2,4,8,16], k[2,4,10,16], v[2,4,10,32]: output [2,4,8,32] = 2048
+  Args a = Args().tensor({2, 4, 8, 16}).tensor({2, 4, 10, 16}).tensor({2, 4, 10, 32});
+  ByteCount b = bytes("aten::scaled_dot_product_attention", a);
+  EXPECT_EQ(b.read, (1024u + 1280u + 2560u) * 4);
+  EXPECT_EQ(b.written, 2048u * 4);
+  // the CPU flash kernel also writes the log-sum-exp, one fp32 per query row (2*4*8)
+  EXPECT_EQ(bytes("aten::_scaled_dot_product_flash_attention_for_cpu", a).written,
+            2048u * 4 + 64u * 4);
+  // the math backend also returns the attention weights [2,4,8,10]
+  EXPECT_EQ(bytes("aten::_scaled_dot_product_attention_math", a).written, 2048u * 4 + 640u * 4);
+  // backward writes dq, dk, dv
+  Args g = Args()
+               .tensor({2, 4, 8, 32})
+               .tensor({2, 4, 8, 16})
+               .tensor({2, 4, 10, 16})
+               .tensor({2, 4, 10, 32});
+  EXPECT_EQ(bytes("aten::_scaled_dot_product_flash_attention_for_cpu_backward", g).written,
+            (1024u + 1280u + 2560u) * 4);
+}
+
+TEST(FusedBytes, RnnLayerAndFastPaths) {
+  // mkldnn_rnn_layer: x[5,2,8], w_ih[16,8], w_hh[16,4], biases of 16, hx and cx [2,4], LSTM
+  // (mode 2), hidden 4: writes the output [5,2,4] (40) and hy, cy (8 each)
+  Args lstm = Args()
+                  .tensor({5, 2, 8})
+                  .tensor({16, 8})
+                  .tensor({16, 4})
+                  .tensor({16})
+                  .tensor({16})
+                  .tensor({2, 4})
+                  .tensor({2, 4})
+                  .b(false)
+                  .list({})
+                  .i(2)
+                  .i(4)
+                  .i(1)
+                  .b(true)
+                  .b(false)
+                  .b(false)
+                  .b(false);
+  ByteCount b = bytes("aten::mkldnn_rnn_layer", lstm);
+  EXPECT_EQ(b.read, (80u + 128u + 64u + 16u + 16u + 8u + 8u) * 4);
+  EXPECT_EQ(b.written, (40u + 8u + 8u) * 4);
+  // _addmm_activation(b[32], x[10,16], w[16,32]): [10,32]
+  EXPECT_EQ(bytes("aten::_addmm_activation", Args().tensor({32}).tensor({10, 16}).tensor({16, 32}))
+                .written,
+            320u * 4);
+}
+
+// ---- Copies, gathers, scatters, factories (no FLOPs, bytes all the same) ---------------------
+
+TEST(ZeroFlopBytes, CopiesMoveDataViewsDoNot) {
+  // reshape of a contiguous tensor is a view; of a transposed one, a copy
+  EXPECT_EQ(bytes("aten::reshape", Args().tensor({4, 6}).list({24})).written, 0u);
+  ByteCount r = bytes("aten::reshape", Args().tensor({4, 6}).strided().list({24}));
+  EXPECT_EQ(r.read, 96u);
+  EXPECT_EQ(r.written, 96u);
+  EXPECT_EQ(bytes("aten::contiguous", Args().tensor({4, 6}).i(0)).read, 0u);
+  // clone reads and writes; copy_ reads src and writes self (fp16 into fp32)
+  ByteCount cl = bytes("aten::clone", Args().tensor({10}).none());
+  EXPECT_EQ(cl.read + cl.written, 80u);
+  ByteCount cp = bytes("aten::copy_", Args().tensor({10}).tensor({10}, DType::kFloat16).b(false));
+  EXPECT_EQ(cp.read, 20u);
+  EXPECT_EQ(cp.written, 40u);
+  // to(dtype=fp16) converts: reads 10 floats, writes 10 halves; to(fp32) of fp32 is self
+  ByteCount to = bytes("aten::to", Args().tensor({10}).i(5).b(false).b(false).none());
+  EXPECT_EQ(to.read, 40u);
+  EXPECT_EQ(to.written, 20u);
+  ByteCount same = bytes("aten::to", Args().tensor({10}).i(6).b(false).b(false).none());
+  EXPECT_EQ(same.read + same.written, 0u);
+  // cat of three tensors holding 600 bytes: reads them, writes as much
+  ByteCount cat = bytes("aten::cat", Args().tensor_list(3, 600).i(0));
+  EXPECT_EQ(cat.read, 600u);
+  EXPECT_EQ(cat.written, 600u);
+  // constant_pad_nd x[2,3,4] by (1, 2) on the last dim: [2,3,7]
+  EXPECT_EQ(bytes("aten::constant_pad_nd", Args().tensor({2, 3, 4}).list({1, 2}).d(0)).written,
+            42u * 4);
+  // dropout in training reads and writes; in eval it returns its input (nothing moves)
+  EXPECT_EQ(bytes("aten::dropout", Args().tensor({10}).d(0.1).b(true)).written, 40u);
+  EXPECT_EQ(bytes("aten::dropout", Args().tensor({10}).d(0.1).b(false)).written, 0u);
+  // zero_ writes self and reads nothing
+  ByteCount z = bytes("aten::zero_", Args().tensor({10}));
+  EXPECT_EQ(z.read, 0u);
+  EXPECT_EQ(z.written, 40u);
+  // factories write what they make: zeros([2,3]) fp32, arange(10) int64, arange(0., 1., .25)
+  EXPECT_EQ(bytes("aten::zeros", Args().list({2, 3}).none().none().none().none()).written, 24u);
+  EXPECT_EQ(bytes("aten::arange", Args().i(10).none().none().none().none()).written, 80u);
+  EXPECT_EQ(bytes("aten::arange", Args().d(0).d(1).d(0.25).none().none().none().none()).written,
+            16u);
+}
+
+TEST(ZeroFlopBytes, GathersReadWhatTheyTouchScattersWriteWhatTheyTouch) {
+  // index_select x[100,8] along 0 with 5 indices: reads the indices and 5 rows of 8
+  ByteCount is = bytes("aten::index_select", Args().tensor({100, 8}).i(0).tensor({5}, i64));
+  EXPECT_EQ(is.read, 40u + 160u);
+  EXPECT_EQ(is.written, 160u);
+  // gather x[4,10] along 1 with index[4,3]: 12 elements
+  ByteCount g = bytes("aten::gather", Args().tensor({4, 10}).i(1).tensor({4, 3}, i64).b(false));
+  EXPECT_EQ(g.read, 96u + 48u);
+  EXPECT_EQ(g.written, 48u);
+  // scatter_add_(self[10,4], 0, index[3,4], src[3,4]): 12 elements read-modify-written
+  ByteCount sa =
+      bytes("aten::scatter_add_", Args().tensor({10, 4}).i(0).tensor({3, 4}, i64).tensor({3, 4}));
+  EXPECT_EQ(sa.read, 96u + 48u + 48u);
+  EXPECT_EQ(sa.written, 48u);
+  // scatter_ writes the touched elements without reading them
+  ByteCount sc =
+      bytes("aten::scatter_", Args().tensor({10, 4}).i(0).tensor({3, 4}, i64).tensor({3, 4}));
+  EXPECT_EQ(sc.read, 96u + 48u);
+  EXPECT_EQ(sc.written, 48u);
+  // index_add_(self[10,4], 0, index[3], source[3,4]): 12 elements
+  ByteCount ia =
+      bytes("aten::index_add_", Args().tensor({10, 4}).i(0).tensor({3}, i64).tensor({3, 4}).i(1));
+  EXPECT_EQ(ia.read, 24u + 48u + 48u);
+  EXPECT_EQ(ia.written, 48u);
+  // slice_backward(grad[2,3], input_sizes [2,10], ...): writes the whole zero-filled gradient
+  ByteCount sb =
+      bytes("aten::slice_backward", Args().tensor({2, 3}).list({2, 10}).i(1).i(0).i(3).i(1));
+  EXPECT_EQ(sb.read, 24u);
+  EXPECT_EQ(sb.written, 80u);
+  // embedding_bag(weight[100,8], indices[6], offsets[2] (2 bags), sum): 6 rows read, [2,8] out,
+  // and its int64 bookkeeping (offset2bag 6, bag_size 2, max_indices 2)
+  ByteCount eb = bytes("aten::embedding_bag", Args()
+                                                  .tensor({100, 8})
+                                                  .tensor({6}, i64)
+                                                  .tensor({2}, i64)
+                                                  .b(false)
+                                                  .i(0)
+                                                  .b(false)
+                                                  .undefined()
+                                                  .b(false));
+  EXPECT_EQ(eb.read, 48u + 6u * 32 + 16u);
+  EXPECT_EQ(eb.written, 2u * 32 + (6u + 2u + 2u) * 8);
+}
+
+// ---- Which ops of a profile count bytes --------------------------------------------------------
+
+struct Recorder {
+  testing::Names& names;
+  ThreadEvents th;
+  // An op with tensor arguments of `shapes` (fp32), under `parent`.
+  int op(const std::string& name, std::vector<std::vector<int64_t>> shapes, int parent = -1,
+         uint8_t flags = 0) {
+    RawEvent e;
+    e.name_id = names.id(name);
+    e.flags = flags;
+    e.parent = parent;
+    e.args_begin = static_cast<uint32_t>(th.args.size());
+    e.args_count = static_cast<uint16_t>(shapes.size());
+    for (const auto& s : shapes) {
+      ArgRecord r;
+      r.kind = ArgKind::kTensor;
+      r.dtype = DType::kFloat32;
+      r.count = static_cast<uint32_t>(s.size());
+      r.offset = th.dims.size();
+      for (int64_t d : s) th.dims.push_back(d);
+      th.args.push_back(r);
+    }
+    e.start_tick = static_cast<int64_t>(th.events.size()) * 10;
+    e.end_tick = e.start_tick + 5;
+    th.events.push_back(e);
+    return static_cast<int>(th.events.size() - 1);
+  }
+};
+
+constexpr uint8_t kFormula = kCounted | kHasFormula;
+
+TEST(BytesOfAProfile, FlopsAndBytesSitOnTheSameOpsEachOnce) {
+  testing::Names names;
+  Recorder r{names};
+  // cross_entropy_loss (no formula) > log_softmax (counted) and nll_loss (no formula) >
+  // nll_loss_nd > nll_loss_forward: bytes on log_softmax (as its FLOPs) and on nll_loss, the
+  // outermost op with no FLOP-counting op inside; none on the composite nor below nll_loss.
+  const int ce = r.op("aten::cross_entropy_loss", {{4, 10}, {4}});
+  const int ls = r.op("aten::log_softmax", {{4, 10}}, ce, kFormula);
+  const int nll = r.op("aten::nll_loss", {{4, 10}, {4}}, ce);
+  const int nd = r.op("aten::nll_loss_nd", {{4, 10}, {4}}, nll);
+  const int fwd = r.op("aten::nll_loss_forward", {{4, 10}, {4}}, nd);
+  // a view (metadata: nothing captured, nothing moved) and an op no rule knows
+  const int view = r.op("aten::view", {}, -1, kFormula);
+  const int odd = r.op("myops::odd", {{8}});
+  // an unknown in-place op: reads its inputs, writes self
+  const int ip = r.op("myops::scale_", {{8}, {1}});
+  OpCounts c = count_ops({&r.th}, names);
+  const auto& t = c.threads[0];
+  EXPECT_FALSE(t[ce].has_bytes());
+  EXPECT_EQ(t[ls].bytes, OpCount::kBytesKnown);
+  EXPECT_EQ(t[ls].bytes_total(), (40u + 40u) * 4);
+  EXPECT_EQ(t[nll].bytes, OpCount::kBytesKnown);
+  EXPECT_FALSE(t[nd].has_bytes());
+  EXPECT_FALSE(t[fwd].has_bytes());
+  EXPECT_EQ(t[view].bytes, OpCount::kBytesKnown);
+  EXPECT_EQ(t[view].bytes_total(), 0u);
+  EXPECT_EQ(t[odd].bytes, OpCount::kWrittenUnknown);
+  EXPECT_EQ(t[odd].bytes_read, 32u);
+  EXPECT_EQ(t[odd].bytes_written, 0u);
+  EXPECT_EQ(t[ip].bytes, OpCount::kBytesKnown);
+  EXPECT_EQ(t[ip].bytes_read, 36u);
+  EXPECT_EQ(t[ip].bytes_written, 32u);
+}
+
+TEST(BytesOfAProfile, UnknownWritesComeFromTheAllocationsWhenMemoryIsTracked) {
+  testing::Names names;
+  Recorder r{names};
+  const int odd = r.op("myops::odd", {{8}});
+  const int inner = r.op("myops::inner", {}, odd);  // an op inside it allocates too
+  r.th.memory.push_back(MemRecord{1, 64, 0, odd, -1, 0});
+  r.th.memory.push_back(MemRecord{2, 16, 0, inner, -1, 0});
+  r.th.memory.push_back(MemRecord{3, -64, 0, odd, -1, 0});  // frees are not writes
+  OpCounts c = count_ops({&r.th}, names);
+  EXPECT_EQ(c.threads[0][odd].bytes, OpCount::kWrittenFromAllocations);
+  EXPECT_EQ(c.threads[0][odd].bytes_written, 80u);
+  EXPECT_FALSE(c.threads[0][inner].has_bytes());
+}
+
+}  // namespace
+}  // namespace flopsprof::detail
