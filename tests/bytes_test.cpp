@@ -1,11 +1,14 @@
 // Bytes moved per op (the compulsory-traffic convention, docs/report.md "Bytes moved"), counted by
 // hand from shapes for every op family with a FLOP formula and for the gather/scatter, in-place,
-// broadcast and view cases; which ops of a profile count bytes.
+// broadcast and view cases; which ops of a profile count bytes; the roofline's arithmetic.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "aggregation/aggregate.h"
+#include "capture/gpu_backend.h"
+#include "flopsprof/roofline.h"
 #include "formulas/common.h"
 #include "test_args.h"
 #include "test_names.h"
@@ -522,6 +525,100 @@ TEST(BytesOfAProfile, UnknownWritesComeFromTheAllocationsWhenMemoryIsTracked) {
   EXPECT_EQ(c.threads[0][odd].bytes, OpCount::kWrittenFromAllocations);
   EXPECT_EQ(c.threads[0][odd].bytes_written, 80u);
   EXPECT_FALSE(c.threads[0][inner].has_bytes());
+}
+
+// ---- The roofline's arithmetic ---------------------------------------------------------------
+
+MachinePeaks peaks(double flops, double bandwidth) {
+  MachinePeaks p;
+  p.flops_per_s[static_cast<size_t>(DType::kFloat32)] = flops;
+  p.bytes_per_s = bandwidth;
+  p.flops_source = p.bandwidth_source = "given";
+  return p;
+}
+
+TEST(Roofline, MemoryAndComputeSidesOfTheRidge) {
+  // ridge: 100 GFLOP/s over 10 GB/s = 10 FLOP/B
+  const MachinePeaks m = peaks(100e9, 10e9);
+  EXPECT_DOUBLE_EQ(m.ridge(DType::kFloat32), 10.0);
+  EXPECT_DOUBLE_EQ(m.ridge(DType::kBFloat16), 10.0) << "a dtype without a peak uses fp32's";
+  // 1 GFLOP over 500 MB in 0.1 s: intensity 2 < 10, memory-bound; attainable 2 * 10e9 = 20e9;
+  // achieved 5 GB/s = half the bandwidth
+  RooflinePoint mem = roofline_point(1000000000, true, 500000000, 0.1, m, DType::kFloat32);
+  EXPECT_EQ(mem.bound, "memory");
+  EXPECT_DOUBLE_EQ(mem.intensity, 2.0);
+  EXPECT_DOUBLE_EQ(mem.attainable_flops_per_s, 20e9);
+  EXPECT_DOUBLE_EQ(mem.achieved_flops_per_s, 10e9);
+  EXPECT_DOUBLE_EQ(mem.achieved_bytes_per_s, 5e9);
+  EXPECT_DOUBLE_EQ(mem.share, 0.5);  // = achieved / attainable FLOP/s as well
+  // 8 GFLOP over 100 MB in 0.2 s: intensity 80, compute-bound; 40 GFLOP/s of 100
+  RooflinePoint cmp = roofline_point(8000000000, true, 100000000, 0.2, m, DType::kFloat32);
+  EXPECT_EQ(cmp.bound, "compute");
+  EXPECT_DOUBLE_EQ(cmp.attainable_flops_per_s, 100e9);
+  EXPECT_DOUBLE_EQ(cmp.share, 0.4);
+  // a copy (no FLOPs, 1 GB in 0.5 s): memory-bound at 20% of the bandwidth
+  RooflinePoint copy = roofline_point(0, true, 1000000000, 0.5, m, DType::kFloat32);
+  EXPECT_EQ(copy.bound, "memory");
+  EXPECT_DOUBLE_EQ(copy.share, 0.2);
+  // FLOPs n/a (no formula): bytes/s only, no bound
+  RooflinePoint na = roofline_point(0, false, 1000000000, 0.5, m, DType::kFloat32);
+  EXPECT_EQ(na.bound, "");
+  EXPECT_DOUBLE_EQ(na.achieved_bytes_per_s, 2e9);
+  // no peaks: intensity and achieved rates, no bound
+  RooflinePoint none = roofline_point(100, true, 10, 1.0, MachinePeaks{}, DType::kFloat32);
+  EXPECT_DOUBLE_EQ(none.intensity, 10.0);
+  EXPECT_EQ(none.bound, "");
+  EXPECT_DOUBLE_EQ(none.attainable_flops_per_s, 0.0);
+}
+
+TEST(Roofline, GpuCeilingsFromTheTableOrTheProperties) {
+  GpuDeviceProperties h100;
+  std::snprintf(h100.name, sizeof h100.name, "NVIDIA H100 80GB HBM3");
+  h100.sm_count = 132;
+  h100.clock_khz = 1980000;
+  h100.memory_clock_khz = 2619000;
+  h100.memory_bus_bits = 5120;
+  h100.major = 9;
+  // fp32 products on TF32 tensor cores: the TF32 peak (494.7 TFLOP/s dense)
+  MachinePeaks t = gpu_peaks(h100, /*tf32=*/true);
+  EXPECT_EQ(t.flops_source, "device table");
+  EXPECT_DOUBLE_EQ(t.peak_flops(DType::kFloat32), 494.7e12);
+  EXPECT_DOUBLE_EQ(t.ridge(DType::kFloat32), 494.7e12 / 3.35e12);
+  GpuDeviceProperties a100 = h100;
+  std::snprintf(a100.name, sizeof a100.name, "NVIDIA A100-SXM4-40GB");
+  EXPECT_DOUBLE_EQ(gpu_peaks(a100, false).bytes_per_s, 1.555e12);
+  // Unknown: an Ampere consumer part (8.6: 128 FP32 lanes per SM), 82 SMs at 1.695 GHz, 384-bit
+  // memory at 9.751 GHz: 2 x 128 x 82 x 1.695e9 FLOP/s; 2 x 9.751e9 x 384 / 8 B/s
+  GpuDeviceProperties other;
+  std::snprintf(other.name, sizeof other.name, "Some GPU");
+  other.sm_count = 82;
+  other.clock_khz = 1695000;
+  other.memory_clock_khz = 9751000;
+  other.memory_bus_bits = 384;
+  other.major = 8;
+  other.minor = 6;
+  MachinePeaks p = gpu_peaks(other, false);
+  EXPECT_EQ(p.flops_source, "device properties");
+  EXPECT_DOUBLE_EQ(p.peak_flops(DType::kFloat32), 2.0 * 128 * 82 * 1.695e9);
+  EXPECT_DOUBLE_EQ(p.peak_flops(DType::kBFloat16), 2.0 * 128 * 82 * 1.695e9) << "fp32's";
+  EXPECT_DOUBLE_EQ(p.bytes_per_s, 2.0 * 9.751e9 * 384 / 8);
+}
+
+TEST(Roofline, PeaksGivenAsText) {
+  RateByDtype all = parse_peak_flops("1.5T");
+  EXPECT_DOUBLE_EQ(all[static_cast<size_t>(DType::kFloat32)], 1.5e12);
+  EXPECT_DOUBLE_EQ(all[static_cast<size_t>(DType::kBFloat16)], 1.5e12);
+  RateByDtype per = parse_peak_flops("fp32=67T,bf16=989e12");
+  EXPECT_DOUBLE_EQ(per[static_cast<size_t>(DType::kFloat32)], 67e12);
+  EXPECT_DOUBLE_EQ(per[static_cast<size_t>(DType::kBFloat16)], 989e12);
+  EXPECT_DOUBLE_EQ(per[static_cast<size_t>(DType::kFloat16)], 0.0);
+  EXPECT_DOUBLE_EQ(parse_peak_bandwidth("3.35T"), 3.35e12);
+  EXPECT_DOUBLE_EQ(parse_peak_bandwidth("20e9"), 20e9);
+  EXPECT_DOUBLE_EQ(parse_peak_bandwidth("900 GB/s"), 900e9);
+  for (const char* bad : {"fast", "-3", "0", "fp33=1T", "fp32:1T", "1.5X"}) {
+    EXPECT_THROW(parse_peak_flops(bad), Error) << bad;
+  }
+  EXPECT_THROW(parse_peak_bandwidth("lots"), Error);
 }
 
 }  // namespace

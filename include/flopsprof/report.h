@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "flopsprof/formulas.h"
+#include "flopsprof/roofline.h"
 
 namespace flopsprof {
 
@@ -73,6 +74,16 @@ struct ModuleStats {
   double device_fwd_s = 0;
   double device_bwd_s = 0;
   std::vector<KernelStats> top_kernels;  ///< GPU: its kernels by total time (at most 5)
+  /// Bytes its forward ops moved (docs/report.md, "Bytes moved"): read + written, as FLOPs are
+  /// attributed (inclusive of its submodules).
+  uint64_t bytes = 0, bytes_read = 0, bytes_written = 0;
+  /// Bytes of its backward ops (linked to its forward ops), and of forward ops re-run in
+  /// backward (activation checkpointing).
+  uint64_t bwd_bytes = 0, bwd_bytes_read = 0, bwd_bytes_written = 0;
+  uint64_t recompute_bytes = 0;
+  /// Its forward and its backward (recompute included) on the roofline: FLOPs and bytes over
+  /// the device time when measured, else the host latency.
+  RooflinePoint roofline, bwd_roofline;
 };
 
 /// Device activity of a model on a GPU (absent on CPU-only runs). Timing, in fallback order:
@@ -141,6 +152,13 @@ struct OpStats {
   uint64_t macs = 0;
   double latency_s = 0;    ///< host time of those calls, inclusive
   double uncovered_s = 0;  ///< no-formula ops: self time not inside any counted op
+  /// Bytes of its calls that count bytes (docs/report.md, "Bytes moved"; ops without a formula
+  /// too). Calls whose writes no rule derives count their reads only (`written_unknown`), or
+  /// with memory tracking the bytes allocated while they ran (`written_from_allocations`).
+  uint64_t bytes = 0, bytes_read = 0, bytes_written = 0;
+  uint64_t written_unknown = 0, written_from_allocations = 0;  ///< calls
+  DType dtype = DType::kUnknown;  ///< the dtype most of its FLOPs (else bytes) were in
+  RooflinePoint roofline;         ///< FLOPs (n/a without a formula), bytes, over latency_s
 };
 
 /// Work the profile observed that ran outside the model's forward (docs/training.md, "Outside the
@@ -151,6 +169,8 @@ struct OutsideStats {
   uint64_t flops = 0;
   uint64_t macs = 0;
   double latency_s = 0;    ///< sum of those ops' durations, seconds
+  uint64_t bytes = 0;      ///< bytes those ops moved
+  uint64_t bwd_bytes = 0;  ///< bytes of their backward ops
   uint64_t bwd_flops = 0;  ///< backward of that work (the loss's nodes), measured
   uint64_t bwd_macs = 0;
   double bwd_latency_s = 0;      ///< its autograd nodes' time, seconds
@@ -258,6 +278,22 @@ struct ProfileResult {
   uint64_t step_flops = 0;        ///< ops inside step scopes (the optimizer step)
   double step_latency_s = 0;      ///< sum of step scopes, seconds
 
+  // Bytes moved (docs/report.md, "Bytes moved"), per phase as FLOPs: each op's once.
+  uint64_t fwd_bytes = 0, fwd_bytes_read = 0, fwd_bytes_written = 0;  ///< the model's forward
+  uint64_t bwd_bytes = 0, bwd_bytes_read = 0, bwd_bytes_written = 0;  ///< recompute excluded
+  uint64_t recompute_bytes = 0;
+  uint64_t autograd_bytes = 0;  ///< backward ops linked to no forward op
+  uint64_t step_bytes = 0, step_bytes_read = 0, step_bytes_written = 0;
+  /// Op calls whose written bytes no rule derives (counted as reads only, or from allocations
+  /// with memory tracking); the op table says which.
+  uint64_t bytes_written_unknown_calls = 0;
+  /// The machine's ceilings (flopsprof/roofline.h): measured, cached, given or from the device;
+  /// their sources empty when unknown (ProfilerOptions::roofline.enabled false, a meta profile).
+  MachinePeaks machine;
+  /// The model's forward, backward (recompute included) and optimizer step on the roofline
+  /// (the step over its latency).
+  RooflinePoint roofline, bwd_roofline, step_roofline;
+
   OutsideStats outside;  ///< work observed outside the model's forward
   /// c10d collectives issued while profiling, per module and phase (empty without any).
   std::vector<CollectiveStats> collectives;
@@ -303,6 +339,10 @@ struct ReportOptions {
   int module_depth = -1;  ///< deepest level printed in the tree and aggregation; -1: all
   int top_modules = 1;    ///< modules listed per depth in the aggregated view
   bool detailed = true;   ///< print the detailed module tree
+  /// Roofline columns in the tree after DeepSpeed's (bytes, intensity, bound, share of the
+  /// ceiling), and the top ops on the roofline; false: DeepSpeed's fields only. The summary's
+  /// bytes and peaks lines are printed either way.
+  bool roofline = true;
 };
 
 /// "8.21 G": value scaled to K/M/G/T/P with `precision` decimals, as DeepSpeed's number_to_string.

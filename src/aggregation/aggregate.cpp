@@ -28,9 +28,26 @@ const char* op_phase_name(int p) {
 
 struct OpAcc {
   uint64_t calls = 0, flops = 0, macs = 0, declined = 0;
+  uint64_t read = 0, written = 0, written_unknown = 0, written_from_allocations = 0;
   int64_t ns = 0, uncovered_ns = 0;
   bool has_formula = false;
+  FlopsByDtype by_dtype{}, bytes_by_dtype{};  // the row's dtype: most FLOPs, else most bytes
 };
+
+// Bytes read and written, saturating.
+struct ByteAcc {
+  uint64_t read = 0, written = 0;
+  uint64_t total() const { return read + written < read ? UINT64_MAX : read + written; }
+};
+
+// The dtype with the most of `v`, or kUnknown when all are 0.
+DType dominant(const FlopsByDtype& v) {
+  size_t best = 0;
+  for (size_t d = 1; d < v.size(); ++d) {
+    if (v[d] > v[best]) best = d;
+  }
+  return v[best] > 0 ? static_cast<DType>(best) : DType::kUnknown;
+}
 
 struct ModuleAcc {
   uint64_t flops = 0, macs = 0, calls = 0, na_ops = 0;
@@ -41,6 +58,7 @@ struct ModuleAcc {
   int64_t ns = 0, bwd_ns = 0;
   int64_t mem_alloc = 0, mem_held = 0;
   FlopsByDtype by_dtype{};
+  ByteAcc bytes, bwd_bytes, re_bytes;
 };
 
 // "the model (Net)" or "'encoder.layer.3' (BertLayer)".
@@ -283,6 +301,18 @@ class Aggregator {
     const OpCount& c = counts.threads[t][i];
     if (c.state == OpCount::kDeclined) ++op.declined;
     const FlopCount* fc = c.counted();
+    if (c.has_bytes()) {
+      add_saturating(op.read, c.bytes_read, overflow);
+      add_saturating(op.written, c.bytes_written, overflow);
+      if (c.bytes == OpCount::kWrittenUnknown) ++op.written_unknown;
+      if (c.bytes == OpCount::kWrittenFromAllocations) ++op.written_from_allocations;
+      if (c.bytes != OpCount::kBytesKnown) ++r.bytes_written_unknown_calls;
+      add_bytes(ph, m, out_fwd, c);
+    }
+    if (fc) add_saturating(op.by_dtype[static_cast<size_t>(c.dtype)], fc->flops, overflow);
+    if (c.has_bytes()) {
+      add_saturating(op.bytes_by_dtype[static_cast<size_t>(c.dtype)], c.bytes_total(), overflow);
+    }
     if (fc) {
       add_saturating(op.flops, fc->flops, overflow);
       add_saturating(op.macs, fc->macs, overflow);
@@ -411,6 +441,46 @@ class Aggregator {
     for (int a = m; a >= 0; a = tree.nodes[a].parent) {
       add_saturating(acc[a].re_flops, fc.flops, overflow);
       add_saturating(acc[a].re_macs, fc.macs, overflow);
+    }
+  }
+
+  // An op's bytes into its phase's totals and its module's (inclusive up the tree), as its
+  // FLOPs go.
+  void add_bytes(Phase ph, int m, bool out_fwd, const OpCount& c) {
+    auto add = [&](ByteAcc& a) {
+      add_saturating(a.read, c.bytes_read, overflow);
+      add_saturating(a.written, c.bytes_written, overflow);
+    };
+    auto up = [&](ByteAcc ModuleAcc::*field) {
+      for (int a = m; a >= 0; a = tree.nodes[a].parent) add(acc[a].*field);
+    };
+    switch (ph) {
+      case Phase::kForward:
+        if (out_fwd) {
+          add_saturating(outside.bytes, c.bytes_total(), overflow);
+        } else {
+          add(fwd_bytes);
+          up(&ModuleAcc::bytes);
+        }
+        break;
+      case Phase::kBackward:
+        if (m == kOutsideModel) {
+          add_saturating(outside.bwd_bytes, c.bytes_total(), overflow);
+          break;
+        }
+        add(bwd_bytes);
+        if (m < 0) add_saturating(r.autograd_bytes, c.bytes_total(), overflow);
+        up(&ModuleAcc::bwd_bytes);
+        break;
+      case Phase::kRecompute:
+        add_saturating(r.recompute_bytes, c.bytes_total(), overflow);
+        up(&ModuleAcc::re_bytes);
+        break;
+      case Phase::kStep:
+        add(step_bytes);
+        break;
+      default:
+        break;
     }
   }
 
@@ -582,6 +652,14 @@ class Aggregator {
       s.device_bwd_s = static_cast<double>(dev_bwd[t]) * 1e-9;
       s.gpu_span_s = gpu_ns[t] > 0 ? static_cast<double>(gpu_last[t] - gpu_first[t]) * 1e-9 : 0.0;
       s.top_kernels = top_kernels(gpu_kernels[t], 5, 1e-9);
+      s.bytes_read = acc[t].bytes.read;
+      s.bytes_written = acc[t].bytes.written;
+      s.bytes = acc[t].bytes.total();
+      s.bwd_bytes_read = acc[t].bwd_bytes.read;
+      s.bwd_bytes_written = acc[t].bwd_bytes.written;
+      s.bwd_bytes = acc[t].bwd_bytes.total();
+      s.recompute_bytes = acc[t].re_bytes.total();
+      module_roofline(s);
       if (s.parent >= 0) r.modules[s.parent].children.push_back(remap[t]);
       r.modules.push_back(std::move(s));
     }
@@ -590,6 +668,44 @@ class Aggregator {
     r.param_bytes = tree.param_bytes;
     r.param_bytes_by_dtype = tree.param_bytes_by_dtype;
     r.duration_s = r.modules.empty() ? 0.0 : r.modules[0].latency_s;
+    // The model's totals and its points on the roofline.
+    r.machine = in.machine;
+    r.fwd_bytes_read = fwd_bytes.read;
+    r.fwd_bytes_written = fwd_bytes.written;
+    r.fwd_bytes = fwd_bytes.total();
+    r.bwd_bytes_read = bwd_bytes.read;
+    r.bwd_bytes_written = bwd_bytes.written;
+    r.bwd_bytes = bwd_bytes.total();
+    r.step_bytes_read = step_bytes.read;
+    r.step_bytes_written = step_bytes.written;
+    r.step_bytes = step_bytes.total();
+    const DType dt = dominant(r.flops_by_dtype);
+    const bool device = r.gpu.measured;
+    r.roofline = roofline_point(r.flops, true, r.fwd_bytes, device ? r.gpu.forward_s : r.duration_s,
+                                in.machine, dt);
+    uint64_t bwd_flops = 0, bwd_total = 0;
+    add_saturating(bwd_flops, r.bwd_flops, overflow);
+    add_saturating(bwd_flops, r.recompute_flops, overflow);
+    add_saturating(bwd_total, r.bwd_bytes, overflow);
+    add_saturating(bwd_total, r.recompute_bytes, overflow);
+    r.bwd_roofline = roofline_point(bwd_flops, true, bwd_total,
+                                    device ? r.gpu.backward_s : r.bwd_latency_s, in.machine, dt);
+    r.step_roofline = roofline_point(r.step_flops, true, r.step_bytes,
+                                     device ? r.gpu.step_s : r.step_latency_s, in.machine, dt);
+  }
+
+  // A module's forward and backward on the roofline: its FLOPs and bytes over its device time
+  // when measured, else its host latency, against the peak of its dominant dtype.
+  void module_roofline(ModuleStats& s) const {
+    const DType dt = dominant(s.flops_by_dtype);
+    const bool device = r.gpu.measured;
+    s.roofline = roofline_point(s.flops, true, s.bytes, device ? s.device_fwd_s : s.latency_s,
+                                in.machine, dt);
+    uint64_t flops = s.bwd_flops + s.recompute_flops, bytes = s.bwd_bytes + s.recompute_bytes;
+    if (flops < s.bwd_flops) flops = UINT64_MAX;
+    if (bytes < s.bwd_bytes) bytes = UINT64_MAX;
+    s.bwd_roofline = roofline_point(flops, true, bytes, device ? s.device_bwd_s : s.bwd_latency_s,
+                                    in.machine, dt);
   }
 
   // The footprint: the bytes in use along the analysis' timeline, the peaks and who made them.
@@ -749,6 +865,16 @@ class Aggregator {
       s.macs = a.macs;
       s.latency_s = static_cast<double>(a.ns) * s_per_tick;
       s.uncovered_s = static_cast<double>(a.uncovered_ns) * s_per_tick;
+      s.bytes_read = a.read;
+      s.bytes_written = a.written;
+      s.bytes = a.read + a.written < a.read ? UINT64_MAX : a.read + a.written;
+      s.written_unknown = a.written_unknown;
+      s.written_from_allocations = a.written_from_allocations;
+      s.dtype = dominant(a.by_dtype);
+      if (s.dtype == DType::kUnknown) s.dtype = dominant(a.bytes_by_dtype);
+      // FLOPs are known for rows with a formula whose every counted call was counted.
+      s.roofline = roofline_point(s.flops, a.has_formula && a.declined == 0, s.bytes, s.latency_s,
+                                  in.machine, s.dtype);
       if (a.declined > 0) {
         r.problems.push_back(fmt::format(
             "{}: the formula could not count {} call(s) (arguments not understood); their FLOPs "
@@ -793,6 +919,7 @@ class Aggregator {
   const ModuleTree& tree;
   const int num_modules;
   std::vector<ModuleAcc> acc;
+  ByteAcc fwd_bytes, bwd_bytes, step_bytes;
   std::map<std::pair<int, uint32_t>, OpAcc> ops;  // (op-table phase, name id)
   const double s_per_tick;
   bool overflow = false;

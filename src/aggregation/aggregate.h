@@ -23,6 +23,7 @@ struct AggregateInput : AttributionInput {
   const GpuCollection* gpu = nullptr;  ///< GPU activity (CUPTI), if any
   std::string timer;
   std::vector<std::string> problems;  ///< seen during collection
+  MachinePeaks machine;               ///< the roofline's ceilings (unknown: sources empty)
 };
 
 /// One allocation or free in the memory timeline of all threads.

@@ -9,9 +9,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "capture/gpu.h"
+#include "flopsprof/roofline.h"
 
 namespace flopsprof::detail {
 
@@ -40,8 +42,19 @@ struct CuptiLimits {
   size_t max_buffers = 64;  ///< 256 MiB of activity records at most
 };
 
-/// The plugin's entry point (C linkage, versioned): `flopsprof_gpu_plugin_v1()`.
-constexpr uint32_t kGpuPluginAbi = 1;
+/// What the roofline needs of a CUDA device (the plugin reads it from the CUDA runtime).
+struct GpuDeviceProperties {
+  char name[256] = {0};
+  int sm_count = 0;
+  int clock_khz = 0;         ///< peak SM clock
+  int memory_clock_khz = 0;  ///< peak memory clock
+  int memory_bus_bits = 0;
+  int major = 0, minor = 0;  ///< compute capability
+};
+
+/// The plugin's entry point (C linkage, versioned): `flopsprof_gpu_plugin_v1()`. ABI 2 added
+/// `cuda_device_properties`.
+constexpr uint32_t kGpuPluginAbi = 2;
 struct GpuPluginV1 {
   uint32_t abi = kGpuPluginAbi;  ///< kGpuPluginAbi of the plugin's build
   const char* version = "";      ///< FLOPSPROF_VERSION of the plugin's build
@@ -53,6 +66,8 @@ struct GpuPluginV1 {
                                 size_t error_size) = nullptr;
   /// The name of CUDA device `index`; false when unknown.
   bool (*cuda_device_name)(int index, char* name, size_t size) = nullptr;
+  /// The properties of CUDA device `index` (SMs, clocks, memory bus); false when unknown.
+  bool (*cuda_device_properties)(int index, GpuDeviceProperties* out) = nullptr;
 };
 
 /// The CUDA plugin, loaded once per process (thread-safe): null with `why` set when it cannot
@@ -71,6 +86,8 @@ struct GpuSelection {
   std::string device;    ///< device name when known
   int device_type = -1;  ///< the device timed (c10::DeviceType's integer; the forced one in tests)
   int device_index = 0;
+  /// The device's ceilings for the roofline (a CUDA device the plugin could read); else none.
+  std::optional<MachinePeaks> peaks;
 };
 
 /// What a profile asks of the device timing.
@@ -82,8 +99,15 @@ struct GpuTimingRequest {
   CuptiLimits cupti_limits;
 };
 
-/// Chooses and starts the device timing: CUPTI -> device events -> host clock.
+/// Chooses and starts the device timing: CUPTI -> device events -> host clock. On a CUDA device
+/// also reads its name and ceilings through the plugin, whatever the timing.
 GpuSelection select_gpu_timing(const GpuTimingRequest& request);
+
+/// A CUDA device's ceilings: its datasheet's figures when the name is in flopsprof's table
+/// (H100 SXM/PCIe, H200, A100; "device table"), else computed from its properties ("device
+/// properties": FP32 lanes x 2 x SMs x clock; 2 x memory clock x bus width / 8), each ceiling on
+/// its own. `tf32`: fp32 products run on TF32 tensor cores. Pure.
+MachinePeaks gpu_peaks(const GpuDeviceProperties& props, bool tf32);
 
 }  // namespace flopsprof::detail
 

@@ -1,0 +1,94 @@
+// The roofline: the machine's ceilings (peak FLOP/s per dtype, memory bandwidth, and where they
+// came from) and where a piece of work sits under them. Plain data and pure functions (no torch);
+// measuring a CPU's peaks is in flopsprof/machine.h.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "flopsprof/formulas.h"
+
+namespace flopsprof {
+
+/// A rate per dtype (FLOP/s), indexed by `static_cast<size_t>(DType)`.
+using RateByDtype = std::array<double, static_cast<size_t>(DType::kCount)>;
+
+/// The ceilings of the machine a profile ran on: peak FLOP/s per dtype and peak memory
+/// bandwidth, each with where it came from. Plain data, safe to copy.
+struct MachinePeaks {
+  RateByDtype flops_per_s{};  ///< peak FLOP/s per dtype; 0: unknown for that dtype
+  double bytes_per_s = 0;     ///< peak memory bandwidth, bytes/s; 0: unknown
+  /// Where each number came from: "measured" (by flopsprof, in this process), "measured
+  /// (cached)" (an earlier measurement on this machine, read from `cache_file`), "given"
+  /// (ProfilerOptions::roofline, the command's --peak-flops / --peak-bandwidth), "given
+  /// (FLOPSPROF_PEAK_FLOPS)" / "given (FLOPSPROF_PEAK_BANDWIDTH)" (the environment), "device
+  /// table" (a GPU's datasheet figures), "device properties" (computed from a GPU's SMs, clock and
+  /// memory bus); "" when unknown.
+  std::string flops_source, bandwidth_source;
+  std::string device;      ///< the CPU's model name or the GPU's name
+  int threads = 0;         ///< CPU threads the peaks are for (at::get_num_threads()); 0: a GPU
+  std::string detail;      ///< how they were measured or computed (sizes, versions)
+  double measure_s = 0;    ///< seconds this process spent measuring them (0: cached or given)
+  std::string cache_file;  ///< where measured peaks are kept ("" when not cached)
+
+  /// Peak FLOP/s for `dtype`: its own, else fp32's (no measurement for it), else 0.
+  double peak_flops(DType dtype) const;
+  /// The ridge point: the intensity (FLOP/byte) where the two ceilings meet; 0 if unknown.
+  double ridge(DType dtype) const;
+  /// Whether both ceilings are known for `dtype`.
+  bool known(DType dtype) const { return peak_flops(dtype) > 0 && bytes_per_s > 0; }
+};
+
+/// The ceilings a profile uses (ProfilerOptions::roofline), when not measured or looked up.
+/// Given values win over the environment (FLOPSPROF_PEAK_FLOPS, FLOPSPROF_PEAK_BANDWIDTH, same
+/// forms as parse_peak_flops / parse_peak_bandwidth), which wins over a measurement (CPU) or the
+/// device's figures (GPU), each ceiling on its own.
+struct RooflineOptions {
+  /// false: no peaks looked up or measured, none shown (bytes and intensity still counted).
+  bool enabled = true;
+  /// Peak FLOP/s per dtype (index `static_cast<size_t>(DType)`), e.g. from a datasheet; 0: not
+  /// given. `set_peak_flops(x)` gives x for every dtype.
+  RateByDtype peak_flops{};
+  double peak_bandwidth = 0;  ///< peak memory bandwidth, bytes/s; 0: not given
+  RooflineOptions& set_peak_flops(double flops_per_s) {
+    peak_flops.fill(flops_per_s);
+    return *this;
+  }
+};
+
+/// Where some work (an op, a module's forward or backward) sits on the roofline.
+struct RooflinePoint {
+  double intensity = 0;             ///< arithmetic intensity, FLOPs per byte moved
+  double achieved_flops_per_s = 0;  ///< FLOPs / seconds
+  double achieved_bytes_per_s = 0;  ///< bytes / seconds
+  /// min(peak FLOP/s, intensity x bandwidth): what the machine allows at this intensity; 0 when
+  /// the peaks are unknown.
+  double attainable_flops_per_s = 0;
+  /// The share of its ceiling it reached: memory-bound work its achieved bytes/s over the
+  /// bandwidth (its achieved over its attainable FLOP/s, also when it has no FLOPs), compute-bound
+  /// work its achieved FLOP/s over the peak. 0 when unknown.
+  double share = 0;
+  /// "memory" (intensity below the ridge point) or "compute" (at or above it); "" when unknown:
+  /// no peaks, nothing moved and nothing computed, or FLOPs n/a (an op without a formula).
+  std::string bound;
+};
+
+/// The roofline point of work of `flops` FLOPs (`flops_known` false: n/a, an op without a
+/// formula) that moved `bytes` bytes in `seconds`, under the ceilings of `peaks` for `dtype`.
+/// Pure, O(1).
+RooflinePoint roofline_point(uint64_t flops, bool flops_known, uint64_t bytes, double seconds,
+                             const MachinePeaks& peaks, DType dtype);
+
+/// Parses a peak given as text: a number with an optional SI suffix ("1.5e12", "900G", "3.35T"),
+/// or for FLOP/s also per dtype ("fp32=67T,bf16=989T"; a bare number is every dtype's). Throws
+/// `Error` naming the problem and the form expected. Units: FLOP/s, or bytes/s for `bandwidth`.
+RateByDtype parse_peak_flops(const std::string& text);
+double parse_peak_bandwidth(const std::string& text);
+
+/// "12.3 FLOP/B"
+std::string intensity_to_string(double flops_per_byte);
+/// "1.23 GB/s" (decimal units, as datasheets give bandwidth)
+std::string bandwidth_to_string(double bytes_per_s);
+
+}  // namespace flopsprof
