@@ -95,8 +95,10 @@ struct Builder {
   }
 };
 
-ProfileResult run(const ModuleTree& tree, std::vector<const ThreadEvents*> threads, Names& names) {
+ProfileResult run(const ModuleTree& tree, std::vector<const ThreadEvents*> threads, Names& names,
+                  const MachinePeaks& machine = {}) {
   AggregateInput in;
+  in.machine = machine;
   in.tree = &tree;
   in.threads = std::move(threads);
   in.names = &names;
@@ -306,7 +308,12 @@ ProfileResult small_result() {
   b.mm(100, 100, 50, 1, s, -1, 2000000);    // fc2: 1e6 FLOPs in 2 ms
   b.op("aten::cumsum", -1, s, -1, 500000);  // root, no formula, 0.5 ms
   b.mm(10, 100, 10, 2, s, -1, 500000);      // head: 2e4 FLOPs in 0.5 ms
-  ProfileResult r = run(tree, {&b.th}, names);
+  // Ceilings: 100 GFLOP/s and 10 GB/s (ridge point 10 FLOP/B), as a user would give them.
+  MachinePeaks m;
+  m.flops_per_s[static_cast<size_t>(DType::kFloat32)] = 100e9;
+  m.bytes_per_s = 10e9;
+  m.flops_source = m.bandwidth_source = "given";
+  ProfileResult r = run(tree, {&b.th}, names, m);
   r.param_bytes_by_dtype[static_cast<size_t>(DType::kFloat32)] = 140;
   r.trainable_params = 35;
   return r;
@@ -337,6 +344,20 @@ TEST(TextReport, MatchesLineByLine) {
       "fwd flops of model = fwd flops per device * mp_size:          3.02 M",
       "fwd latency:                                                  4.00 ms",
       "fwd FLOPS per device = fwd flops per device / fwd latency:    755.00 MFLOPS",
+      // bytes: 120,000 (fc1) + 80,000 (fc2) + 8,400 (head), the cumsum's unknown (see the JSON
+      // test); 3.02e6 / 208,400 = 14.49 FLOP/B over a ridge of 10: compute-bound, at 755 MFLOP/s
+      // 0.8% of 100 GFLOP/s; 208,400 B / 4 ms = 52.1 MB/s = 0.5% of 10 GB/s
+      "fwd bytes moved (read + written):                             208.40 KB (148.00 KB read, "
+      "60.40 KB written)",
+      "fwd arithmetic intensity (flops / byte):                      14.49 FLOP/B, compute-bound, "
+      "0.8% of the peak FLOPS",
+      "machine peak FLOPS (fp32):                                    100.00 GFLOPS (given)",
+      "machine peak memory bandwidth:                                10.00 GB/s (given)",
+      "machine ridge point (fp32):                                   10.00 FLOP/B",
+      "fwd utilisation (achieved / peak):                            0.8% of peak FLOPS, 0.5% of "
+      "the bandwidth",
+      "op calls whose written bytes no rule derives:                 1 (counted as reads only, or "
+      "from allocations with track_memory; the table below names them)",
       "fwd ops without a formula (n/a, not counted):                 1 op(s), 1 call(s), 500.00 us "
       "= 12.50% of fwd latency",
       // the cumsum follows enc.fc2: the Encoder's call ends there by inference (a user module), so
@@ -345,9 +366,11 @@ TEST(TextReport, MatchesLineByLine) {
       "fwd flops (see problems)",
       "timer:                                                        test",
       "",
-      "Ops without a formula (listed with their time; their FLOPs are n/a):",
-      "    op                                           phase    calls         time    self time",
-      "    aten::cumsum                               forward        1    500.00 us    500.00 us",
+      "Ops without a formula (listed with their time and bytes; their FLOPs are n/a):",
+      "    op                                           phase    calls         time    self time"
+      "        bytes",
+      "    aten::cumsum                               forward        1    500.00 us    500.00 us"
+      "          0 B (writes unknown)",
       "",
       "Problems seen while profiling:",
       // the other side: enc.fc2 and enc (whose call end no evidence fixes) or head (whose start
@@ -377,6 +400,9 @@ TEST(TextReport, MatchesLineByLine) {
       "params, percentage of total params, MACs, percentage of total MACs, fwd latency, percentage "
       "of total fwd latency, fwd FLOPS (with backward: bwd flops, bwd latency;",
       "and the call count when not 1)",
+      "then the roofline: bytes moved (read + written), arithmetic intensity (FLOP/B), the",
+      "ceiling that bounds it (memory or compute) and the share of that ceiling reached",
+      "(memory: of the bandwidth; compute: of the peak FLOPS); with backward, also for bwd",
       "",
       "Note: 1. Ops outside any submodule (functional calls in a parent's forward) make up the",
       "difference between a parent's MACs (or latency) and the sum of its submodules'.",
@@ -387,20 +413,31 @@ TEST(TextReport, MatchesLineByLine) {
       "elsewhere may be its own; '(inferred)' marks a call count likewise. The problems list",
       "below the summary says why, and what makes them exact.",
       "",
+      // fc1 16.67 FLOP/B at 2 GFLOP/s (2.0% of the peak); fc2 12.50 at 0.5 GFLOP/s (0.5%); head
+      // 2e4 / 8,400 = 2.38 FLOP/B, below the ridge: 8,400 B in 0.5 ms = 16.8 MB/s, 0.2% of 10 GB/s
       "Net(",
       "  35 = 100.00% Params, 1.51 MMACs = 100.00% MACs, 4.00 ms = 100.00% latency, 755.00 MFLOPS, "
-      "~ +0 FLOPs by op order",
+      "~ +0 FLOPs by op order, 208.40 KB moved, 14.49 FLOP/B compute 0.8%",
       "  (enc): Encoder(",
       "    30 = 85.71% Params, 1.50 MMACs = 99.34% MACs, 3.00 ms = 75.00% latency, 1.00 GFLOPS, "
-      "~ -0 FLOPs by op order",
+      "~ -0 FLOPs by op order, 200.00 KB moved, 15.00 FLOP/B compute 1.0%",
       "    (fc1): Linear(10 = 28.57% Params, 1.00 MMACs = 66.23% MACs, 1.00 ms = 25.00% latency, "
-      "2.00 GFLOPS)",
+      "2.00 GFLOPS, 120.00 KB moved, 16.67 FLOP/B compute 2.0%)",
       "    (fc2): Linear(20 = 57.14% Params, 500.00 KMACs = 33.11% MACs, 2.00 ms = 50.00% latency, "
-      "500.00 MFLOPS, ~ -0 FLOPs by op order)",
+      "500.00 MFLOPS, ~ -0 FLOPs by op order, 80.00 KB moved, 12.50 FLOP/B compute 0.5%)",
       "  )",
       "  (head): Linear(5 = 14.29% Params, 10.00 KMACs = 0.66% MACs, 500.00 us = 12.50% latency, "
-      "40.00 MFLOPS, ~ -0 FLOPs by op order)",
+      "40.00 MFLOPS, ~ -0 FLOPs by op order, 8.40 KB moved, 2.38 FLOP/B memory 0.2%)",
       ")",
+      "",
+      "------------------------------ Roofline per op ------------------------------",
+      "Slowest ops with their bytes moved, intensity and the ceiling that bounds them:",
+      "    op                                       phase   calls  "
+      "      time      flops      bytes   FLOP/B          FLOPS    bound   share",
+      // the three mm: 3.02e6 FLOPs in 3.5 ms = 862.86 MFLOP/s, 0.9% of the peak (the cumsum has
+      // neither FLOPs nor bytes here: not listed)
+      "    aten::mm                               forward       3  "
+      "   3.50 ms     3.02 M  208.40 KB    14.49  862.86 MFLOPS  compute    0.9%",
       "------------------------------------------------------------------------------",
   };
   std::istringstream in(text);
@@ -458,6 +495,44 @@ TEST(JsonReport, SchemaAndValues) {
     }
   }
   EXPECT_TRUE(found);
+  // Bytes (fp32): fc1 mm(100,100,100) reads 2 x 10,000 and writes 10,000 floats = 120,000 B;
+  // fc2 mm(100,100,50) (10,000 + 5,000 + 5,000) * 4 = 80,000; head mm(10,100,10)
+  // (1,000 + 1,000 + 100) * 4 = 8,400; the cumsum (no arguments recorded here) reads nothing
+  // and writes what no rule derives: 0, counted as unknown.
+  EXPECT_EQ(j["summary"]["fwd_bytes"], 208400);
+  EXPECT_EQ(j["summary"]["fwd_bytes_read"], 148000);
+  EXPECT_EQ(j["summary"]["fwd_bytes_written"], 60400);
+  EXPECT_EQ(j["summary"]["bytes_written_unknown_calls"], 1);
+  EXPECT_EQ(j["modules"][2]["bytes"], 120000);
+  EXPECT_EQ(j["modules"][1]["bytes"], 200000);  // enc = fc1 + fc2
+  EXPECT_EQ(j["modules"][0]["bytes"], 208400);
+  // fc1: 2e6 FLOPs / 120,000 B = 16.67 FLOP/B > the ridge (10): compute-bound, 2 GFLOP/s of 100
+  EXPECT_NEAR(j["modules"][2]["intensity"].get<double>(), 2e6 / 120000.0, 1e-9);
+  EXPECT_EQ(j["modules"][2]["bound"], "compute");
+  EXPECT_NEAR(j["modules"][2]["roofline_share"].get<double>(), 0.02, 1e-12);
+  EXPECT_NEAR(j["modules"][2]["attainable_flops_per_s"].get<double>(), 100e9, 1e-3);
+  // head: 2e4 / 8,400 = 2.38 FLOP/B: memory-bound; 8,400 B in 0.5 ms = 16.8 MB/s of 10 GB/s
+  EXPECT_EQ(j["modules"][4]["bound"], "memory");
+  EXPECT_NEAR(j["modules"][4]["roofline_share"].get<double>(), 16.8e6 / 10e9, 1e-12);
+  EXPECT_NEAR(j["modules"][4]["attainable_flops_per_s"].get<double>(), 2e4 / 8400.0 * 10e9, 1e-3);
+  EXPECT_TRUE(j["modules"][2]["bwd_bound"].is_null());  // no backward
+  EXPECT_EQ(j["machine"]["peak_flops_per_s"]["fp32"].get<double>(), 100e9);
+  EXPECT_EQ(j["machine"]["peak_bytes_per_s"].get<double>(), 10e9);
+  EXPECT_EQ(j["machine"]["flops_source"], "given");
+  EXPECT_EQ(j["summary"]["fwd_bound"], "compute");
+  uint64_t op_bytes = 0;
+  for (const auto& op : j["ops"]) {
+    if (op["phase"] == "forward") op_bytes += op["bytes"].get<uint64_t>();
+    if (op["name"] == "aten::mm") {
+      EXPECT_EQ(op["bytes"], 208400);
+      EXPECT_EQ(op["bound"], "compute");  // 3.02e6 / 208,400 = 14.5 FLOP/B
+    }
+    if (op["name"] == "aten::cumsum") {
+      EXPECT_EQ(op["written_unknown_calls"], 1);
+      EXPECT_TRUE(op["bound"].is_null()) << "FLOPs n/a: no bound";
+    }
+  }
+  EXPECT_EQ(op_bytes, j["summary"]["fwd_bytes"].get<uint64_t>()) << "totals are the ops' sum";
 }
 
 TEST(JsonReport, StringsAreEscaped) {

@@ -44,6 +44,7 @@ th.sorted.asc::after { content: " \25B2"; }
 td.name { max-width: 420px; overflow: hidden; text-overflow: ellipsis; }
 .scroll { max-height: 560px; overflow: auto; border: 1px solid var(--line); border-radius: 6px; }
 tr.na td { background: var(--na); }
+tr.sel td { background: #dfe9fb; }
 .badge { display: inline-block; font-size: 11px; padding: 0 5px; border-radius: 3px; background: #f0a020; color: #fff; margin-left: 6px; }
 svg text { font-size: 11px; fill: var(--muted); }
 input[type=search] { padding: 4px 8px; border: 1px solid var(--line); border-radius: 4px; min-width: 240px; }
@@ -81,7 +82,8 @@ constexpr const char* kScript = R"JS(
     ['fwd latency', 'fwd_latency_s', dur], ['fwd FLOP/s', 'fwd_flops_per_s', (x) => num(x, 'FLOPS')],
     ['bwd FLOPs (measured)', 'bwd_flops', (x) => num(x, 'FLOPs')], ['bwd latency', 'bwd_latency_s', dur],
     ['step latency', 'step_latency_s', dur], ['iteration latency', 'iter_latency_s', dur],
-    ['time in ops without a formula', 'no_formula_latency_s', dur], ['batch size', 'batch_size', num], ['world size', 'world_size', num]];
+    ['time in ops without a formula', 'no_formula_latency_s', dur], ['batch size', 'batch_size', num], ['world size', 'world_size', num],
+    ['fwd bytes moved', 'fwd_bytes', (x) => num(x, 'B')], ['fwd intensity', 'fwd_intensity', (x) => x.toFixed(2) + ' FLOP/B']];
   const training = S.bwd_latency_s > 0 || S.step_latency_s > 0;
   for (const [k, key, f] of items) {
     if (!(key in S)) continue;
@@ -101,6 +103,22 @@ constexpr const char* kScript = R"JS(
     box.appendChild(el('span', 'k', 'outside the model'));
     const v = el('span', 'v', num(D.outside_model.flops, 'FLOPs') + ', ' + dur(D.outside_model.latency_s));
     v.dataset.key = 'outside_flops'; v.dataset.value = String(D.outside_model.flops);
+    box.appendChild(v); summary.appendChild(box);
+  }
+  const MACH = D.machine || {};
+  const peakOf = (m) => {  // the peak FLOP/s of module m's (or the model's) dtype, else fp32's
+    const P = MACH.peak_flops_per_s || {};
+    let best = null, most = -1;
+    for (const [k, v] of Object.entries((m && m.flops_by_dtype) || S.flops_by_dtype || {})) if (v > most) { most = v; best = k; }
+    return (best && P[best]) || P.fp32 || 0;
+  };
+  for (const [k, key, value, f, source] of [['peak FLOP/s', 'machine.peak_flops_per_s', peakOf(null), (x) => num(x, 'FLOPS'), MACH.flops_source],
+    ['peak bandwidth', 'machine.peak_bytes_per_s', MACH.peak_bytes_per_s, (x) => num(x, 'B/s'), MACH.bandwidth_source]]) {
+    if (!(value > 0)) continue;
+    const box = el('div', 'kv');
+    box.appendChild(el('span', 'k', k + ' (' + source + ')'));
+    const v = el('span', 'v', f(value));
+    v.dataset.key = key; v.dataset.value = String(value);
     box.appendChild(v); summary.appendChild(box);
   }
   if (D.gpu && D.gpu.backend) {
@@ -173,9 +191,9 @@ constexpr const char* kScript = R"JS(
     });
     document.getElementById('zoomed').textContent = label(M[zoom]);
   }
-  document.querySelectorAll('button.seg').forEach((b) => b.addEventListener('click', () => {
+  document.querySelectorAll('button.seg[data-metric]').forEach((b) => b.addEventListener('click', () => {
     metric = b.dataset.metric; V = widths(metric);
-    document.querySelectorAll('button.seg').forEach((x) => x.classList.toggle('on', x === b));
+    document.querySelectorAll('button.seg[data-metric]').forEach((x) => x.classList.toggle('on', x === b));
     drawIcicle();
   }));
   if (!M.some((m) => m.bwd_latency_s > 0)) document.querySelector('button[data-metric=bwd_latency_s]').style.display = 'none';
@@ -193,6 +211,9 @@ constexpr const char* kScript = R"JS(
     ['rate', 'FLOP/s', (m) => rate(m.flops, m.latency_s), '', num]];
   if (M.some((m) => m.bwd_latency_s > 0)) cols.splice(8, 0, ['bwd_latency_s', 'bwd latency', (m) => m.bwd_latency_s || 0, '', dur], ['bwd_flops', 'bwd FLOPs', (m) => m.bwd_flops || 0, '', num]);
   if (hasDev) cols.push(['device_fwd_s', 'device fwd', (m) => m.device_fwd_s || 0, '', dur]);
+  const pct = (x) => (100 * x).toFixed(1) + '%';
+  cols.push(['bytes', 'bytes', (m) => m.bytes || 0, '', (x) => num(x, 'B')], ['intensity', 'FLOP/B', (m) => m.intensity || 0, '', (x) => x.toFixed(2)],
+    ['bound', 'bound', (m) => m.bound || '', 'l'], ['roofline_share', 'of roof', (m) => m.roofline_share || 0, '', pct]);
   if (hasMem) cols.push(['fwd_alloc_bytes', 'fwd alloc', (m) => m.fwd_alloc_bytes, '', bytes], ['fwd_held_bytes', 'fwd held', (m) => m.fwd_held_bytes, '', bytes]);
   let sortKey = null, asc = false;
   const thead = document.querySelector('#modules thead tr'), tbody = document.querySelector('#modules tbody');
@@ -202,6 +223,7 @@ constexpr const char* kScript = R"JS(
     th.addEventListener('click', () => { asc = sortKey === key ? !asc : false; sortKey = key; drawTable(); });
     thead.appendChild(th);
   });
+  let selected = -1;
   const maxDepth = Math.max(0, ...M.map((m) => m.depth));
   const depthSel = document.getElementById('depth');
   for (let d = 0; d <= maxDepth; d++) { const o = el('option', '', 'depth <= ' + d); o.value = String(d); depthSel.appendChild(o); }
@@ -219,7 +241,7 @@ constexpr const char* kScript = R"JS(
     tbody.textContent = '';
     const frag = document.createDocumentFragment();
     for (const i of idx.slice(0, limit)) {
-      const tr = el('tr');
+      const tr = el('tr', i === selected ? 'sel' : '');
       tr.dataset.index = String(i);
       for (const [key, , f, cls, show] of cols) {
         const v = f(M[i]);
@@ -251,6 +273,10 @@ constexpr const char* kScript = R"JS(
     tr.appendChild(el('td', '', o.has_formula ? num(o.flops) : 'n/a'));
     tr.appendChild(el('td', '', dur(o.latency_s)));
     tr.appendChild(el('td', '', phaseTime[o.phase] > 0 ? (100 * o.latency_s / phaseTime[o.phase]).toFixed(1) + '%' : ''));
+    tr.appendChild(el('td', '', num(o.bytes || 0, 'B') + (o.written_unknown_calls > 0 ? ' (writes unknown)' : '')));
+    tr.appendChild(el('td', '', o.has_formula ? (o.intensity || 0).toFixed(2) : 'n/a'));
+    tr.appendChild(el('td', 'l', o.bound || ''));
+    tr.appendChild(el('td', '', o.bound ? (100 * o.roofline_share).toFixed(1) + '%' : ''));
     obody.appendChild(tr);
   }
   const na = ops.filter((o) => !o.has_formula);
@@ -304,8 +330,79 @@ constexpr const char* kScript = R"JS(
     plot(document.getElementById('sweep'), series, 'batch size', 'peak memory (blue: forward, orange: training)', (x) => String(Math.round(x)), bytes, null, SWEEP.map((r) => r.batch_size));
   }
 
+  // 6. Roofline: intensity vs achieved FLOP/s (log-log), the bandwidth and compute ceilings, one
+  // point per module of the chosen depth (area: its share of the time), hover for numbers, click
+  // to select it in the icicle and the table.
+  const roof = document.getElementById('roofline');
+  const roofDepth = document.getElementById('roof-depth');
+  for (let d = 0; d <= maxDepth; d++) { const o = el('option', '', 'depth ' + d); o.value = String(d); roofDepth.appendChild(o); }
+  roofDepth.value = String(Math.min(1, maxDepth));
+  let roofPhase = '';
+  const hasBwdRoof = M.some((m) => m.bwd_achieved_flops_per_s > 0);
+  if (!hasBwdRoof) document.getElementById('roof-bwd').style.display = 'none';
+  document.querySelectorAll('button.roofseg').forEach((b) => b.addEventListener('click', () => {
+    roofPhase = b.dataset.phase;
+    document.querySelectorAll('button.roofseg').forEach((x) => x.classList.toggle('on', x === b));
+    drawRoofline();
+  }));
+  function selectModule(i) {
+    selected = i; zoom = i; drawIcicle(); drawTable();
+    document.getElementById('roof-selected').textContent = label(M[i]) + ' (' + M[i].type + ')';
+    const row = document.querySelector('#modules tbody tr[data-index="' + i + '"]');
+    if (row) row.scrollIntoView({ block: 'nearest' });
+  }
+  function drawRoofline() {
+    roof.textContent = '';
+    const depth = Number(roofDepth.value), P = roofPhase;
+    const lat = (m) => P ? (m.bwd_latency_s || 0) : m.latency_s;
+    const pts = [];
+    M.forEach((m, i) => { if (m.depth === depth && m[P + 'intensity'] > 0 && m[P + 'achieved_flops_per_s'] > 0) pts.push(i); });
+    const peak = peakOf(M[0]), bw = MACH.peak_bytes_per_s || 0, ridge = peak > 0 && bw > 0 ? peak / bw : 0;
+    const xs = pts.map((i) => M[i][P + 'intensity']), ys = pts.map((i) => M[i][P + 'achieved_flops_per_s']);
+    if (ridge > 0) { xs.push(ridge / 10, ridge * 10); ys.push(peak); }
+    const note = document.getElementById('roof-note');
+    note.textContent = (pts.length ? pts.length + ' module(s) at depth ' + depth + '. ' : 'No module at depth ' + depth + ' has both FLOPs and bytes. ') +
+      (ridge > 0 ? 'Ceilings: ' + num(peak, 'FLOPS') + ' (' + MACH.flops_source + '), ' + num(bw, 'B/s') + ' (' + MACH.bandwidth_source + '); ridge point ' + ridge.toFixed(2) + ' FLOP/B.' : 'The machine\'s peaks are unknown: no ceilings.');
+    if (!xs.length) return;
+    const lx0 = Math.floor(Math.log10(Math.min(...xs))), lx1 = Math.ceil(Math.log10(Math.max(...xs)));
+    const ly0 = Math.floor(Math.log10(Math.min(...ys))), ly1 = Math.ceil(Math.log10(Math.max(...ys)));
+    const W = Math.max(500, roof.clientWidth || 900), H = 360, L = 70, B = 34, T = 10, R = 20;
+    const X = (x) => L + (Math.log10(x) - lx0) / Math.max(1, lx1 - lx0) * (W - L - R);
+    const Y = (y) => H - B - (Math.log10(y) - ly0) / Math.max(1, ly1 - ly0) * (H - B - T);
+    const svg = svgEl('svg', { viewBox: '0 0 ' + W + ' ' + H, width: W, height: H, role: 'img' });
+    svg.appendChild(svgEl('line', { x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: '#999' }));
+    svg.appendChild(svgEl('line', { x1: L, y1: T, x2: L, y2: H - B, stroke: '#999' }));
+    for (let k = lx0; k <= lx1; k++) { const t = svgEl('text', { x: X(10 ** k), y: H - 14, 'text-anchor': 'middle' }); t.textContent = num(10 ** k); svg.appendChild(t); }
+    for (let k = ly0; k <= ly1; k++) { const t = svgEl('text', { x: L - 6, y: Y(10 ** k) + 4, 'text-anchor': 'end' }); t.textContent = num(10 ** k, 'FLOPS'); svg.appendChild(t); }
+    const xl = svgEl('text', { x: W - R, y: H - B - 6, 'text-anchor': 'end' }); xl.textContent = 'arithmetic intensity (FLOP/B)'; svg.appendChild(xl);
+    const yl = svgEl('text', { x: L + 6, y: T + 10 }); yl.textContent = 'achieved FLOP/s'; svg.appendChild(yl);
+    if (ridge > 0) {
+      const x0 = 10 ** lx0, x1 = 10 ** lx1;
+      const clipY = (y) => Math.max(T, Math.min(H - B, Y(y)));
+      svg.appendChild(svgEl('polyline', { id: 'roof-ceiling-memory', points: X(x0) + ',' + clipY(x0 * bw) + ' ' + X(ridge) + ',' + Y(peak), fill: 'none', stroke: '#2f6fde', 'stroke-width': 2 }));
+      svg.appendChild(svgEl('polyline', { id: 'roof-ceiling-compute', points: X(ridge) + ',' + Y(peak) + ' ' + X(x1) + ',' + Y(peak), fill: 'none', stroke: '#d9822b', 'stroke-width': 2 }));
+    }
+    const tmax = Math.max(...pts.map((i) => lat(M[i])), 1e-12);
+    for (const i of pts) {
+      const m = M[i];
+      const c = svgEl('circle', { cx: X(m[P + 'intensity']), cy: Y(m[P + 'achieved_flops_per_s']), r: (3 + 12 * Math.sqrt(Math.max(0, lat(m)) / tmax)).toFixed(1),
+        fill: m[P + 'bound'] === 'compute' ? 'rgba(217,130,43,.55)' : 'rgba(47,111,222,.55)', stroke: i === selected ? '#101623' : '#fff', 'stroke-width': i === selected ? 2 : 1, class: 'pt' });
+      c.dataset.name = m.name; c.dataset.index = String(i);
+      c.style.cursor = 'pointer';
+      c.addEventListener('mousemove', (ev) => { tip.textContent = [label(m) + ' (' + m.type + ')', (P ? 'bwd ' : 'fwd ') + dur(lat(m)) + ', ' + num(m[P + 'achieved_flops_per_s'], 'FLOP/s') + ', ' + num(m[P + 'achieved_bytes_per_s'], 'B/s'),
+        'intensity ' + m[P + 'intensity'].toFixed(2) + ' FLOP/B' + (m[P + 'bound'] ? ', ' + m[P + 'bound'] + '-bound at ' + (100 * m[P + 'roofline_share']).toFixed(1) + '% of its ceiling' : '')].join('\n');
+        tip.style.display = 'block'; tip.style.left = (ev.clientX + 14) + 'px'; tip.style.top = (ev.clientY + 12) + 'px'; });
+      c.addEventListener('mouseleave', () => { tip.style.display = 'none'; });
+      c.addEventListener('click', () => { selectModule(i); drawRoofline(); });
+      svg.appendChild(c);
+    }
+    roof.appendChild(svg);
+  }
+  roofDepth.addEventListener('change', drawRoofline);
+
   drawIcicle();
   drawTable();
+  drawRoofline();
   document.body.dataset.ready = '1';
 })();
 )JS";
@@ -378,8 +475,21 @@ std::string html_report(const ProfileResult& result, const std::vector<BatchSwee
   out +=
       "<section><h2>Ops</h2><p class=\"note\" id=\"ops-note\"></p><div class=\"scroll\">"
       "<table id=\"ops\"><thead><tr><th class=\"l\">op</th><th class=\"l\">phase</th>"
-      "<th>calls</th><th>FLOPs</th><th>time</th><th>share of phase time</th></tr></thead>"
+      "<th>calls</th><th>FLOPs</th><th>time</th><th>share of phase time</th><th>bytes</th>"
+      "<th>FLOP/B</th><th class=\"l\">bound</th><th>of roof</th></tr></thead>"
       "<tbody></tbody></table></div></section>\n";
+  out +=
+      "<section id=\"roofline-section\"><h2>Roofline</h2><div class=\"controls\">"
+      "<select id=\"roof-depth\"></select>"
+      "<button class=\"seg roofseg on\" data-phase=\"\">forward</button>"
+      "<button class=\"seg roofseg\" id=\"roof-bwd\" data-phase=\"bwd_\">backward</button>"
+      "<span class=\"note\">selected: <span id=\"roof-selected\">none</span></span></div>"
+      "<div id=\"roofline\"></div><p class=\"note\" id=\"roof-note\"></p><p class=\"note\">"
+      "Each point is a module: its FLOPs per byte moved (x) and the FLOP/s it achieved (y), "
+      "its area its share of the time. Under the blue line (the memory bandwidth) work is "
+      "memory-bound, under the orange one (the peak FLOP/s) compute-bound; the gap to the line "
+      "above a point is what is left. Bytes are compulsory traffic (docs/report.md). Click a "
+      "point to select the module.</p></section>\n";
   out +=
       "<section id=\"memory-section\" hidden><h2>Memory footprint</h2><div id=\"memory\"></div>"
       "</section>\n";

@@ -2,6 +2,7 @@
 // small streaming writer: building an nlohmann DOM for a 10,000-module model took ~100 ms,
 // streaming takes a few. The tests parse every document with nlohmann::json.
 #include <cmath>
+#include <string>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -39,6 +40,44 @@ void kernels(JsonWriter& w, const std::vector<KernelStats>& list) {
   w.end_array();
 }
 
+// A point on the roofline, its fields named with `prefix` ("" or "bwd_"); `bound` null when
+// unknown.
+void roofline(JsonWriter& w, const std::string& prefix, const RooflinePoint& p) {
+  w.member(prefix + "intensity", p.intensity);
+  w.member(prefix + "achieved_flops_per_s", p.achieved_flops_per_s);
+  w.member(prefix + "achieved_bytes_per_s", p.achieved_bytes_per_s);
+  w.member(prefix + "attainable_flops_per_s", p.attainable_flops_per_s);
+  w.member(prefix + "roofline_share", p.share);
+  w.key(prefix + "bound");
+  if (p.bound.empty()) {
+    w.null();
+  } else {
+    w.value(p.bound);
+  }
+}
+
+// The machine's ceilings and where they came from.
+void write_machine(JsonWriter& w, const ProfileResult& r) {
+  const MachinePeaks& m = r.machine;
+  w.key("machine");
+  w.begin_object();
+  w.member("device", m.device);
+  w.member("threads", m.threads);
+  w.key("peak_flops_per_s");
+  w.begin_object();
+  for (size_t d = 0; d < m.flops_per_s.size(); ++d) {
+    if (m.flops_per_s[d] > 0) w.member(dtype_name(static_cast<DType>(d)), m.flops_per_s[d]);
+  }
+  w.end_object();
+  w.member("peak_bytes_per_s", m.bytes_per_s);
+  w.member("flops_source", m.flops_source);
+  w.member("bandwidth_source", m.bandwidth_source);
+  w.member("detail", m.detail);
+  w.member("measure_s", m.measure_s);
+  w.member("cache_file", m.cache_file);
+  w.end_object();
+}
+
 // The summary: totals, latencies, sizes.
 void write_summary(JsonWriter& w, const ProfileResult& r) {
   w.key("summary");
@@ -71,6 +110,21 @@ void write_summary(JsonWriter& w, const ProfileResult& r) {
   w.member("step_flops", r.step_flops);
   w.member("step_latency_s", r.step_latency_s);
   w.member("iter_latency_s", r.iteration_latency_s());
+  w.member("fwd_bytes", r.fwd_bytes);
+  w.member("fwd_bytes_read", r.fwd_bytes_read);
+  w.member("fwd_bytes_written", r.fwd_bytes_written);
+  w.member("bwd_bytes", r.bwd_bytes);
+  w.member("bwd_bytes_read", r.bwd_bytes_read);
+  w.member("bwd_bytes_written", r.bwd_bytes_written);
+  w.member("recompute_bytes", r.recompute_bytes);
+  w.member("autograd_bytes", r.autograd_bytes);
+  w.member("step_bytes", r.step_bytes);
+  w.member("step_bytes_read", r.step_bytes_read);
+  w.member("step_bytes_written", r.step_bytes_written);
+  w.member("bytes_written_unknown_calls", r.bytes_written_unknown_calls);
+  roofline(w, "fwd_", r.roofline);
+  roofline(w, "bwd_", r.bwd_roofline);
+  roofline(w, "step_", r.step_roofline);
   w.end_object();
 }
 
@@ -82,6 +136,8 @@ void write_outside_model(JsonWriter& w, const ProfileResult& r) {
   w.member("flops", r.outside.flops);
   w.member("macs", r.outside.macs);
   w.member("latency_s", r.outside.latency_s);
+  w.member("bytes", r.outside.bytes);
+  w.member("bwd_bytes", r.outside.bwd_bytes);
   w.member("bwd_flops", r.outside.bwd_flops);
   w.member("bwd_macs", r.outside.bwd_macs);
   w.member("bwd_latency_s", r.outside.bwd_latency_s);
@@ -141,6 +197,15 @@ void write_modules(JsonWriter& w, const ProfileResult& r) {
     w.member("recompute_macs", m.recompute_macs);
     w.member("fwd_alloc_bytes", m.fwd_alloc_bytes);
     w.member("fwd_held_bytes", m.fwd_held_bytes);
+    w.member("bytes", m.bytes);
+    w.member("bytes_read", m.bytes_read);
+    w.member("bytes_written", m.bytes_written);
+    roofline(w, "", m.roofline);
+    w.member("bwd_bytes", m.bwd_bytes);
+    w.member("bwd_bytes_read", m.bwd_bytes_read);
+    w.member("bwd_bytes_written", m.bwd_bytes_written);
+    w.member("recompute_bytes", m.recompute_bytes);
+    roofline(w, "bwd_", m.bwd_roofline);
     if (r.gpu.measured) {
       w.member("device_fwd_s", m.device_fwd_s);
       w.member("device_bwd_s", m.device_bwd_s);
@@ -167,6 +232,13 @@ void write_ops(JsonWriter& w, const ProfileResult& r) {
     w.member("macs", op.macs);
     w.member("latency_s", op.latency_s);
     w.member("uncounted_self_latency_s", op.uncovered_s);
+    w.member("bytes", op.bytes);
+    w.member("bytes_read", op.bytes_read);
+    w.member("bytes_written", op.bytes_written);
+    w.member("written_unknown_calls", op.written_unknown);
+    w.member("written_from_allocations_calls", op.written_from_allocations);
+    w.member("dtype", dtype_name(op.dtype));
+    roofline(w, "", op.roofline);
     w.end_object();
   }
   w.end_array();
@@ -344,6 +416,7 @@ std::string to_json(const ProfileResult& r, int indent) {
   w.member("schema_version", 1);
   w.member("generator", "flopsprof " FLOPSPROF_VERSION);
   write_summary(w, r);
+  write_machine(w, r);
   write_outside_model(w, r);
   write_modules(w, r);
   write_ops(w, r);

@@ -34,6 +34,93 @@ std::string rate(uint64_t flops, double seconds) {
   return seconds > 0 ? flops_per_second_to_string(static_cast<double>(flops) / seconds) : "n/a";
 }
 
+// Bytes moved, in decimal units as bandwidth is ("1.23 GB").
+std::string traffic(uint64_t bytes) {
+  const std::string s = number_to_string(static_cast<double>(bytes));
+  return s + (s.back() >= 'A' && s.back() <= 'Z' ? "B" : " B");
+}
+
+std::string share(double fraction) { return fmt::format("{:.1f}%", 100.0 * fraction); }
+
+// "12.34 FLOP/B, memory-bound, 45.0% of the bandwidth" (what a roofline point says), or the
+// intensity alone when the ceilings are unknown.
+std::string point_text(const RooflinePoint& p) {
+  std::string s = intensity_to_string(p.intensity);
+  if (p.bound.empty()) return s;
+  return s + fmt::format(", {}-bound, {} of the {}", p.bound, share(p.share),
+                         p.bound == "memory" ? "bandwidth" : "peak FLOPS");
+}
+
+// The roofline's summary lines: bytes per phase, intensity, the ceilings and their sources,
+// and the share of them the model reached.
+void roofline_summary(std::string& out, const ProfileResult& r) {
+  line(out, "fwd bytes moved (read + written)",
+       fmt::format("{} ({} read, {} written)", traffic(r.fwd_bytes), traffic(r.fwd_bytes_read),
+                   traffic(r.fwd_bytes_written)));
+  line(out, "fwd arithmetic intensity (flops / byte)", point_text(r.roofline));
+  if (r.has_backward) {
+    line(out, "bwd bytes moved (read + written)",
+         fmt::format("{} ({} read, {} written)", traffic(r.bwd_bytes + r.recompute_bytes),
+                     traffic(r.bwd_bytes_read), traffic(r.bwd_bytes_written)));
+    line(out, "bwd arithmetic intensity (flops / byte)", point_text(r.bwd_roofline));
+  }
+  if (r.has_step) {
+    line(out, "step bytes moved (read + written)",
+         fmt::format("{}, {}", traffic(r.step_bytes), point_text(r.step_roofline)));
+  }
+  const MachinePeaks& m = r.machine;
+  if (m.flops_source.empty() && m.bandwidth_source.empty()) {
+    line(out, "machine peaks (roofline)", "unknown (not measured; ProfilerOptions::roofline)");
+  } else {
+    // The peaks of the floating dtypes the model computed in (fp32 when none).
+    bool any = false;
+    for (size_t d = 0; d < r.flops_by_dtype.size(); ++d) {
+      const DType dt = static_cast<DType>(d);
+      if (r.flops_by_dtype[d] == 0 || !is_floating(dt) || m.peak_flops(dt) <= 0) continue;
+      any = true;
+      line(out, fmt::format("machine peak FLOPS ({})", dtype_name(dt)),
+           fmt::format("{} ({}{})", flops_per_second_to_string(m.peak_flops(dt)), m.flops_source,
+                       m.flops_per_s[d] > 0 ? "" : ", fp32's"));
+    }
+    if (!any) {
+      line(out, "machine peak FLOPS (fp32)",
+           m.peak_flops(DType::kFloat32) > 0
+               ? fmt::format("{} ({})", flops_per_second_to_string(m.peak_flops(DType::kFloat32)),
+                             m.flops_source)
+               : std::string("unknown"));
+    }
+    line(out, "machine peak memory bandwidth",
+         m.bytes_per_s > 0
+             ? fmt::format("{} ({})", bandwidth_to_string(m.bytes_per_s), m.bandwidth_source)
+             : std::string("unknown"));
+    if (!m.detail.empty()) line(out, "machine", m.detail);
+    const DType dt = [&] {
+      size_t best = static_cast<size_t>(DType::kFloat32);
+      for (size_t d = 0; d < r.flops_by_dtype.size(); ++d) {
+        if (r.flops_by_dtype[d] > r.flops_by_dtype[best]) best = d;
+      }
+      return static_cast<DType>(best);
+    }();
+    if (m.known(dt)) {
+      line(out, fmt::format("machine ridge point ({})", dtype_name(dt)),
+           intensity_to_string(m.ridge(dt)));
+      auto use = [&](const RooflinePoint& p) {
+        return fmt::format("{} of peak FLOPS, {} of the bandwidth",
+                           share(p.achieved_flops_per_s / m.peak_flops(dt)),
+                           share(p.achieved_bytes_per_s / m.bytes_per_s));
+      };
+      line(out, "fwd utilisation (achieved / peak)", use(r.roofline));
+      if (r.has_backward) line(out, "bwd utilisation (achieved / peak)", use(r.bwd_roofline));
+    }
+  }
+  if (r.bytes_written_unknown_calls > 0) {
+    line(out, "op calls whose written bytes no rule derives",
+         fmt::format("{} (counted as reads only, or from allocations with track_memory; the "
+                     "table below names them)",
+                     r.bytes_written_unknown_calls));
+  }
+}
+
 void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
   const bool training = r.has_backward || r.has_step;
   out += "-------------------------- flopsprof: Flops Profiler --------------------------\n";
@@ -181,6 +268,7 @@ void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
           fmt::format("{} (buffers exhausted: the GPU figures are incomplete)", g.dropped_records));
     }
   }
+  roofline_summary(out, r);
   uint64_t na_calls = 0;
   size_t na_names = 0, na_elsewhere = 0;
   for (const OpStats& op : r.ops) {
@@ -214,14 +302,17 @@ void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
   bool any_na = false;
   for (const OpStats& op : r.ops) any_na = any_na || !op.has_formula;
   if (any_na) {
-    out += "\nOps without a formula (listed with their time; their FLOPs are n/a):\n";
-    fmt::format_to(std::back_inserter(out), "    {:<40} {:>9} {:>8} {:>12} {:>12}\n", "op", "phase",
-                   "calls", "time", "self time");
+    out += "\nOps without a formula (listed with their time and bytes; their FLOPs are n/a):\n";
+    fmt::format_to(std::back_inserter(out), "    {:<40} {:>9} {:>8} {:>12} {:>12} {:>12}\n", "op",
+                   "phase", "calls", "time", "self time", "bytes");
     for (const OpStats& op : r.ops) {
       if (op.has_formula) continue;
-      fmt::format_to(std::back_inserter(out), "    {:<40} {:>9} {:>8} {:>12} {:>12}\n", op.name,
-                     op.phase, op.calls, duration_to_string(op.latency_s),
-                     duration_to_string(op.uncovered_s));
+      fmt::format_to(std::back_inserter(out), "    {:<40} {:>9} {:>8} {:>12} {:>12} {:>12}{}\n",
+                     op.name, op.phase, op.calls, duration_to_string(op.latency_s),
+                     duration_to_string(op.uncovered_s), traffic(op.bytes),
+                     op.written_unknown > 0            ? " (writes unknown)"
+                     : op.written_from_allocations > 0 ? " (writes: allocations)"
+                                                       : "");
     }
   }
   if (!r.problems.empty()) {
@@ -345,6 +436,18 @@ void tree_node(std::string& out, const ProfileResult& r, const ReportOptions& o,
                          m.calls_inferred ? " (inferred)" : "");
   }
   if (const std::string mark = inference_mark(m); !mark.empty()) stats += ", " + mark;
+  if (o.roofline) {  // after DeepSpeed's fields: bytes, intensity, bound and its share
+    auto point = [](const RooflinePoint& p) {
+      std::string t = fmt::format("{:.2f} FLOP/B", p.intensity);
+      if (!p.bound.empty()) t += fmt::format(" {} {}", p.bound, share(p.share));
+      return t;
+    };
+    stats += fmt::format(", {} moved, {}", traffic(m.bytes), point(m.roofline));
+    if (r.has_backward) {
+      stats += fmt::format(", bwd {} moved, {}", traffic(m.bwd_bytes + m.recompute_bytes),
+                           point(m.bwd_roofline));
+    }
+  }
   std::string pad(static_cast<size_t>(indent), ' ');
   std::string head =
       m.parent < 0 ? m.type : fmt::format("({}): {}", m.name.substr(m.name.rfind('.') + 1), m.type);
@@ -383,8 +486,15 @@ void detailed(std::string& out, const ProfileResult& r, const ReportOptions& o) 
       "Each module profile is listed after its name in the following order:\n"
       "params, percentage of total params, MACs, percentage of total MACs, fwd latency, "
       "percentage of total fwd latency, fwd FLOPS (with backward: bwd flops, bwd latency;\n"
-      "and the call count when not 1)\n\n"
-      "Note: 1. Ops outside any submodule (functional calls in a parent's forward) make up the\n"
+      "and the call count when not 1)\n";
+  if (o.roofline) {
+    out +=
+        "then the roofline: bytes moved (read + written), arithmetic intensity (FLOP/B), the\n"
+        "ceiling that bounds it (memory or compute) and the share of that ceiling reached\n"
+        "(memory: of the bandwidth; compute: of the peak FLOPS); with backward, also for bwd\n";
+  }
+  out +=
+      "\nNote: 1. Ops outside any submodule (functional calls in a parent's forward) make up the\n"
       "difference between a parent's MACs (or latency) and the sum of its submodules'.\n"
       "2. FLOPs are counted from formulas of the ops' shapes; FLOPS computed from them can\n"
       "exceed what the hardware sustains.\n";
@@ -399,6 +509,30 @@ void detailed(std::string& out, const ProfileResult& r, const ReportOptions& o) 
   }
   out += "\n";
   if (!r.modules.empty()) tree_node(out, r, o, 0, 0);
+}
+
+// The ops on the roofline: the slowest ones with bytes or FLOPs (at most 15).
+void op_roofline(std::string& out, const ProfileResult& r) {
+  out += "\n------------------------------ Roofline per op ------------------------------\n";
+  out += "Slowest ops with their bytes moved, intensity and the ceiling that bounds them:\n";
+  fmt::format_to(std::back_inserter(out),
+                 "    {:<36} {:>9} {:>7} {:>11} {:>10} {:>10} {:>8} {:>14} {:>8} {:>7}\n", "op",
+                 "phase", "calls", "time", "flops", "bytes", "FLOP/B", "FLOPS", "bound", "share");
+  size_t shown = 0;
+  for (const OpStats& op : r.ops) {
+    if (op.bytes == 0 && op.flops == 0) continue;
+    if (++shown > 15) break;
+    const RooflinePoint& p = op.roofline;
+    fmt::format_to(std::back_inserter(out),
+                   "    {:<36} {:>9} {:>7} {:>11} {:>10} {:>10} {:>8} {:>14} {:>8} {:>7}\n",
+                   op.name.substr(0, 36), op.phase, op.calls, duration_to_string(op.latency_s),
+                   op.has_formula ? flops_to_string(op.flops) : std::string("n/a"),
+                   traffic(op.bytes),
+                   op.has_formula ? fmt::format("{:.2f}", p.intensity) : std::string("n/a"),
+                   flops_per_second_to_string(p.achieved_flops_per_s),
+                   p.bound.empty() ? std::string("-") : p.bound,
+                   p.bound.empty() ? std::string("-") : share(p.share));
+  }
 }
 
 // The ranks of a multi-rank job: per rank, per module across ranks (to `module_depth`), stragglers.
@@ -468,6 +602,7 @@ std::string format_text_report(const ProfileResult& result, const ReportOptions&
   summary(out, result, options);
   aggregated(out, result, options);
   if (options.detailed) detailed(out, result, options);
+  if (options.roofline) op_roofline(out, result);
   if (result.gpu.measured) kernel_table(out, result, options);
   if (!result.collectives.empty()) collectives(out, result);
   if (result.distributed) ranks(out, *result.distributed, options);

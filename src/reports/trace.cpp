@@ -140,6 +140,14 @@ std::string to_chrome_trace(const TraceData& trace, const std::vector<uint64_t>&
     if (std::string_view(s->cat) != "phase") w.member("module", s->module);
     if (!s->phase.empty()) w.member("phase", s->phase);
     if (s->flops >= 0) w.member("flops", s->flops);
+    if (s->bytes >= 0) {
+      w.member("bytes", s->bytes);
+      w.member("bytes read", s->bytes_read);
+      w.member("bytes written", s->bytes_written);
+      // FLOPs per byte moved (ops with a FLOP count)
+      if (s->flops >= 0 && s->bytes > 0)
+        w.member("intensity", static_cast<double>(s->flops) / static_cast<double>(s->bytes));
+    }
     if (!s->inputs.empty()) w.member("inputs", s->inputs);
     if (s->external_id != 0) {
       w.member("External id", s->external_id);

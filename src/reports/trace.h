@@ -21,6 +21,8 @@ struct TraceData {
     std::string module;      ///< dotted name ("" root, "(autograd)")
     std::string phase;
     int64_t flops = -1;  ///< -1: no count (no formula, or not an op)
+    int64_t bytes = -1;  ///< bytes read + written (ops that count bytes); -1: none
+    int64_t bytes_read = -1, bytes_written = -1;
     std::string inputs;  ///< "T<768x768xfp32>, 1, [1, 1]" for counted ops
     // kineto's args (HTA reads them): ops and autograd nodes only.
     uint64_t external_id = 0;                      ///< make_external_id(thread, event); 0: none

@@ -1,6 +1,7 @@
 // The trace stage's first half: the Chrome-trace timeline (phase, module and op spans, autograd
 // flows, GPU spans, memory counter) from the records, their attribution and their counts.
 #include <algorithm>
+#include <climits>
 #include <map>
 #include <string>
 #include <vector>
@@ -48,7 +49,8 @@ class TraceBuilder {
       if (ph == Phase::kNone) continue;
       sp.module = module_label(tree, m);
       sp.phase = ph == Phase::kForward && m == kOutsideModel ? "outside" : phase_name(ph);
-      if (e.flags & kCounted) op_args(th, e, counts.threads[t][i], sp);
+      const OpCount& c = counts.threads[t][i];
+      if ((e.flags & kCounted) || c.has_bytes()) op_args(th, e, c, sp);
     }
   }
 
@@ -159,6 +161,14 @@ class TraceBuilder {
   static void op_args(const ThreadEvents& th, const RawEvent& e, const OpCount& count,
                       TraceData::Span& sp) {
     if (const FlopCount* fc = count.counted()) sp.flops = static_cast<int64_t>(fc->flops);
+    if (count.has_bytes()) {
+      auto clamp = [](uint64_t v) {
+        return static_cast<int64_t>(std::min<uint64_t>(v, INT64_MAX));
+      };
+      sp.bytes = clamp(count.bytes_total());
+      sp.bytes_read = clamp(count.bytes_read);
+      sp.bytes_written = clamp(count.bytes_written);
+    }
     const std::vector<ArgView> args = arg_views(th, e);
     sp.inputs = format_args(args);
     for (const ArgView& a : args) {

@@ -1,8 +1,9 @@
 // Renders flopsprof's HTML reports in Debian's Chromium (headless, via playwright-core) and checks
 // them as a user would: no console errors, the summary equals the JSON, clicking a module zooms
 // the icicle to it, sorting by FLOPs puts the largest module first, hostile names stay text, a
-// 10,000-module page opens and stays responsive, the memory peak is marked. Screenshots are left
-// in the output directory.
+// 10,000-module page opens and stays responsive, the memory peak is marked, the roofline chart
+// draws its ceilings and modules and selects the one clicked. Screenshots are left in the output
+// directory.
 //   node report_test.mjs <pages generator> <BERT example> <output directory>
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
@@ -48,7 +49,9 @@ async function summaryMatches(page, json, name) {
   const shown = await page.$$eval('#summary [data-key]', (els) => els.map((e) => [e.dataset.key, e.dataset.value]));
   check(shown.length > 0, `${name}: the summary shows figures`);
   for (const [key, value] of shown) {
-    const expected = key === 'outside_flops' ? json.outside_model.flops : json.summary[key];
+    const expected = key === 'outside_flops' ? json.outside_model.flops
+      : key === 'machine.peak_flops_per_s' ? json.machine.peak_flops_per_s.fp32
+      : key.startsWith('machine.') ? json.machine[key.slice(8)] : json.summary[key];
     check(Number(value) === Number(expected), `${name}: summary ${key} = ${value} (JSON: ${expected})`);
   }
 }
@@ -72,12 +75,46 @@ async function sortsByFlops(page, json, name) {
   if (second >= 0) check(json.modules[second].flops <= max, `${name}: descending`);
 }
 
+// The roofline: two ceilings, one point per module of the chosen depth (those with FLOPs and bytes),
+// the name on hover, a click selects the module in the icicle and the table.
+async function roofline(page, json, name) {
+  const depth = Number(await page.$eval('#roof-depth', (s) => s.value));
+  const expected = json.modules.filter((m) => m.depth === depth && m.intensity > 0 && m.achieved_flops_per_s > 0);
+  const points = await page.$$eval('#roofline circle.pt', (cs) => cs.map((c) => c.dataset.name));
+  check(points.length === expected.length && points.length > 0, `${name}: the roofline has a point per module of depth ${depth} (${points.length} of ${expected.length})`);
+  check((await page.$$('#roof-ceiling-memory')).length === 1 && (await page.$$('#roof-ceiling-compute')).length === 1,
+        `${name}: both ceilings are drawn`);
+  const target = expected.reduce((a, b) => (b.latency_s > a.latency_s ? b : a));
+  const sel = `#roofline circle.pt[data-name="${target.name}"]`;
+  // events dispatched on the point itself: points may overlap, and the mouse would reach the top one
+  await page.$eval(sel, (c) => { const b = c.getBoundingClientRect(); c.dispatchEvent(new MouseEvent('mousemove', { bubbles: true, clientX: b.x + b.width / 2, clientY: b.y + b.height / 2 })); });
+  const tip = await page.textContent('#tip');
+  check(tip.startsWith(target.name + ' (' + target.type + ')'), `${name}: hovering a point names its module (${tip.split('\n')[0]})`);
+  check(tip.includes(target.bound + '-bound'), `${name}: the hover says the bound (${target.bound})`);
+  // the largest point is the slowest module
+  const radius = await page.$eval(sel, (c) => Number(c.getAttribute('r')));
+  const radii = await page.$$eval('#roofline circle.pt', (cs) => cs.map((c) => Number(c.getAttribute('r'))));
+  check(radius === Math.max(...radii), `${name}: the slowest module has the largest point`);
+  await page.$eval(sel, (c) => c.dispatchEvent(new MouseEvent('click', { bubbles: true })));
+  check((await page.textContent('#zoomed')) === target.name, `${name}: clicking its point zooms the icicle to ${target.name}`);
+  const index = json.modules.indexOf(target);
+  check(await page.$eval(`#modules tbody tr[data-index="${index}"]`, (tr) => tr.classList.contains('sel')), `${name}: and marks its row in the table`);
+  check((await page.textContent('#roof-selected')).startsWith(target.name), `${name}: the roofline says what is selected`);
+  // another depth redraws
+  await page.selectOption('#roof-depth', String(depth + 1));
+  const deeper = json.modules.filter((m) => m.depth === depth + 1 && m.intensity > 0 && m.achieved_flops_per_s > 0).length;
+  check((await page.$$('#roofline circle.pt')).length === deeper, `${name}: depth ${depth + 1} has ${deeper} points`);
+  await page.click('#crumbs a');
+}
+
 // BERT-base, the main job's model.
 {
   const { page, errors, json, loadMs } = await open('bert');
   const size = readFileSync(`${out}/bert.html`).length;
   check(size < 1024 * 1024, `bert: page size ${size} bytes < 1 MB`);
   await summaryMatches(page, json, 'bert');
+  check(json.machine.flops_source.startsWith('measured') && json.machine.peak_bytes_per_s > 0, `bert: the peaks were measured (${json.machine.flops_source})`);
+  await roofline(page, json, 'bert');
   await zoomsOnClick(page, json, 'bert', 'bert.encoder');
   await sortsByFlops(page, json, 'bert');
   await page.click('button[data-metric="latency_s"]');
