@@ -518,9 +518,16 @@ TEST(BytesOfAProfile, UnknownWritesComeFromTheAllocationsWhenMemoryIsTracked) {
   Recorder r{names};
   const int odd = r.op("myops::odd", {{8}});
   const int inner = r.op("myops::inner", {}, odd);  // an op inside it allocates too
-  r.th.memory.push_back(MemRecord{1, 64, 0, odd, -1, 0});
-  r.th.memory.push_back(MemRecord{2, 16, 0, inner, -1, 0});
-  r.th.memory.push_back(MemRecord{3, -64, 0, odd, -1, 0});  // frees are not writes
+  auto alloc = [&](int64_t tick, int64_t bytes, int32_t op) {
+    MemRecord m;  // set by name; address 0: no free is matched with it
+    m.time_tick = tick;
+    m.bytes = bytes;
+    m.op = op;
+    r.th.memory.push_back(m);
+  };
+  alloc(1, 64, odd);
+  alloc(2, 16, inner);
+  alloc(3, -64, odd);  // frees are not writes
   OpCounts c = count_ops({&r.th}, names);
   EXPECT_EQ(c.threads[0][odd].bytes, OpCount::kWrittenFromAllocations);
   EXPECT_EQ(c.threads[0][odd].bytes_written, 80u);
