@@ -518,19 +518,27 @@ TEST(BytesOfAProfile, UnknownWritesComeFromTheAllocationsWhenMemoryIsTracked) {
   Recorder r{names};
   const int odd = r.op("myops::odd", {{8}});
   const int inner = r.op("myops::inner", {}, odd);  // an op inside it allocates too
-  auto alloc = [&](int64_t tick, int64_t bytes, int32_t op) {
+  auto alloc = [&](int64_t tick, int64_t bytes, int32_t op, uint64_t address = 0) {
     MemRecord m;  // set by name; address 0: no free is matched with it
     m.time_tick = tick;
     m.bytes = bytes;
     m.op = op;
+    m.address = address;
     r.th.memory.push_back(m);
   };
   alloc(1, 64, odd);
   alloc(2, 16, inner);
   alloc(3, -64, odd);  // frees are not writes
+  // Kernel workspace, as the memory statistics tell it: a block freed (matched by address)
+  // before the op that allocated it returns, here inside `inner`: no output, not a write
+  alloc(4, 1000, odd, 0x7000);
+  alloc(5, -1000, inner, 0x7000);
+  // A block freed only after the op returned (by no op): its output, a write
+  alloc(6, 32, odd, 0x8000);
+  alloc(7, -32, -1, 0x8000);
   OpCounts c = count_ops({&r.th}, names);
   EXPECT_EQ(c.threads[0][odd].bytes, OpCount::kWrittenFromAllocations);
-  EXPECT_EQ(c.threads[0][odd].bytes_written, 80u);
+  EXPECT_EQ(c.threads[0][odd].bytes_written, 64u + 16u + 32u);
   EXPECT_FALSE(c.threads[0][inner].has_bytes());
 }
 

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <exception>
+#include <map>
 #include <unordered_map>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -162,8 +164,34 @@ OpCounts count_ops(const std::vector<const ThreadEvents*>& threads, const NameLo
         ++out.errors[fmt::format("{}: {}", names.name(e.name_id), ex.what())];
       }
     }
-    // Writes no rule derives: the bytes allocated while the op (or an op inside it) ran.
-    for (const MemRecord& m : th.memory) {
+    // Writes no rule derives: the bytes allocated while the op (or an op inside it) ran, but
+    // kernel workspace (a block freed, matched by address, before the op that allocated it
+    // returns: as the memory statistics tell it apart) is no output.
+    std::vector<uint8_t> workspace(th.memory.size(), 0);
+    std::map<std::pair<int8_t, uint64_t>, size_t> live;  // block -> its allocation's record
+    for (size_t k = 0; k < th.memory.size(); ++k) {
+      const MemRecord& m = th.memory[k];
+      if (m.address == 0 || m.bytes == 0) continue;
+      const std::pair<int8_t, uint64_t> block{m.device_type, m.address};
+      if (m.bytes > 0) {
+        live[block] = k;
+        continue;
+      }
+      auto it = live.find(block);
+      if (it == live.end()) continue;
+      const int32_t op = th.memory[it->second].op;
+      for (int32_t e = m.op; op >= 0 && e >= op && static_cast<size_t>(e) < ev.size();
+           e = ev[e].parent) {
+        if (e == op) {
+          workspace[it->second] = 1;
+          break;
+        }
+      }
+      live.erase(it);
+    }
+    for (size_t k = 0; k < th.memory.size(); ++k) {
+      const MemRecord& m = th.memory[k];
+      if (workspace[k]) continue;
       if (m.bytes <= 0 || m.op < 0 || static_cast<size_t>(m.op) >= ev.size()) continue;
       int32_t i = m.op;
       while (i >= 0 && !counts[i].has_bytes()) i = ev[i].parent;
