@@ -273,6 +273,58 @@ TEST(PointwiseBytes, ReductionsSoftmaxAndLosses) {
   EXPECT_EQ(eb.written, 16000u * 4);
 }
 
+TEST(ReductionAndLossBytes, VarLogsumexpExtremaAndLossesWithTheirBackward) {
+  // The families of reduction.cpp and loss.cpp (fp32). var(x[2,3,4], dim [1], correction,
+  // keepdim=false): reads 24 floats, writes [2,4] = 8; var_mean writes two such tensors
+  Args v = Args().tensor({2, 3, 4}).list({1}).i(1).b(false);
+  ByteCount var = bytes("aten::var", v);
+  EXPECT_EQ(var.read, 24u * 4);
+  EXPECT_EQ(var.written, 8u * 4);
+  EXPECT_EQ(bytes("aten::std", v).written, 8u * 4);
+  EXPECT_EQ(bytes("aten::var_mean", v).written, 2u * 8 * 4);
+  EXPECT_EQ(bytes("aten::std_mean", v).written, 2u * 8 * 4);
+  // logsumexp over dim 2: [2,3] = 6 floats; amax over dims 0 and 1: [4]
+  EXPECT_EQ(bytes("aten::logsumexp", Args().tensor({2, 3, 4}).list({2}).b(false)).written, 24u);
+  EXPECT_EQ(bytes("aten::amax", Args().tensor({2, 3, 4}).list({0, 1}).b(false)).written, 16u);
+  EXPECT_EQ(bytes("aten::amin", Args().tensor({2, 3, 4}).list({0, 1}).b(false)).written, 16u);
+  // argmax over dim 1 of [2,3]: 2 int64; of everything: one int64
+  EXPECT_EQ(bytes("aten::argmax", Args().tensor({2, 3}).i(1).b(false)).written, 16u);
+  EXPECT_EQ(bytes("aten::argmin", Args().tensor({2, 3}).none().b(false)).written, 8u);
+  // max / min of everything: one float; elementwise max(a[2,3], b[3]): reads 6 + 3, writes 6
+  EXPECT_EQ(bytes("aten::min", Args().tensor({2, 3})).written, 4u);
+  ByteCount mx = bytes("aten::max", Args().tensor({2, 3}).tensor({3}));
+  EXPECT_EQ(mx.read, 9u * 4);
+  EXPECT_EQ(mx.written, 6u * 4);
+  // l1_loss(input[4,5], target[1,5], sum): reads 20 + 5 floats, writes one
+  ByteCount l1 = bytes("aten::l1_loss", Args().tensor({4, 5}).tensor({1, 5}).i(2));
+  EXPECT_EQ(l1.read, 25u * 4);
+  EXPECT_EQ(l1.written, 4u);
+  // backward(grad[], input[4,5], target[4,5], mean): reads 1 + 20 + 20 floats, writes the
+  // input's gradient, 20
+  for (const char* op : {"aten::mse_loss_backward", "aten::l1_loss_backward"}) {
+    ByteCount b = bytes(op, Args().tensor({}).tensor({4, 5}).tensor({4, 5}).i(1));
+    EXPECT_EQ(b.read, 41u * 4) << op;
+    EXPECT_EQ(b.written, 20u * 4) << op;
+  }
+  // upsample_nearest2d_backward(grad[2,3,16,16], output_size, input_size [2,3,8,8]): reads the
+  // gradient (1,536 floats), writes the input's (2*3*8*8 = 384)
+  ByteCount up = bytes("aten::upsample_nearest2d_backward",
+                       Args().tensor({2, 3, 16, 16}).list({16, 16}).list({2, 3, 8, 8}));
+  EXPECT_EQ(up.read, 1536u * 4);
+  EXPECT_EQ(up.written, 384u * 4);
+  EXPECT_EQ(bytes("aten::upsample_bilinear2d_backward",
+                  Args().tensor({1, 4, 6, 6}).list({6, 6}).list({1, 4, 3, 3}).b(false))
+                .written,
+            36u * 4);
+  // reflection_pad2d(x[1,2,4,4], (1, 1, 2, 2)): width 4+2, height 4+4: [1,2,8,6] = 96 floats;
+  // replication_pad1d(x[2,3,5], (2, 0)): [2,3,7]
+  ByteCount rp = bytes("aten::reflection_pad2d", Args().tensor({1, 2, 4, 4}).list({1, 1, 2, 2}));
+  EXPECT_EQ(rp.read, 32u * 4);
+  EXPECT_EQ(rp.written, 96u * 4);
+  EXPECT_EQ(bytes("aten::replication_pad1d", Args().tensor({2, 3, 5}).list({2, 0})).written,
+            42u * 4);
+}
+
 // ---- Pooling ---------------------------------------------------------------------------------
 
 TEST(PoolBytes, OutputSizesAsPyTorchComputesThem) {

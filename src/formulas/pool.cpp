@@ -140,6 +140,14 @@ std::optional<ByteCount> upsample_bytes(const OpInputs& in) {
   return reads_inputs_writes(in, f->flops, in[0].dtype);
 }
 
+// upsample_*_backward(grad_output, output_size, input_size, ...): the input's gradient, shaped
+// as input_size, typed as grad_output
+std::optional<ByteCount> upsample_backward_bytes(const OpInputs& in) {
+  IntSpan size = in.int_list(2);
+  if (!in.is_tensor(0) || size.empty()) return std::nullopt;
+  return reads_inputs_writes(in, count_of(size), in[0].dtype);
+}
+
 }  // namespace
 
 void register_pool_bytes() {
@@ -175,6 +183,7 @@ void register_pool_bytes() {
         "aten::_upsample_nearest_exact3d", "aten::upsample_linear1d", "aten::upsample_bilinear2d",
         "aten::upsample_bicubic2d", "aten::upsample_trilinear3d"}) {
     add_builtin_bytes(op, upsample_bytes);
+    add_builtin_bytes((std::string(op) + "_backward").c_str(), upsample_backward_bytes);
   }
 }
 

@@ -188,8 +188,8 @@ std::optional<ByteCount> repeat_bytes(const OpInputs& in) {
   return ByteCount{arg_bytes(in, 0), bytes_of(n, in[0].dtype)};
 }
 
-// constant_pad_nd / pad / _pad_enum(self, pad, ...): the last dims grown by the (before, after)
-// pairs of `pad`, last dim first
+// constant_pad_nd / pad / _pad_enum(self, pad, ...), reflection_pad* / replication_pad*(self,
+// padding): the last dims grown by the (before, after) pairs of `pad`, last dim first
 std::optional<ByteCount> pad_bytes(const OpInputs& in) {
   IntSpan x = in.shape(0), pad = in.int_list(1);
   if (!in.is_tensor(0) || pad.size() / 2 > x.size()) return std::nullopt;
@@ -382,7 +382,10 @@ void register_zero_bytes() {
     add_builtin_bytes(op, join_bytes);
   for (const char* op : {"aten::repeat", "aten::tile"}) add_builtin_bytes(op, repeat_bytes);
   for (const char* op : {"aten::flip", "aten::roll"}) add_builtin_bytes(op, same_as(0));
-  for (const char* op : {"aten::pad", "aten::constant_pad_nd", "aten::_pad_enum"}) {
+  for (const char* op :
+       {"aten::pad", "aten::constant_pad_nd", "aten::_pad_enum", "aten::reflection_pad1d",
+        "aten::reflection_pad2d", "aten::reflection_pad3d", "aten::replication_pad1d",
+        "aten::replication_pad2d", "aten::replication_pad3d"}) {
     add_builtin_bytes(op, pad_bytes);
   }
   // factories
