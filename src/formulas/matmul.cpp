@@ -191,7 +191,7 @@ std::optional<ByteCount> dot_bytes(const OpInputs& in) {
   if (!in.is_tensor(0)) return std::nullopt;
   return writes(in, {}, 0);
 }
-std::optional<ByteCount> self_in_place(const OpInputs& in) {
+std::optional<ByteCount> matmul_in_place(const OpInputs& in) {
   if (!in.is_tensor(0)) return std::nullopt;
   return in_place(in, 0);
 }
@@ -201,16 +201,16 @@ std::optional<ByteCount> self_in_place(const OpInputs& in) {
 void register_matmul_bytes() {
   add_builtin_bytes("aten::mm", mm_bytes);
   add_builtin_bytes("aten::addmm", addmm_bytes);
-  add_builtin_bytes("aten::addmm_", self_in_place);
+  add_builtin_bytes("aten::addmm_", matmul_in_place);
   add_builtin_bytes("aten::bmm", bmm_bytes);
   add_builtin_bytes("aten::baddbmm", baddbmm_bytes);
-  add_builtin_bytes("aten::baddbmm_", self_in_place);
+  add_builtin_bytes("aten::baddbmm_", matmul_in_place);
   add_builtin_bytes("aten::addbmm", addbmm_bytes);
   add_builtin_bytes("aten::matmul", matmul_bytes);
   add_builtin_bytes("aten::linear", linear_bytes);
   add_builtin_bytes("aten::mv", mv_bytes);
   add_builtin_bytes("aten::addmv", addmv_bytes);
-  add_builtin_bytes("aten::addmv_", self_in_place);
+  add_builtin_bytes("aten::addmv_", matmul_in_place);
   add_builtin_bytes("aten::dot", dot_bytes);
   add_builtin_bytes("aten::vdot", dot_bytes);
 }

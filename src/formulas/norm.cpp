@@ -43,7 +43,7 @@ FormulaFn norm_backward(size_t input, size_t weight, size_t mask_index) {
 
 // ---- Bytes ----
 
-uint64_t tensor_out(const OpInputs& in, size_t i) {
+uint64_t norm_tensor_out(const OpInputs& in, size_t i) {
   return sat_mul(count_of(in.shape(i)), element_bytes(in[i].dtype));
 }
 
@@ -53,7 +53,7 @@ uint64_t tensor_out(const OpInputs& in, size_t i) {
 BytesFn batch_norm_bytes(int training_index, bool saved) {
   return [=](const OpInputs& in) -> std::optional<ByteCount> {
     if (!in.is_tensor(0)) return std::nullopt;
-    ByteCount b{input_bytes(in), tensor_out(in, 0)};
+    ByteCount b{input_bytes(in), norm_tensor_out(in, 0)};
     const bool training = training_index >= 0 && in.boolean(training_index).value_or(false);
     IntSpan x = in.shape(0);
     const uint64_t channels = x.size() > 1 ? u(x[1]) : 1;
@@ -72,7 +72,7 @@ std::optional<ByteCount> native_layer_norm_bytes(const OpInputs& in) {
   const uint64_t n = count_of(in.shape(0)), inner = count_of(in.int_list(1));
   const uint64_t rows = inner == 0 ? 0 : n / inner;
   return ByteCount{input_bytes(in),
-                   sat_add(tensor_out(in, 0), sat_mul(2 * rows, element_bytes(in[0].dtype)))};
+                   sat_add(norm_tensor_out(in, 0), sat_mul(2 * rows, element_bytes(in[0].dtype)))};
 }
 
 // native_group_norm(input, weight, bias, N, C, HxW, group, eps): output, mean and rstd [N, group]
@@ -80,7 +80,7 @@ std::optional<ByteCount> native_group_norm_bytes(const OpInputs& in) {
   if (!in.is_tensor(0)) return std::nullopt;
   const uint64_t stats = sat_mul(u(in.integer(3).value_or(0)), u(in.integer(6).value_or(0)));
   return ByteCount{input_bytes(in),
-                   sat_add(tensor_out(in, 0), sat_mul(2 * stats, element_bytes(in[0].dtype)))};
+                   sat_add(norm_tensor_out(in, 0), sat_mul(2 * stats, element_bytes(in[0].dtype)))};
 }
 
 // *_norm_backward(..., input at `input`, weight at `weight`, output_mask at `mask`): grad_input
@@ -91,9 +91,9 @@ BytesFn norm_backward_bytes(size_t input, size_t weight, size_t mask_index) {
     IntSpan mask = in.int_list(mask_index);
     if (!in.is_tensor(input) || mask.size() != 3) return std::nullopt;
     ByteCount b{input_bytes(in), 0};
-    if (mask[0] != 0) b.written = tensor_out(in, input);
+    if (mask[0] != 0) b.written = norm_tensor_out(in, input);
     IntSpan x = in.shape(input);
-    const uint64_t per_param = in.is_tensor(weight) ? tensor_out(in, weight)
+    const uint64_t per_param = in.is_tensor(weight) ? norm_tensor_out(in, weight)
                                : x.size() > 1 ? sat_mul(u(x[1]), element_bytes(in[input].dtype))
                                               : 0;
     if (mask[1] != 0) b.written = sat_add(b.written, per_param);
