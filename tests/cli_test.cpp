@@ -165,6 +165,45 @@ TEST(Cli, PerModuleMacsParamsAndFiles) {
   EXPECT_EQ(r.out.find("placement inferred"), std::string::npos) << r.out;
 }
 
+TEST(Cli, PeakFlagsGiveTheRooflineItsCeilings) {
+  const std::string model = save_net(), json = dir() + "/peaks.json";
+  CliRun r =
+      run(model + " --input 3x16 --peak-flops 100G --peak-bandwidth 10G --json " + json);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("machine peak FLOPS (fp32):                                    100.00 "
+                       "GFLOPS (given)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("10.00 GB/s (given)"), std::string::npos) << r.out;
+  const nlohmann::json j = read_json(json);
+  EXPECT_EQ(j["machine"]["flops_source"], "given");
+  EXPECT_EQ(j["machine"]["peak_bytes_per_s"].get<double>(), 10e9);
+  auto m = modules_of(j);
+  // Bytes (fp32, batch 3): proj's addmm reads bias 16 + x 48 + W 256 and writes 48 floats:
+  // 1,472 B; enc's add reads 48 + 48 and writes 48: 576 B; head's addmm reads 4 + 48 + 64 and
+  // writes 12: 512 B; the root's relu reads 48 and writes 48: 384 B
+  EXPECT_EQ(m["enc.proj"]["bytes"], 1472);
+  EXPECT_EQ(m["enc"]["bytes"], 1472 + 576);
+  EXPECT_EQ(m["head"]["bytes"], 512);
+  EXPECT_EQ(m[""]["bytes"], 1472 + 576 + 512 + 384);
+  // proj: 2*768 + 48 = 1,584 FLOPs over 1,472 B = 1.08 FLOP/B, below the ridge (10): memory
+  EXPECT_NEAR(m["enc.proj"]["intensity"].get<double>(), 1584.0 / 1472.0, 1e-9);
+  EXPECT_EQ(m["enc.proj"]["bound"], "memory");
+  // A value that is not a number: exit 2, naming the flag and the form expected
+  CliRun bad = run(model + " --input 3x16 --peak-flops fast");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("--peak-flops: peak FLOP/s 'fast' is not a number"), std::string::npos)
+      << bad.out;
+  // --no-roofline: nothing measured, no roofline columns; the bytes stay in the JSON
+  const std::string plain = dir() + "/plain.json";
+  CliRun off = run(model + " --input 3x16 --no-roofline --json " + plain);
+  ASSERT_EQ(off.code, 0) << off.out;
+  EXPECT_EQ(off.out.find(" moved, "), std::string::npos) << off.out;
+  const nlohmann::json p = read_json(plain);
+  EXPECT_EQ(p["machine"]["flops_source"], "");
+  EXPECT_EQ(modules_of(p)["enc.proj"]["bytes"], 1472);
+}
+
 TEST(Cli, InputsFileHoldingOneTensor) {
   const std::string inputs = save_value("one.pt", torch::randn({3, 16}));
   const std::string json = dir() + "/one.json";

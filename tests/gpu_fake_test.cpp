@@ -124,6 +124,9 @@ TEST(FakeDeviceEvents, PhaseAndModuleDeviceTimeAsTheFakeDictatesWithoutSyncBefor
 
   const flopsprof::ProfileResult& r = prof.result();
   EXPECT_EQ(r.gpu.backend, "privateuseone events");
+  // A device flopsprof has no figures for: no ceilings (this CPU's measured ones are not its)
+  EXPECT_EQ(r.machine.flops_source, "");
+  EXPECT_EQ(r.machine.bytes_per_s, 0.0);
   EXPECT_NE(r.gpu.reason.find("CUPTI times CUDA devices only"), std::string::npos) << r.gpu.reason;
   ASSERT_TRUE(r.gpu.measured);
   EXPECT_EQ(r.gpu.untimed, 0u);
@@ -286,6 +289,57 @@ TEST_F(FakeCupti, KernelsBelongToTheirOpsAndModulesEndToEnd) {
   json j = json::parse(prof.to_json());
   EXPECT_EQ(j["gpu"]["backend"], "cupti");
   EXPECT_EQ(j["gpu"]["kernels"].get<uint64_t>(), r.gpu.kernels);
+}
+
+TEST_F(FakeCupti, RooflineCeilingsFromTheDeviceTableOrItsProperties) {
+  fake_cupti_set_timing(1000, 0, 0);
+  // A device the table knows: its datasheet's figures (H100 SXM: 67 TFLOP/s fp32, 3.35 TB/s)
+  fake_cuda_set_device("NVIDIA H100 80GB HBM3", 132, 1980000, 2619000, 5120, 9, 0);
+  auto model = small_mlp();
+  {
+    flopsprof::FlopsProfiler prof(model, on_device(c10::DeviceType::CUDA));
+    flopsprof::ProfileResult r = run(prof, model);
+    ASSERT_EQ(r.gpu.backend, "cupti") << r.gpu.reason;
+    EXPECT_EQ(r.gpu.device, "NVIDIA H100 80GB HBM3");
+    EXPECT_EQ(r.machine.device, "NVIDIA H100 80GB HBM3");
+    EXPECT_EQ(r.machine.flops_source, "device table");
+    EXPECT_EQ(r.machine.bandwidth_source, "device table");
+    EXPECT_DOUBLE_EQ(r.machine.peak_flops(flopsprof::DType::kFloat32), 67e12);
+    EXPECT_DOUBLE_EQ(r.machine.peak_flops(flopsprof::DType::kBFloat16), 989.4e12);
+    EXPECT_DOUBLE_EQ(r.machine.bytes_per_s, 3.35e12);
+    // Modules on the roofline over their device time (the fake kernels'), not the host's
+    const auto& root = module(r, "");
+    ASSERT_GT(root.device_fwd_s, 0.0);
+    EXPECT_DOUBLE_EQ(root.roofline.achieved_flops_per_s,
+                     static_cast<double>(root.flops) / root.device_fwd_s);
+    EXPECT_FALSE(root.roofline.bound.empty());
+    json j = json::parse(prof.to_json());
+    EXPECT_EQ(j["machine"]["flops_source"], "device table");
+    EXPECT_NE(prof.model_profile_string().find("3.35 TB/s (device table)"), std::string::npos);
+  }
+  // A device it does not know: from its properties. FP32: 132 SMs x 128 lanes (9.0) x 2 x
+  // 1.98 GHz = 66.9 TFLOP/s; memory: 2 x 2.619 GHz x 5120 bits / 8 = 3.352 TB/s
+  fake_cuda_set_device("NVIDIA Fake GPU", 132, 1980000, 2619000, 5120, 9, 0);
+  {
+    flopsprof::FlopsProfiler prof(model, on_device(c10::DeviceType::CUDA));
+    flopsprof::ProfileResult r = run(prof, model);
+    EXPECT_EQ(r.machine.flops_source, "device properties");
+    EXPECT_EQ(r.machine.bandwidth_source, "device properties");
+    EXPECT_DOUBLE_EQ(r.machine.peak_flops(flopsprof::DType::kFloat32), 2.0 * 128 * 132 * 1.98e9);
+    EXPECT_DOUBLE_EQ(r.machine.bytes_per_s, 2.0 * 2.619e9 * 5120 / 8);
+  }
+  // Timed with device events (CUPTI not tried): the ceilings all the same; a given bandwidth
+  // wins over the device's
+  {
+    flopsprof::ProfilerOptions o = on_device(c10::DeviceType::CUDA);
+    o.device_timing = flopsprof::ProfilerOptions::DeviceTiming::kDeviceEvents;
+    o.roofline.peak_bandwidth = 1e12;
+    flopsprof::FlopsProfiler prof(model, o);
+    flopsprof::ProfileResult r = run(prof, model);
+    EXPECT_EQ(r.machine.flops_source, "device properties");
+    EXPECT_EQ(r.machine.bandwidth_source, "given");
+    EXPECT_DOUBLE_EQ(r.machine.bytes_per_s, 1e12);
+  }
 }
 
 TEST_F(FakeCupti, RecordsBeyondTheBufferCapAreDroppedAndReported) {

@@ -1,4 +1,4 @@
-// Whole-model checks against published figures: ResNet-18 and BERT-base MLM.
+// Whole-model checks against published figures: ResNet-18, ResNet-50 and BERT-base MLM.
 #include <gtest/gtest.h>
 
 #include <torch/torch.h>
@@ -33,6 +33,30 @@ TEST(Models, ResNet18MatchesDeepSpeedFigures) {
   EXPECT_EQ(prof.get_module_macs("fc"), 512u * 1000);
   EXPECT_EQ(prof.get_module("layer1.0").calls, 1u);
   EXPECT_TRUE(prof.get_module("layer1.0").scoped);
+}
+
+TEST(Models, ResNet50MatchesTorchvisionAndItsStemsBytesAreCountedByHand) {
+  models::ResNet50 model;
+  model->eval();
+  torch::NoGradGuard no_grad;
+  flopsprof::ProfilerOptions o;
+  o.roofline.enabled = false;  // bytes need no peaks
+  flopsprof::FlopsProfiler prof(model, o);
+  prof.start_profile();
+  model->forward(torch::randn({1, 3, 224, 224}));
+  prof.stop_profile();
+  EXPECT_EQ(prof.get_total_params(), 25557032u);  // torchvision resnet50
+  // conv1: 7x7, 3->64, stride 2 on 224x224 -> 112x112: 64*112*112*3*49 = 118,013,952 MACs
+  EXPECT_EQ(prof.get_module_macs("conv1"), 118013952u);
+  // Its bytes (fp32): reads x 3*224*224 = 150,528 and W 64*3*7*7 = 9,408 floats, writes
+  // 64*112*112 = 802,816: 3,851,008 B. The max-pool (3x3, stride 2, padding 1) reads those
+  // 802,816 and writes 64*56*56 = 200,704 floats: 4,014,080 B.
+  EXPECT_EQ(prof.get_module("conv1").bytes, (150528u + 9408u + 802816u) * 4);
+  EXPECT_EQ(prof.get_module("maxpool").bytes, (802816u + 200704u) * 4);
+  // the last block's 1x1 expansion conv3 (512 -> 2048 on 7x7): reads 512*49 + 2048*512 floats,
+  // writes 2048*49
+  EXPECT_EQ(prof.get_module("layer4.2.conv3").bytes, (512u * 49 + 2048u * 512 + 2048u * 49) * 4);
+  EXPECT_EQ(prof.get_module("").bytes, prof.result().fwd_bytes);
 }
 
 TEST(Models, BertBaseMlmMatchesAnalyticCount) {

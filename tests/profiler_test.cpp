@@ -205,29 +205,40 @@ TEST(Profiler, TextReportOfARealModelMatchesLineByLine) {
   torch::NoGradGuard no_grad;
   flopsprof::ProfilerOptions options;
   options.timer = flopsprof::make_step_timer(0);  // every timestamp 0: the report is deterministic
+  options.roofline.set_peak_flops(100e9);         // so are given ceilings (ridge: 10 FLOP/B)
+  options.roofline.peak_bandwidth = 10e9;
   FlopsProfiler prof(model, options);
   prof.start_profile();
   model->forward(torch::randn({3, 8}));
   prof.stop_profile();
   std::string text = prof.model_profile_string(1, -1, 1, true);
   std::string tree = text.substr(text.find("\nMlp(\n") + 1);
+  // Bytes (fp32): layers.0 reads b 16 + x 24 + W 128, writes 48: 864 B (816 FLOPs: 0.94 FLOP/B);
+  // a ReLU reads 48 and writes 48: 384 B (48 FLOPs: 0.12); layers.2 reads 16 + 48 + 256, writes
+  // 48: 1,472 B (1,584 FLOPs: 1.08); head reads 4 + 48 + 64, writes 12: 512 B (396: 0.77);
+  // log_softmax 12 + 12: 96 B. All memory-bound; no time has passed: 0% of the ceiling.
   std::vector<std::string> expected = {
       "Mlp(",
       // the final log_softmax: the model's or the caller's (no grad: op order decides), marked
       "  484 = 100.00% Params, 1.34 KMACs = 100.00% MACs, 0.00 us = 0.00% latency, n/a, ~ +12 "
-      "FLOPs by op order",
+      "FLOPs by op order, 3.71 KB moved, 0.78 FLOP/B memory 0.0%",
       "  (layers): Sequential(",
-      "    416 = 85.95% Params, 1.15 KMACs = 85.71% MACs, 0.00 us = 0.00% latency, n/a",
-      "    (0): Linear(144 = 29.75% Params, 384 MACs = 28.57% MACs, 0.00 us = 0.00% latency, n/a)",
-      "    (1): ReLU(0 = 0.00% Params, 0 MACs = 0.00% MACs, 0.00 us = 0.00% latency, n/a)",
-      "    (2): Linear(272 = 56.20% Params, 768 MACs = 57.14% MACs, 0.00 us = 0.00% latency, n/a)",
-      "    (3): ReLU(0 = 0.00% Params, 0 MACs = 0.00% MACs, 0.00 us = 0.00% latency, n/a)",
+      "    416 = 85.95% Params, 1.15 KMACs = 85.71% MACs, 0.00 us = 0.00% latency, n/a, 3.10 KB "
+      "moved, 0.80 FLOP/B memory 0.0%",
+      "    (0): Linear(144 = 29.75% Params, 384 MACs = 28.57% MACs, 0.00 us = 0.00% latency, n/a, "
+      "864 B moved, 0.94 FLOP/B memory 0.0%)",
+      "    (1): ReLU(0 = 0.00% Params, 0 MACs = 0.00% MACs, 0.00 us = 0.00% latency, n/a, 384 B "
+      "moved, 0.12 FLOP/B memory 0.0%)",
+      "    (2): Linear(272 = 56.20% Params, 768 MACs = 57.14% MACs, 0.00 us = 0.00% latency, n/a, "
+      "1.47 KB moved, 1.08 FLOP/B memory 0.0%)",
+      "    (3): ReLU(0 = 0.00% Params, 0 MACs = 0.00% MACs, 0.00 us = 0.00% latency, n/a, 384 B "
+      "moved, 0.12 FLOP/B memory 0.0%)",
       "  )",
-      "  (head): Linear(68 = 14.05% Params, 192 MACs = 14.29% MACs, 0.00 us = 0.00% latency, n/a)",
+      "  (head): Linear(68 = 14.05% Params, 192 MACs = 14.29% MACs, 0.00 us = 0.00% latency, n/a, "
+      "512 B moved, 0.77 FLOP/B memory 0.0%)",
       ")",
-      "------------------------------------------------------------------------------",
   };
-  std::istringstream in(tree);
+  std::istringstream in(tree.substr(0, tree.find("\n\n---")));  // the tree, to the op table
   std::string line;
   size_t i = 0;
   while (std::getline(in, line)) {

@@ -52,6 +52,13 @@ options:
   --backward             profile a training step: forward, loss = sum of the outputs, backward
   --device cpu|cuda      where the model and inputs live (default cpu)
   --threads N            intra-op threads (torch::set_num_threads)
+  --peak-flops F         the machine's peak FLOP/s for the roofline instead of measuring it:
+                         a number (1.5e12, 900G, 67T) for every dtype, or per dtype
+                         (fp32=67T,bf16=989T); also FLOPSPROF_PEAK_FLOPS
+  --peak-bandwidth B     the machine's peak memory bandwidth, bytes/s (20e9, 3.35T); also
+                         FLOPSPROF_PEAK_BANDWIDTH. Unless given, a CPU's peaks are measured once
+                         (a few hundred ms) and cached, a GPU's come from its properties
+  --no-roofline          no peaks measured, no roofline columns in the text (bytes stay in JSON)
   --json FILE            also write the profile as JSON
   --html FILE            also write the self-contained HTML report
   --trace FILE           also write a Chrome trace (chrome://tracing, Perfetto)
@@ -162,6 +169,7 @@ struct Options {
   int threads = 0;
   std::string json, html, trace;
   bool quiet = false;
+  flopsprof::RooflineOptions roofline;
 };
 
 Options parse_args(int argc, char** argv) {
@@ -199,6 +207,20 @@ Options parse_args(int argc, char** argv) {
         fail("--device: '" + o.device + "' is not a device; use cpu or cuda");
     } else if (a == "--threads") {
       o.threads = static_cast<int>(parse_int(a, value(), 1));
+    } else if (a == "--peak-flops") {
+      try {
+        o.roofline.peak_flops = flopsprof::parse_peak_flops(value());
+      } catch (const flopsprof::Error& e) {
+        fail(std::string("--peak-flops: ") + e.what());
+      }
+    } else if (a == "--peak-bandwidth") {
+      try {
+        o.roofline.peak_bandwidth = flopsprof::parse_peak_bandwidth(value());
+      } catch (const flopsprof::Error& e) {
+        fail(std::string("--peak-bandwidth: ") + e.what());
+      }
+    } else if (a == "--no-roofline") {
+      o.roofline.enabled = false;
     } else if (a == "--json") {
       o.json = value();
     } else if (a == "--html") {
@@ -570,7 +592,11 @@ std::vector<double> time_runs(const Options& o, Step& step, torch::Device device
 // The --json/--html/--trace files, then the text report and the median latency on stdout.
 // Everything is produced before anything is written.
 void write_outputs(const Options& o, flopsprof::FlopsProfiler& prof, std::vector<double> times) {
-  const std::string text = prof.model_profile_string(1, o.depth, o.top, true);
+  flopsprof::ReportOptions ro;
+  ro.module_depth = o.depth;
+  ro.top_modules = o.top;
+  ro.roofline = o.roofline.enabled;
+  const std::string text = flopsprof::format_text_report(prof.result(), ro);
   std::string json, html, trace;
   if (!o.json.empty()) json = prof.to_json();
   if (!o.html.empty()) html = prof.html();
@@ -611,6 +637,7 @@ int run(int argc, char** argv) {
   warm_up(o, step, module);
   flopsprof::ProfilerOptions popts;
   popts.batch_size = inputs.batch;
+  popts.roofline = o.roofline;
   flopsprof::FlopsProfiler prof(model.tree(), popts);
   profile_step(o, step, model, prof);
   warn_about_hierarchy(module, model);

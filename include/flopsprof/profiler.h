@@ -17,6 +17,7 @@
 
 #include "flopsprof/error.h"
 #include "flopsprof/report.h"
+#include "flopsprof/roofline.h"
 #include "flopsprof/scope.h"
 #include "flopsprof/timer.h"
 
@@ -67,6 +68,11 @@ struct ProfilerOptions {
   /// Records that find no buffer are dropped by CUPTI and the report counts them.
   size_t cupti_buffer_bytes = 4u << 20;
   size_t cupti_max_buffers = 64;
+  /// The machine's ceilings for the roofline (docs/report.md, "Roofline"): by default a CPU's
+  /// are measured by flopsprof at the first stop_profile() that needs them (a few hundred ms,
+  /// then cached per machine: flopsprof/machine.h) and a GPU's come from its properties; given
+  /// values (e.g. datasheet figures) win, and `enabled = false` skips them.
+  RooflineOptions roofline;
 };
 
 class FlopsProfiler;

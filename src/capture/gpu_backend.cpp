@@ -8,6 +8,7 @@
 #include <mutex>
 #include <vector>
 
+#include <ATen/Context.h>
 #include <c10/core/DeviceType.h>
 
 #include "capture/device_events.h"
@@ -92,15 +93,25 @@ GpuSelection select_gpu_timing(const GpuTimingRequest& request) {
   sel.device_type = request.device_type;
   sel.device_index = request.device_index;
   const auto type = static_cast<c10::DeviceType>(request.device_type);
-  std::string why_cupti, why_events;
+  std::string why_cupti, why_events, why_plugin;
   const GpuPluginV1* plugin = nullptr;
+  // A CUDA device's name and ceilings, through the plugin, whatever times it.
+  const GpuPluginV1* cuda_plugin =
+      type == c10::DeviceType::CUDA ? load_gpu_plugin(&why_plugin) : nullptr;
+  if (cuda_plugin != nullptr) {
+    char name[256] = {0};
+    if (cuda_plugin->cuda_device_name(request.device_index, name, sizeof name)) sel.device = name;
+    GpuDeviceProperties props;
+    if (cuda_plugin->cuda_device_properties(request.device_index, &props)) {
+      sel.peaks = gpu_peaks(props, at::globalContext().allowTF32CuBLAS());
+    }
+  }
   if (!request.try_cupti) {
     why_cupti = "not tried (ProfilerOptions::device_timing)";
   } else if (type == c10::DeviceType::CUDA) {
-    plugin = load_gpu_plugin(&why_cupti);
+    plugin = cuda_plugin;
+    why_cupti = why_plugin;
     if (plugin != nullptr) {
-      char name[256] = {0};
-      if (plugin->cuda_device_name(request.device_index, name, sizeof name)) sel.device = name;
       std::unique_ptr<GpuBackend> cupti(plugin->make_cupti_backend(request.cupti_limits));
       if (cupti->start(&why_cupti)) {
         sel.cupti = std::move(cupti);

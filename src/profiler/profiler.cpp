@@ -1,6 +1,7 @@
 // FlopsProfiler and get_model_profile: ties the observer, the module index and the reports.
 #include "flopsprof/profiler.h"
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <optional>
@@ -18,6 +19,7 @@
 #include "flopsprof/meta.h"
 #include "flopsprof/scope.h"
 #include "flopsprof/sweep.h"
+#include "profiler/peaks.h"
 #include "reports/report_html.h"
 #include "reports/text_file.h"
 #include "reports/trace.h"
@@ -231,6 +233,31 @@ struct FlopsProfiler::Impl {
     return in;
   }
 
+  // The roofline's ceilings for a profile whose ops `a` counted: given, environment, the
+  // device's, or (`measure`, a CPU model) this CPU's measured peaks for the dtypes its FLOPs
+  // were in. A failed measurement leaves them unknown, with the reason in `in`'s problems.
+  MachinePeaks peaks(const detail::Analysis& a, bool measure, detail::AggregateInput& in) const {
+    std::vector<DType> dtypes;
+    for (const auto& t : a.counts.threads) {
+      for (const detail::OpCount& c : t) {
+        if (c.counted() && c.fc.flops > 0 && is_floating(c.dtype) &&
+            std::find(dtypes.begin(), dtypes.end(), c.dtype) == dtypes.end())
+          dtypes.push_back(c.dtype);
+      }
+    }
+    // Measured peaks are this CPU's: not for a model on meta (its times are not the machine's),
+    // nor on a device (whose own come from the plugin, when it knows the device).
+    const bool cpu = !detail::on_meta(*model) && timing_request().device_type < 0;
+    // Not a CPU model: no CPU peaks either, measured or cached (a device's own, when known).
+    std::optional<MachinePeaks> device = gpu.peaks;
+    if (!cpu && !device) device = MachinePeaks{};
+    std::string problem;
+    MachinePeaks p =
+        detail::profile_peaks(options.roofline, dtypes, device, measure && cpu, &problem);
+    if (!problem.empty()) in.problems.push_back("roofline: " + problem);
+    return p;
+  }
+
   ProfileResult compute(const detail::AggregateInput& in, const detail::Analysis& a) const {
     ProfileResult r = detail::aggregate(in, a);
     r.batch_size = options.batch_size;
@@ -244,7 +271,9 @@ struct FlopsProfiler::Impl {
     if (running) {
       const Records recs = records();
       detail::AggregateInput in = input(recs, session->now(), session->ns_per_tick(), timer_name());
-      snapshot = compute(in, detail::analyze(in));
+      const detail::Analysis a = detail::analyze(in);
+      in.machine = peaks(a, /*measure=*/false, in);
+      snapshot = compute(in, a);
       return *snapshot;
     }
     if (!result) {
@@ -325,13 +354,19 @@ void FlopsProfiler::stop_profile() {
   c.timer = impl_->timer_name();
   c.session = std::move(impl_->session);  // `s` lives on in it
   auto t0 = std::chrono::steady_clock::now();
+  double peaks_ns = 0;
   {
     detail::AggregateInput in = impl_->input(impl_->records(), c.stop, c.ns_per_tick, c.timer);
     c.analysis = detail::analyze(in);
+    const auto p0 = std::chrono::steady_clock::now();
+    in.machine = impl_->peaks(c.analysis, /*measure=*/true, in);
+    peaks_ns =
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - p0).count();
     impl_->result = impl_->compute(in, c.analysis);
   }
   impl_->compute_ns =
-      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() -
+      peaks_ns;
   c.internal.push_back(
       detail::InternalSpan{"flopsprof: stop_profile (computing results)", stop_tick, stop_tick});
 }

@@ -4,10 +4,14 @@
 // (one lock keeps it safe anyway).
 #include "fake_cupti.h"
 
+#include <cuda_runtime_api.h>
 #include <cupti.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace {
@@ -39,6 +43,9 @@ struct State {
   std::vector<uint64_t> stack;
   uint8_t* buffer = nullptr;
   size_t size = 0, used = 0;
+  // The fake CUDA device (fake_cuda_set_device); no name: no device.
+  std::string device_name;
+  int attrs[6] = {0, 0, 0, 0, 0, 0};  // SMs, clock, memory clock, bus bits, major, minor
 };
 State g;
 
@@ -118,6 +125,50 @@ void fake_cupti_reset() {
   g.memcpy_every = 0;
   g.pushes = g.kernels = g.memcpys = g.dropped = g.requested = 0;
   g.stack.clear();
+  g.device_name.clear();
+}
+void fake_cuda_set_device(const char* name, int sm_count, int clock_khz, int memory_clock_khz,
+                          int memory_bus_bits, int major, int minor) {
+  std::lock_guard<std::mutex> lock(g.mu);
+  g.device_name = name ? name : "";
+  const int v[6] = {sm_count, clock_khz, memory_clock_khz, memory_bus_bits, major, minor};
+  std::copy(v, v + 6, g.attrs);
+}
+
+// The CUDA runtime's device queries, answered by the fake device (the plugin finds these before
+// libcudart's: the test program links this library).
+cudaError_t CUDARTAPI cudaGetDeviceProperties(struct cudaDeviceProp* prop, int device) {
+  std::lock_guard<std::mutex> lock(g.mu);
+  if (g.device_name.empty() || device != 0) return cudaErrorInsufficientDriver;
+  std::memset(prop, 0, sizeof *prop);
+  std::snprintf(prop->name, sizeof prop->name, "%s", g.device_name.c_str());
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaDeviceGetAttribute(int* value, enum cudaDeviceAttr attr, int device) {
+  std::lock_guard<std::mutex> lock(g.mu);
+  if (g.device_name.empty() || device != 0) return cudaErrorInsufficientDriver;
+  switch (attr) {
+    case cudaDevAttrMultiProcessorCount:
+      *value = g.attrs[0];
+      return cudaSuccess;
+    case cudaDevAttrClockRate:
+      *value = g.attrs[1];
+      return cudaSuccess;
+    case cudaDevAttrMemoryClockRate:
+      *value = g.attrs[2];
+      return cudaSuccess;
+    case cudaDevAttrGlobalMemoryBusWidth:
+      *value = g.attrs[3];
+      return cudaSuccess;
+    case cudaDevAttrComputeCapabilityMajor:
+      *value = g.attrs[4];
+      return cudaSuccess;
+    case cudaDevAttrComputeCapabilityMinor:
+      *value = g.attrs[5];
+      return cudaSuccess;
+    default:
+      return cudaErrorInvalidValue;
+  }
 }
 void fake_cupti_set_enable_result(int result) { g.enable_result = result; }
 void fake_cupti_set_timing(int64_t kernel_ns, int64_t memcpy_ns, int memcpy_every) {

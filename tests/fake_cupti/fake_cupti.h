@@ -20,4 +20,10 @@ uint64_t fake_cupti_dropped();
 int fake_cupti_enabled_kinds();
 /// Buffers requested from the backend, and pushes while nothing was enabled.
 uint64_t fake_cupti_buffers_requested();
+/// A fake CUDA device 0 answering the plugin's device queries (cudaGetDeviceProperties and
+/// cudaDeviceGetAttribute, which this library defines ahead of the CUDA runtime's): its name,
+/// SMs, clocks (kHz), memory bus (bits) and compute capability. Until set (and after a reset)
+/// the queries fail, as the runtime does without a driver.
+void fake_cuda_set_device(const char* name, int sm_count, int clock_khz, int memory_clock_khz,
+                          int memory_bus_bits, int major, int minor);
 }

@@ -29,12 +29,30 @@ bool device_name(int index, char* name, size_t size) {
   return true;
 }
 
+bool device_properties(int index, GpuDeviceProperties* out) {
+  if (!device_name(index, out->name, sizeof out->name)) return false;
+  struct {
+    cudaDeviceAttr attr;
+    int* value;
+  } wanted[] = {{cudaDevAttrMultiProcessorCount, &out->sm_count},
+                {cudaDevAttrClockRate, &out->clock_khz},
+                {cudaDevAttrMemoryClockRate, &out->memory_clock_khz},
+                {cudaDevAttrGlobalMemoryBusWidth, &out->memory_bus_bits},
+                {cudaDevAttrComputeCapabilityMajor, &out->major},
+                {cudaDevAttrComputeCapabilityMinor, &out->minor}};
+  for (const auto& w : wanted) {
+    if (cudaDeviceGetAttribute(w.value, w.attr, index) != cudaSuccess) *w.value = 0;
+  }
+  return true;
+}
+
 GpuPluginV1 make_plugin() {
   GpuPluginV1 p;
   p.version = FLOPSPROF_VERSION;
   p.make_cupti_backend = new_cupti_backend;
   p.cuda_event_elapsed_ms = event_elapsed_ms;
   p.cuda_device_name = device_name;
+  p.cuda_device_properties = device_properties;
   return p;
 }
 

@@ -1,0 +1,409 @@
+// A CPU's peaks measured with LibTorch's own kernels (a matrix product per dtype, a streaming
+// triad), kept in a small cache file per machine; and the peaks a profile uses (src/profiler/
+// peaks.h).
+#include "flopsprof/machine.h"
+
+#include <link.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <sstream>
+
+#include <ATen/Parallel.h>
+#include <ATen/record_function.h>
+#include <c10/core/InferenceMode.h>
+#include <fmt/format.h>
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include "flopsprof/error.h"
+#include "profiler/peaks.h"
+
+namespace flopsprof {
+namespace {
+
+std::string first_line_value(const char* path, const char* key) {
+  std::ifstream f(path);
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind(key, 0) == 0) {
+      const size_t colon = line.find(':');
+      if (colon == std::string::npos) continue;
+      size_t b = line.find_first_not_of(" \t", colon + 1);
+      return b == std::string::npos ? "" : line.substr(b);
+    }
+  }
+  return "";
+}
+
+std::string cpu_model() {
+  std::string m = first_line_value("/proc/cpuinfo", "model name");
+  if (m.empty()) m = first_line_value("/proc/cpuinfo", "Model");
+  return m.empty() ? "unknown CPU" : m;
+}
+
+// The BLAS library LibTorch's matrix products run in, as loaded (its real path): the GEMM peak
+// depends on it (Debian switches libblas.so.3 between implementations).
+std::string blas_library() {
+  std::string found;
+  dl_iterate_phdr(
+      [](struct dl_phdr_info* info, size_t, void* out) -> int {
+        const std::string name = info->dlpi_name ? info->dlpi_name : "";
+        if (name.find("blas") == std::string::npos && name.find("mkl") == std::string::npos)
+          return 0;
+        char* real = realpath(name.c_str(), nullptr);
+        *static_cast<std::string*>(out) = real ? real : name;
+        std::free(real);
+        return 1;
+      },
+      &found);
+  return found.empty() ? "built-in" : found;
+}
+
+// The last-level cache of CPU 0, bytes (sysfs); 32 MiB when unknown.
+uint64_t llc_bytes() {
+  uint64_t best = 0;
+  int best_level = 0;
+  for (int i = 0; i < 8; ++i) {
+    const std::string dir = fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/", i);
+    std::ifstream lf(dir + "level"), sf(dir + "size");
+    int level = 0;
+    std::string size;
+    if (!(lf >> level) || !(sf >> size) || size.empty()) continue;
+    uint64_t v = std::strtoull(size.c_str(), nullptr, 10);
+    if (size.back() == 'K') v <<= 10;
+    if (size.back() == 'M') v <<= 20;
+    if (level > best_level || (level == best_level && v > best)) {
+      best_level = level;
+      best = v;
+    }
+  }
+  return best > 0 ? best : (32u << 20);
+}
+
+std::string cache_dir() {
+  if (const char* d = std::getenv("FLOPSPROF_CACHE_DIR"); d && *d) return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/flopsprof";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/flopsprof";
+  return "";
+}
+
+// One line of the cache: "<key>\tbandwidth=<B/s>\t<dtype>=<FLOP/s>...\tdetail=<text>".
+struct Entry {
+  double bandwidth = 0;
+  RateByDtype flops{};
+  std::map<std::string, bool> tried;  // dtypes measured (a 0 is "cannot compute it here")
+  std::string detail;
+};
+
+std::map<std::string, Entry> read_cache(const std::string& file) {
+  std::map<std::string, Entry> out;
+  std::ifstream f(file);
+  std::string line;
+  while (std::getline(f, line)) {
+    std::stringstream ss(line);
+    std::string key, field;
+    if (!std::getline(ss, key, '\t') || key.empty()) continue;
+    Entry e;
+    while (std::getline(ss, field, '\t')) {
+      const size_t eq = field.find('=');
+      if (eq == std::string::npos) continue;
+      const std::string name = field.substr(0, eq), value = field.substr(eq + 1);
+      if (name == "bandwidth") {
+        e.bandwidth = std::strtod(value.c_str(), nullptr);
+      } else if (name == "detail") {
+        e.detail = value;
+      } else {
+        for (size_t d = 1; d < e.flops.size(); ++d) {
+          if (name == dtype_name(static_cast<DType>(d))) {
+            e.flops[d] = std::strtod(value.c_str(), nullptr);
+            e.tried[name] = true;
+          }
+        }
+      }
+    }
+    if (e.bandwidth > 0) out[key] = e;
+  }
+  return out;
+}
+
+void write_cache(const std::string& dir, const std::string& file,
+                 const std::map<std::string, Entry>& entries) {
+  // mkdir -p, one level at a time
+  for (size_t p = 1; p <= dir.size(); ++p) {
+    if (p == dir.size() || dir[p] == '/') ::mkdir(dir.substr(0, p).c_str(), 0755);
+  }
+  const std::string tmp = fmt::format("{}.{}.tmp", file, ::getpid());
+  {
+    std::ofstream f(tmp);
+    if (!f) return;  // an unwritable cache: measured again next time
+    for (const auto& [key, e] : entries) {
+      f << key << "\tbandwidth=" << fmt::format("{:.17g}", e.bandwidth);
+      for (size_t d = 1; d < e.flops.size(); ++d) {
+        const char* n = dtype_name(static_cast<DType>(d));
+        if (e.tried.count(n)) f << '\t' << n << '=' << fmt::format("{:.17g}", e.flops[d]);
+      }
+      f << "\tdetail=" << e.detail << '\n';
+    }
+    if (!f) {
+      std::remove(tmp.c_str());
+      return;
+    }
+  }
+  if (std::rename(tmp.c_str(), file.c_str()) != 0) std::remove(tmp.c_str());
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Peak FLOP/s of torch::mm at `dtype`: n doubles from 128 until one product takes >= 8 ms (or
+// n = 2048; the smaller ones warm the kernel up), then the best of that one and 2 more at that
+// size. 0 when LibTorch cannot multiply this dtype here.
+double gemm_peak(DType dtype, std::string* detail) {
+  c10::ScalarType st;
+  switch (dtype) {
+    case DType::kFloat64:
+      st = at::kDouble;
+      break;
+    case DType::kFloat32:
+      st = at::kFloat;
+      break;
+    case DType::kBFloat16:
+      st = at::kBFloat16;
+      break;
+    case DType::kFloat16:
+      st = at::kHalf;
+      break;
+    default:
+      return 0;
+  }
+  try {
+    int64_t n = 128;
+    at::Tensor a, b;
+    auto product = [&] {
+      const auto t0 = std::chrono::steady_clock::now();
+      at::Tensor c = at::mm(a, b);
+      return seconds_since(t0);
+    };
+    double t = 0;
+    for (;;) {
+      a = at::rand({n, n}).to(st);
+      b = at::rand({n, n}).to(st);
+      t = product();
+      if (t >= 0.008 || n >= 2048) break;
+      n *= 2;
+    }
+    for (int k = 0; k < 2; ++k) t = std::min(t, product());
+    const double flops =
+        2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / t;
+    *detail += fmt::format("{} mm {}^3; ", dtype_name(dtype), n);
+    return flops;
+  } catch (const std::exception&) {
+    *detail += fmt::format("{} mm not supported; ", dtype_name(dtype));
+    return 0;
+  }
+}
+
+// Bandwidth of a = b + 2 * c over fp32 arrays of max(2 x LLC, 32 MiB) each (at most 512 MiB):
+// 3 x the array's bytes per pass (the compulsory traffic), best of 3 after a first pass that
+// touches a's pages (b and c are written when made: reading never-written pages would read the
+// kernel's shared zero page, from cache).
+double triad_bandwidth(std::string* detail) {
+  const uint64_t bytes =
+      std::min<uint64_t>(std::max<uint64_t>(2 * llc_bytes(), 32u << 20), 512u << 20);
+  const int64_t n = static_cast<int64_t>(bytes / 4);
+  at::Tensor a = at::empty({n}), b = at::ones({n}), c = at::ones({n});
+  at::add_out(a, b, c, 2.0);
+  double best = 1e300;
+  for (int k = 0; k < 3; ++k) {
+    const auto t0 = std::chrono::steady_clock::now();
+    at::add_out(a, b, c, 2.0);
+    best = std::min(best, seconds_since(t0));
+  }
+  *detail += fmt::format("triad 3 x {} MiB", bytes >> 20);
+  return 3.0 * static_cast<double>(n) * 4.0 / best;
+}
+
+std::mutex g_peaks_mu;
+std::map<std::string, Entry> g_process_cache;  // measured in this process, by key
+
+// cpu_peaks; with `measure` false, nullopt unless every dtype is in a cache.
+std::optional<MachinePeaks> peaks_of_this_cpu(const std::vector<DType>& dtypes, int threads,
+                                              bool use_cache, bool measure) {
+  std::lock_guard<std::mutex> lock(g_peaks_mu);
+  if (threads <= 0) threads = at::get_num_threads();
+  const char* isa = std::getenv("ATEN_CPU_CAPABILITY");
+  const std::string model = cpu_model();
+  const std::string key = fmt::format("{}|threads={}|libtorch={}|blas={}|isa={}", model, threads,
+                                      TORCH_VERSION, blas_library(), isa && *isa ? isa : "default");
+  const std::string dir = cache_dir();
+  const std::string file = dir.empty() ? "" : dir + "/machine-peaks.txt";
+  std::vector<DType> wanted{DType::kFloat32};
+  for (DType d : dtypes) {
+    if (is_floating(d) && d != DType::kComplex64 && d != DType::kComplex128 &&
+        d != DType::kFloat8 && std::find(wanted.begin(), wanted.end(), d) == wanted.end())
+      wanted.push_back(d);
+  }
+  MachinePeaks p;
+  p.device = model;
+  p.threads = threads;
+  p.cache_file = file;
+  std::map<std::string, Entry> cached =
+      file.empty() ? std::map<std::string, Entry>{} : read_cache(file);
+  Entry e;
+  bool from_file = false;
+  if (auto it = g_process_cache.find(key); it != g_process_cache.end()) {
+    e = it->second;
+  } else if (auto jt = cached.find(key); use_cache && jt != cached.end()) {
+    e = jt->second;
+    from_file = true;
+  }
+  if (!measure) {
+    bool complete = e.bandwidth > 0;
+    for (DType d : wanted) complete = complete && e.tried.count(dtype_name(d)) > 0;
+    if (!complete) return std::nullopt;
+  }
+  bool measured_now = false;
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    at::DisableRecordFunctionGuard no_records;  // no profile records these
+    c10::InferenceMode no_grad;
+    const int before = at::get_num_threads();
+    if (before != threads) at::set_num_threads(threads);
+    try {
+      if (e.bandwidth <= 0 || !use_cache) {
+        e = Entry{};
+        e.detail = "";
+        std::string d;
+        e.bandwidth = triad_bandwidth(&d);
+        e.detail = d;
+        measured_now = true;
+      }
+      for (DType d : wanted) {
+        const char* n = dtype_name(d);
+        if (e.tried.count(n)) continue;
+        std::string det;
+        e.flops[static_cast<size_t>(d)] = gemm_peak(d, &det);
+        e.tried[n] = true;
+        e.detail = det + e.detail;
+        measured_now = true;
+      }
+    } catch (const std::exception& ex) {
+      if (before != threads) at::set_num_threads(before);
+      throw Error(
+          fmt::format("measuring this CPU's peaks failed ({}); give them instead "
+                      "(ProfilerOptions::roofline, --peak-flops / --peak-bandwidth, or "
+                      "FLOPSPROF_PEAK_FLOPS / FLOPSPROF_PEAK_BANDWIDTH)",
+                      ex.what()));
+    }
+    if (before != threads) at::set_num_threads(before);
+  }
+  if (measured_now) {
+    p.measure_s = seconds_since(t0);
+    g_process_cache[key] = e;
+    if (!file.empty()) {
+      cached = read_cache(file);  // another process may have written meanwhile
+      cached[key] = e;
+      write_cache(dir, file, cached);
+    }
+  }
+  p.flops_per_s = e.flops;
+  p.bytes_per_s = e.bandwidth;
+  const char* source = measured_now ? "measured" : from_file ? "measured (cached)" : "measured";
+  p.flops_source = p.bandwidth_source = source;
+  p.detail = fmt::format("{}, {} thread(s), LibTorch {}, BLAS {}: {}", model, threads,
+                         TORCH_VERSION, blas_library(), e.detail);
+  return p;
+}
+
+}  // namespace
+
+MachinePeaks cpu_peaks(const std::vector<DType>& dtypes, int threads, bool use_cache) {
+  return *peaks_of_this_cpu(dtypes, threads, use_cache, true);
+}
+
+namespace detail {
+
+namespace {
+void add_problem(std::string* problem, const std::string& what) {
+  if (problem == nullptr) return;
+  if (!problem->empty()) *problem += "; ";
+  *problem += what;
+}
+}  // namespace
+
+void forget_measured_peaks() {
+  std::lock_guard<std::mutex> lock(g_peaks_mu);
+  g_process_cache.clear();
+}
+
+MachinePeaks profile_peaks(const RooflineOptions& options, const std::vector<DType>& dtypes,
+                           const std::optional<MachinePeaks>& device, bool measure,
+                           std::string* problem) {
+  MachinePeaks p;
+  if (!options.enabled) return p;
+  // Given > environment > device (GPU) or measured (CPU), each ceiling on its own.
+  RateByDtype flops = options.peak_flops;
+  std::string flops_source = "given", bandwidth_source = "given";
+  double bandwidth = options.peak_bandwidth;
+  bool any_flops = false;
+  for (double f : flops) any_flops = any_flops || f > 0;
+  if (!any_flops) {
+    if (const char* env = std::getenv("FLOPSPROF_PEAK_FLOPS"); env && *env) {
+      try {
+        flops = parse_peak_flops(env);
+        flops_source = "given (FLOPSPROF_PEAK_FLOPS)";
+        any_flops = true;
+      } catch (const Error& e) {  // the profile is kept; the variable is ignored, and said so
+        add_problem(problem, fmt::format("FLOPSPROF_PEAK_FLOPS ignored: {}", e.what()));
+      }
+    }
+  }
+  if (bandwidth <= 0) {
+    if (const char* env = std::getenv("FLOPSPROF_PEAK_BANDWIDTH"); env && *env) {
+      try {
+        bandwidth = parse_peak_bandwidth(env);
+        bandwidth_source = "given (FLOPSPROF_PEAK_BANDWIDTH)";
+      } catch (const Error& e) {
+        add_problem(problem, fmt::format("FLOPSPROF_PEAK_BANDWIDTH ignored: {}", e.what()));
+      }
+    }
+  }
+  MachinePeaks base;
+  const bool need = !any_flops || bandwidth <= 0;
+  if (need && device) {
+    base = *device;
+  } else if (need) {
+    try {
+      base = peaks_of_this_cpu(dtypes, 0, true, measure).value_or(MachinePeaks{});
+    } catch (const Error& e) {
+      add_problem(problem, e.what());
+    }
+  }
+  p = base;
+  if (any_flops) {
+    // Given per dtype: the ones not given keep the base's (a measurement of another dtype)
+    for (size_t d = 0; d < flops.size(); ++d) {
+      if (flops[d] > 0) p.flops_per_s[d] = flops[d];
+    }
+    p.flops_source = flops_source;
+  }
+  if (bandwidth > 0) {
+    p.bytes_per_s = bandwidth;
+    p.bandwidth_source = bandwidth_source;
+  }
+  if (!device && p.threads == 0) p.threads = at::get_num_threads();
+  return p;
+}
+
+}  // namespace detail
+}  // namespace flopsprof

@@ -1,0 +1,315 @@
+// Bytes moved and the roofline on real LibTorch runs: the issue's two examples, the capture facts
+// bytes depend on (a repeated tensor, a broadcast view, a non-contiguous reshape, a tensor list),
+// per-phase totals equal to the sum of their ops, a training step's bytes, the machine's peaks
+// (given, from the environment, measured and cached, off), and what the reports show of them.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <torch/torch.h>
+
+#include "flopsprof/flopsprof.h"
+#include "models/mlp.h"
+#include "profiler/peaks.h"
+
+namespace {
+
+using flopsprof::DType;
+using flopsprof::FlopsProfiler;
+using flopsprof::ProfileResult;
+using json = nlohmann::json;
+
+// Given ceilings (no measurement in these tests): 100 GFLOP/s, 10 GB/s, ridge 10 FLOP/B.
+flopsprof::ProfilerOptions given_peaks() {
+  flopsprof::ProfilerOptions o;
+  o.roofline.set_peak_flops(100e9);
+  o.roofline.peak_bandwidth = 10e9;
+  return o;
+}
+
+// Sum of the bytes of `r`'s op rows in `phase`, and the row of `name` there.
+uint64_t op_bytes(const ProfileResult& r, const std::string& phase) {
+  uint64_t n = 0;
+  for (const auto& op : r.ops) {
+    if (op.phase == phase) n += op.bytes;
+  }
+  return n;
+}
+const flopsprof::OpStats* op_row(const ProfileResult& r, const std::string& name,
+                                 const std::string& phase = "forward") {
+  for (const auto& op : r.ops) {
+    if (op.name == name && op.phase == phase) return &op;
+  }
+  return nullptr;
+}
+
+TEST(RooflineRun, LinearAndEmbeddingAsTheIssueCountsThem) {
+  torch::manual_seed(0);
+  torch::nn::Linear fc(16, 32);
+  torch::NoGradGuard no_grad;
+  // On [10, 16]: one op (addmm on LibTorch 1.13, linear on 2.x) reads x 160 + W 512 + b 32 floats
+  // and writes 320: 4,096 bytes.
+  {
+    FlopsProfiler prof(fc, given_peaks());
+    prof.start_profile();
+    fc->forward(torch::randn({10, 16}));
+    prof.stop_profile();
+    EXPECT_EQ(prof.get_module("").bytes, 4096u);
+    EXPECT_EQ(prof.get_module("").bytes_read, 704u * 4);
+    EXPECT_EQ(prof.get_module("").bytes_written, 320u * 4);
+  }
+  // On [2, 5, 16] (the issue's example): one aten::linear where LibTorch records it (2.x):
+  // 4,096 bytes; LibTorch 1.13's C++ Linear runs matmul(x, W^T) then add_(b) instead, two ops
+  // that each read and write: matmul reads x 160 + W 512, writes 320 (3,968 bytes); add_ reads
+  // the product 320 + b 32 and writes 320 (2,688 bytes): 6,656 bytes.
+  {
+    FlopsProfiler prof(fc, given_peaks());
+    prof.start_profile();
+    fc->forward(torch::randn({2, 5, 16}));
+    prof.stop_profile();
+    const ProfileResult& r = prof.result();
+    if (op_row(r, "aten::linear") != nullptr) {
+      EXPECT_EQ(r.modules[0].bytes, 4096u);
+    } else {
+      ASSERT_NE(op_row(r, "aten::matmul"), nullptr);
+      EXPECT_EQ(op_row(r, "aten::matmul")->bytes, 3968u);
+      EXPECT_EQ(op_row(r, "aten::add_")->bytes, 2688u);
+      EXPECT_EQ(r.modules[0].bytes, 6656u);
+    }
+  }
+  // Embedding(1000, 16) on int64 ids [2, 5]: reads the ids (80) and 10 rows (640), writes 640.
+  torch::nn::Embedding emb(1000, 16);
+  FlopsProfiler prof(emb, given_peaks());
+  torch::Tensor ids = torch::randint(1000, {2, 5}, torch::kLong);
+  prof.start_profile();
+  emb->forward(ids);
+  prof.stop_profile();
+  EXPECT_EQ(prof.get_module("").bytes, 1360u);
+  EXPECT_EQ(prof.get_module("").bytes_read, 720u);
+  // no FLOPs: memory-bound (intensity 0), its share the bandwidth it reached
+  EXPECT_EQ(prof.get_module("").roofline.bound, "memory");
+}
+
+// A module whose forward repeats a tensor, multiplies by a broadcast view, reshapes a transposed
+// tensor (a copy) and concatenates.
+struct CaptureNetImpl : torch::nn::Module {
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& y) {
+    FLOPSPROF_MODULE();
+    torch::Tensor a = x * x;                 // one tensor, read once
+    torch::Tensor b = x * y.expand({4, 8});  // y's memory: 8 floats
+    torch::Tensor c = x.t().reshape({32});   // not contiguous: a copy
+    torch::Tensor d = torch::cat({a, b});    // a list of 2 x 32 floats
+    return d.sum() + c.sum();
+  }
+};
+TORCH_MODULE(CaptureNet);
+
+TEST(RooflineRun, ARepeatedTensorIsReadOnceABroadcastViewAtItsSizeAReshapeCopyIfStrided) {
+  CaptureNet net;
+  torch::NoGradGuard no_grad;
+  torch::Tensor x = torch::randn({4, 8}), y = torch::randn({1, 8});
+  FlopsProfiler prof(net, given_peaks());
+  prof.start_profile();
+  net->forward(x, y);
+  prof.stop_profile();
+  const ProfileResult& r = prof.result();
+  // mul: x*x reads 32 floats, writes 32 (256 B); x*e reads 32 + 8, writes 32 (288 B)
+  ASSERT_NE(op_row(r, "aten::mul"), nullptr);
+  EXPECT_EQ(op_row(r, "aten::mul")->bytes, 256u + 288u);
+  // the transpose and the expand are views: nothing moves
+  EXPECT_EQ(op_row(r, "aten::t")->bytes, 0u);
+  EXPECT_EQ(op_row(r, "aten::expand")->bytes, 0u);
+  // reshape of the transposed [8,4]: a copy, 32 floats read and written
+  EXPECT_EQ(op_row(r, "aten::reshape")->bytes, 256u);
+  // cat of two [4,8]: reads 64 floats, writes 64
+  EXPECT_EQ(op_row(r, "aten::cat")->bytes, 512u);
+  EXPECT_EQ(op_row(r, "aten::cat")->bytes_written, 256u);
+  // every forward op is the model's: the root's bytes are their sum
+  EXPECT_EQ(r.modules[0].bytes, op_bytes(r, "forward"));
+  EXPECT_EQ(r.fwd_bytes, op_bytes(r, "forward"));
+}
+
+TEST(RooflineRun, EachPhasesBytesAreTheSumOfItsOpsAndTheStepIsCountedByHand) {
+  torch::manual_seed(0);
+  models::Mlp model(8, 16, 4, 2);
+  torch::optim::SGD sgd(model->parameters(), 0.01);
+  torch::Tensor x = torch::randn({3, 8}), target = torch::randint(4, {3}, torch::kLong);
+  FlopsProfiler prof(model, given_peaks());
+  prof.start_profile();
+  sgd.zero_grad();
+  torch::Tensor loss = torch::nll_loss(model->forward(x), target);
+  loss.backward();
+  sgd.step();
+  prof.stop_profile();
+  const ProfileResult& r = prof.result();
+  ASSERT_TRUE(r.has_backward);
+  ASSERT_TRUE(r.has_step);
+  EXPECT_GT(r.fwd_bytes, 0u);
+  EXPECT_GT(r.bwd_bytes, 0u);
+  EXPECT_EQ(r.fwd_bytes, op_bytes(r, "forward"));
+  EXPECT_EQ(r.outside.bytes, op_bytes(r, "outside"));
+  EXPECT_EQ(r.bwd_bytes + r.outside.bwd_bytes, op_bytes(r, "backward"));
+  EXPECT_EQ(r.step_bytes, op_bytes(r, "step"));
+  EXPECT_EQ(r.fwd_bytes, r.fwd_bytes_read + r.fwd_bytes_written);
+  // Modules: inclusive, as FLOPs; the root holds every forward op and every linked backward op
+  EXPECT_EQ(r.modules[0].bytes, r.fwd_bytes);
+  EXPECT_EQ(r.modules[0].bwd_bytes, r.bwd_bytes - r.autograd_bytes);
+  uint64_t children = 0;
+  for (int c : r.modules[0].children) children += r.modules[c].bytes;
+  EXPECT_LE(children, r.modules[0].bytes);
+  // SGD without momentum: p.add_(grad, -lr) per parameter reads p and its gradient and writes p:
+  // 3 x (8*16 + 16 + 16*16 + 16 + 16*4 + 4 = 484) floats = 5,808 bytes
+  EXPECT_EQ(r.step_bytes, 3u * 484 * 4);
+  EXPECT_EQ(r.step_bytes_written, 484u * 4);
+  // the backward is on the roofline too
+  EXPECT_FALSE(r.modules[0].bwd_roofline.bound.empty());
+  EXPECT_GT(r.modules[0].bwd_roofline.achieved_bytes_per_s, 0.0);
+}
+
+TEST(RooflineRun, PeaksGivenFromTheEnvironmentOrOff) {
+  models::Mlp model(8, 16, 4, 1);
+  torch::NoGradGuard no_grad;
+  auto run = [&](const flopsprof::ProfilerOptions& o) {
+    FlopsProfiler prof(model, o);
+    prof.start_profile();
+    model->forward(torch::randn({3, 8}));
+    prof.stop_profile();
+    return prof.result();
+  };
+  ProfileResult given = run(given_peaks());
+  EXPECT_EQ(given.machine.flops_source, "given");
+  EXPECT_EQ(given.machine.bandwidth_source, "given");
+  EXPECT_DOUBLE_EQ(given.machine.peak_flops(DType::kFloat32), 100e9);
+  for (const auto& m : given.modules) {
+    if (m.bytes > 0) EXPECT_FALSE(m.roofline.bound.empty()) << m.name;
+  }
+  // The environment, when the options give nothing; the options win when they do
+  setenv("FLOPSPROF_PEAK_FLOPS", "fp32=2T", 1);
+  setenv("FLOPSPROF_PEAK_BANDWIDTH", "50G", 1);
+  ProfileResult env = run(flopsprof::ProfilerOptions{});
+  EXPECT_EQ(env.machine.flops_source, "given (FLOPSPROF_PEAK_FLOPS)");
+  EXPECT_EQ(env.machine.bandwidth_source, "given (FLOPSPROF_PEAK_BANDWIDTH)");
+  EXPECT_DOUBLE_EQ(env.machine.peak_flops(DType::kFloat32), 2e12);
+  EXPECT_DOUBLE_EQ(env.machine.bytes_per_s, 50e9);
+  ProfileResult over = run(given_peaks());
+  EXPECT_EQ(over.machine.flops_source, "given");
+  EXPECT_DOUBLE_EQ(over.machine.bytes_per_s, 10e9);
+  // A value that does not parse is ignored, said in the problems; the profile is kept
+  setenv("FLOPSPROF_PEAK_BANDWIDTH", "fast", 1);
+  flopsprof::ProfilerOptions flops_only;
+  flops_only.roofline.set_peak_flops(1e12);
+  flops_only.roofline.peak_bandwidth = 0;
+  setenv("FLOPSPROF_PEAK_FLOPS", "1T", 1);
+  ProfileResult bad = run(flops_only);
+  bool said = false;
+  for (const auto& p : bad.problems)
+    said = said || p.find("FLOPSPROF_PEAK_BANDWIDTH ignored") != std::string::npos;
+  EXPECT_TRUE(said);
+  EXPECT_GT(bad.flops, 0u);
+  unsetenv("FLOPSPROF_PEAK_FLOPS");
+  unsetenv("FLOPSPROF_PEAK_BANDWIDTH");
+  // Off: no ceilings, no bound; bytes still counted
+  flopsprof::ProfilerOptions off;
+  off.roofline.enabled = false;
+  ProfileResult none = run(off);
+  EXPECT_EQ(none.machine.flops_source, "");
+  EXPECT_DOUBLE_EQ(none.machine.bytes_per_s, 0.0);
+  EXPECT_GT(none.fwd_bytes, 0u);
+  EXPECT_EQ(none.modules[0].roofline.bound, "");
+  EXPECT_NE(flopsprof::format_text_report(none).find("unknown (not measured"), std::string::npos);
+}
+
+TEST(RooflineRun, CpuPeaksAreMeasuredOnceAndKeptInTheCacheFile) {
+  char dir[] = "/tmp/flopsprof_peaks_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const char* old = std::getenv("FLOPSPROF_CACHE_DIR");
+  const std::string saved = old ? old : "";
+  setenv("FLOPSPROF_CACHE_DIR", dir, 1);
+  flopsprof::detail::forget_measured_peaks();
+  flopsprof::MachinePeaks first = flopsprof::cpu_peaks({DType::kFloat32}, 1);
+  EXPECT_GT(first.peak_flops(DType::kFloat32), 0.0);
+  EXPECT_GT(first.bytes_per_s, 0.0);
+  EXPECT_EQ(first.flops_source, "measured");
+  EXPECT_EQ(first.threads, 1);
+  EXPECT_GT(first.measure_s, 0.0);
+  std::cout << "     measured with 1 thread in " << first.measure_s
+            << " s: " << first.peak_flops(DType::kFloat32) / 1e9 << " GFLOP/s, "
+            << first.bytes_per_s / 1e9 << " GB/s (" << first.detail << ")\n";
+  // The cache file has this machine's line, keyed by model, threads and LibTorch
+  std::ifstream f(std::string(dir) + "/machine-peaks.txt");
+  std::stringstream text;
+  text << f.rdbuf();
+  EXPECT_NE(text.str().find("|threads=1|libtorch="), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("fp32="), std::string::npos);
+  // Again in this process: no measurement
+  flopsprof::MachinePeaks again = flopsprof::cpu_peaks({DType::kFloat32}, 1);
+  EXPECT_EQ(again.measure_s, 0.0);
+  EXPECT_DOUBLE_EQ(again.bytes_per_s, first.bytes_per_s);
+  // In a new process (forgotten here): read from the file, said so
+  flopsprof::detail::forget_measured_peaks();
+  flopsprof::MachinePeaks cached = flopsprof::cpu_peaks({DType::kFloat32}, 1);
+  EXPECT_EQ(cached.flops_source, "measured (cached)");
+  EXPECT_EQ(cached.measure_s, 0.0);
+  EXPECT_DOUBLE_EQ(cached.bytes_per_s, first.bytes_per_s);
+  // Another thread count is another line
+  flopsprof::MachinePeaks two = flopsprof::cpu_peaks({DType::kFloat32}, 2);
+  EXPECT_GT(two.measure_s, 0.0);
+  std::ifstream f2(std::string(dir) + "/machine-peaks.txt");
+  std::string line;
+  int lines = 0;
+  while (std::getline(f2, line)) lines += !line.empty();
+  EXPECT_EQ(lines, 2);
+  if (old) {
+    setenv("FLOPSPROF_CACHE_DIR", saved.c_str(), 1);
+  } else {
+    unsetenv("FLOPSPROF_CACHE_DIR");
+  }
+  flopsprof::detail::forget_measured_peaks();
+}
+
+TEST(RooflineRun, TraceTextAndJsonShowBytesAndTheRoofline) {
+  torch::nn::Linear fc(16, 32);
+  torch::NoGradGuard no_grad;
+  FlopsProfiler prof(fc, given_peaks());
+  prof.start_profile();
+  fc->forward(torch::randn({10, 16}));
+  prof.stop_profile();
+  // Chrome trace: the product's bytes and intensity in its args (FLOPs 2*10*32*16 + 320 = 10,560)
+  json trace = json::parse(prof.chrome_trace());
+  bool found = false;
+  for (const json& e : trace["traceEvents"]) {
+    const std::string name = e.value("name", "");
+    if ((name == "aten::addmm" || name == "aten::linear") && e.value("ph", "") == "X") {
+      found = true;
+      EXPECT_EQ(e["args"]["bytes"], 4096);
+      EXPECT_EQ(e["args"]["bytes read"], 2816);
+      EXPECT_NEAR(e["args"]["intensity"].get<double>(), 10560.0 / 4096.0, 1e-9);
+    }
+  }
+  EXPECT_TRUE(found);
+  // Text: the summary lines and the tree's columns after DeepSpeed's; hidden on request
+  const std::string text = prof.model_profile_string();
+  EXPECT_NE(text.find("fwd bytes moved (read + written):"), std::string::npos);
+  EXPECT_NE(text.find("machine peak memory bandwidth:"), std::string::npos);
+  EXPECT_NE(text.find("10.00 GB/s (given)"), std::string::npos);
+  EXPECT_NE(text.find("4.10 KB moved, 2.58 FLOP/B memory"), std::string::npos) << text;
+  EXPECT_NE(text.find("Roofline per op"), std::string::npos);
+  flopsprof::ReportOptions plain;
+  plain.roofline = false;
+  const std::string deepspeed = flopsprof::format_text_report(prof.result(), plain);
+  EXPECT_EQ(deepspeed.find(" moved, "), std::string::npos);
+  EXPECT_EQ(deepspeed.find("Roofline per op"), std::string::npos);
+  EXPECT_NE(deepspeed.find("fwd bytes moved"), std::string::npos) << "summary kept";
+  // JSON: summary, modules, ops and the machine
+  json j = json::parse(prof.to_json());
+  EXPECT_EQ(j["summary"]["fwd_bytes"], 4096);
+  EXPECT_EQ(j["modules"][0]["bytes"], 4096);
+  EXPECT_EQ(j["modules"][0]["bound"], "memory");  // 2.58 FLOP/B < 10
+  EXPECT_EQ(j["machine"]["bandwidth_source"], "given");
+}
+
+}  // namespace
