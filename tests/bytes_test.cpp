@@ -210,6 +210,11 @@ TEST(PointwiseBytes, BroadcastInPlaceRepeatedAndExpandedInputs) {
   ByteCount add = bytes("aten::add", Args().tensor({2, 5, 32}).tensor({32}).i(1));
   EXPECT_EQ(add.read, (320u + 32u) * 4);
   EXPECT_EQ(add.written, 320u * 4);
+  // add(x, b, alpha=1, out=o): o is written, not read (the same bytes as without out=)
+  ByteCount add_out =
+      bytes("aten::add", Args().tensor({2, 5, 32}).tensor({32}).i(1).tensor({2, 5, 32}));
+  EXPECT_EQ(add_out.read, (320u + 32u) * 4);
+  EXPECT_EQ(add_out.written, 320u * 4);
   // in place: reads self and b, writes self
   ByteCount add_ = bytes("aten::add_", Args().tensor({2, 5, 32}).tensor({32}).i(1));
   EXPECT_EQ(add_.read, (320u + 32u) * 4);

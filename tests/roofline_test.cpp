@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -221,6 +222,44 @@ TEST(RooflineRun, PeaksGivenFromTheEnvironmentOrOff) {
   EXPECT_GT(none.fwd_bytes, 0u);
   EXPECT_EQ(none.modules[0].roofline.bound, "");
   EXPECT_NE(flopsprof::format_text_report(none).find("unknown (not measured"), std::string::npos);
+}
+
+// A compute-bound op well above the peak FLOP/s (over 125% for at least 1 ms) says the peak is too
+// low (measured on a busy machine and cached, or given too low); at a peak no CPU reaches, nothing.
+TEST(RooflineRun, AnOpAboveThePeakSaysThePeakIsTooLow) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor a = torch::randn({256, 256}), b = torch::randn({256, 256});
+  auto run = [&](double peak) {
+    flopsprof::ProfilerOptions o;
+    o.roofline.set_peak_flops(peak);
+    o.roofline.peak_bandwidth = 1e9;
+    auto dummy = std::make_shared<torch::nn::Module>();
+    FlopsProfiler prof(dummy, o);
+    prof.start_profile();
+    // 256^3 x 2 = 33.6 MFLOP per product (intensity 2 x 256^3 / (3 x 256^2 x 4) = 42.7 FLOP/B,
+    // compute-bound at either peak); products until the mm row holds 1 ms of time
+    const auto t0 = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(20)) torch::mm(a, b);
+    prof.stop_profile();
+    return prof.result();
+  };
+  auto said = [](const ProfileResult& r) {
+    for (const auto& p : r.problems) {
+      if (p.find("ran above the peak FLOP/s") != std::string::npos &&
+          p.find("aten::mm") != std::string::npos &&
+          p.find("lower than this machine reaches") != std::string::npos)
+        return true;
+    }
+    return false;
+  };
+  // 0.1 GFLOP/s: any BLAS runs a 256^3 product faster than 0.125 GFLOP/s
+  const ProfileResult low = run(0.1e9);
+  ASSERT_NE(op_row(low, "aten::mm"), nullptr);
+  EXPECT_EQ(op_row(low, "aten::mm")->roofline.bound, "compute");
+  EXPECT_GT(op_row(low, "aten::mm")->latency_s, 1e-3);
+  EXPECT_TRUE(said(low)) << (low.problems.empty() ? "" : low.problems.back());
+  // 1 PFLOP/s: no CPU reaches it
+  EXPECT_FALSE(said(run(1e15)));
 }
 
 TEST(RooflineRun, CpuPeaksAreMeasuredOnceAndKeptInTheCacheFile) {

@@ -889,6 +889,33 @@ class Aggregator {
     for (const OpStats& s : r.ops) {
       if (s.phase == "outside" && outside.top_ops.size() < 5) outside.top_ops.push_back(s);
     }
+    low_peak_problem();
+  }
+
+  // Compute-bound ops well above the peak FLOP/s (over 125% of it, for at least 1 ms): the peak is
+  // too low, measured on a busy machine (and cached) or given too low. Memory-bound work above
+  // the bandwidth is expected (data still in cache), so only the compute side is checked.
+  void low_peak_problem() {
+    const OpStats* worst = nullptr;
+    size_t n = 0;
+    for (const OpStats& s : r.ops) {
+      if (s.roofline.bound != "compute" || s.roofline.share <= 1.25 || s.latency_s < 1e-3) continue;
+      ++n;
+      if (worst == nullptr || s.roofline.share > worst->roofline.share) worst = &s;
+    }
+    if (worst == nullptr) return;
+    const MachinePeaks& m = in.machine;
+    const bool measured = m.flops_source.rfind("measured", 0) == 0;
+    r.problems.push_back(fmt::format(
+        "roofline: {} op(s) ran above the peak FLOP/s ({:.4g} GFLOP/s, {}: {} at {:.0f}% of it); "
+        "{}",
+        n, m.peak_flops(worst->dtype) / 1e9, m.flops_source, worst->name,
+        100 * worst->roofline.share,
+        measured ? fmt::format("the peaks were probably measured while the machine was busy: delete "
+                               "{} to measure again, or give them (ProfilerOptions::roofline, "
+                               "--peak-flops, FLOPSPROF_PEAK_FLOPS)",
+                               m.cache_file.empty() ? "the cache file" : m.cache_file)
+                 : "the peak given is lower than this machine reaches"));
   }
 
   // Formula errors, overflow, and the collectives per module.

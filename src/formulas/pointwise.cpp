@@ -68,7 +68,14 @@ BytesFn elementwise(std::initializer_list<size_t> args, DType out = DType::kUnkn
         break;
     }
     if (!n) return std::nullopt;
-    return reads_inputs_writes(in, *n, d);
+    if (idx.size() == 1) return reads_inputs_writes(in, *n, d);  // a backward reads 2 tensors
+    // A binary or ternary op reads its operands only: a tensor after them is out= (add.out's
+    // `out`), written, not read.
+    uint64_t read = 0;
+    for (size_t i : idx) {
+      if (!(in[i].kind == ArgKind::kTensor && in[i].repeated)) read = sat_add(read, arg_bytes(in, i));
+    }
+    return ByteCount{read, sat_mul(*n, element_bytes(d))};
   };
 }
 
