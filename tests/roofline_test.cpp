@@ -262,6 +262,68 @@ TEST(RooflineRun, AnOpAboveThePeakSaysThePeakIsTooLow) {
   EXPECT_FALSE(said(run(1e15)));
 }
 
+// A device's short measurement runs the CPU's code on the device's tensors: run here with the CPU
+// as the device. Positive ceilings, "measured", kept for the process; neither it nor the CPU's
+// measurement draws from the random generator (the program's random numbers stay the same);
+// a device LibTorch cannot run on throws an Error that says what to do.
+TEST(RooflineRun, DevicePeaksAreMeasuredOnItsTensorsAndDrawNoRandomNumbers) {
+  flopsprof::detail::forget_measured_peaks();
+  const int cpu = static_cast<int>(c10::DeviceType::CPU);
+  torch::manual_seed(7);
+  const torch::Tensor expected = torch::randn({4});
+  torch::manual_seed(7);
+  const flopsprof::MachinePeaks p = flopsprof::measure_device_peaks(cpu, 0, {DType::kFloat32});
+  flopsprof::cpu_peaks({DType::kFloat32}, 0, /*use_cache=*/false);
+  EXPECT_TRUE(torch::equal(torch::randn({4}), expected)) << "a measurement drew random numbers";
+  EXPECT_GT(p.peak_flops(DType::kFloat32), 0.0);
+  EXPECT_GT(p.bytes_per_s, 0.0);
+  EXPECT_EQ(p.flops_source, "measured");
+  EXPECT_EQ(p.device, "cpu:0");
+  EXPECT_GT(p.measure_s, 0.0);
+  EXPECT_NE(p.detail.find("fp32 mm "), std::string::npos) << p.detail;
+  EXPECT_NE(p.detail.find("triad 3 x "), std::string::npos) << p.detail;
+  const flopsprof::MachinePeaks again = flopsprof::measure_device_peaks(cpu, 0, {DType::kFloat32});
+  EXPECT_EQ(again.measure_s, 0.0) << "measured once per process";
+  EXPECT_DOUBLE_EQ(again.bytes_per_s, p.bytes_per_s);
+  try {
+    flopsprof::measure_device_peaks(static_cast<int>(c10::DeviceType::XLA), 0, {DType::kFloat32});
+    ADD_FAILURE() << "no Error on a device LibTorch has no backend for";
+  } catch (const flopsprof::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("measuring the peaks of xla:0 failed"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("--peak-flops"), std::string::npos) << e.what();
+  }
+}
+
+// A device's ceilings stay its datasheet's (or properties'); the measurement is shown beside
+// them with its share of each.
+TEST(RooflineRun, ADevicesMeasurementIsShownBesideItsCeilings) {
+  flopsprof::MachinePeaks table;
+  table.flops_per_s[static_cast<size_t>(DType::kFloat32)] = 67e12;
+  table.flops_per_s[static_cast<size_t>(DType::kBFloat16)] = 989.4e12;
+  table.bytes_per_s = 3.35e12;
+  table.flops_source = table.bandwidth_source = "device table";
+  table.detail = "NVIDIA H100 80GB HBM3: datasheet";
+  flopsprof::MachinePeaks m;
+  m.flops_per_s[static_cast<size_t>(DType::kFloat32)] = 50.25e12;   // 75% of 67
+  m.flops_per_s[static_cast<size_t>(DType::kBFloat16)] = 742.05e12;  // 75% of 989.4
+  m.bytes_per_s = 2.68e12;                                            // 80% of 3.35
+  m.detail = "fp32 mm 8192^3; triad 3 x 128 MiB x 10";
+  m.measure_s = 0.25;
+  const flopsprof::MachinePeaks p = flopsprof::detail::with_measurement(table, m);
+  EXPECT_EQ(p.flops_source, "device table");
+  EXPECT_DOUBLE_EQ(p.peak_flops(DType::kFloat32), 67e12);
+  EXPECT_DOUBLE_EQ(p.bytes_per_s, 3.35e12);
+  EXPECT_DOUBLE_EQ(p.measure_s, 0.25);
+  EXPECT_EQ(p.detail.rfind("NVIDIA H100 80GB HBM3: datasheet; measured on the device: ", 0), 0u)
+      << p.detail;
+  EXPECT_NE(p.detail.find("fp32 50.25 TFLOP/s (75% of the ceiling)"), std::string::npos) << p.detail;
+  EXPECT_NE(p.detail.find("bf16 742 TFLOP/s (75% of the ceiling)"), std::string::npos) << p.detail;
+  EXPECT_NE(p.detail.find("2680 GB/s (80% of the ceiling) (fp32 mm 8192^3; triad 3 x 128 MiB x 10)"),
+            std::string::npos)
+      << p.detail;
+}
+
 TEST(RooflineRun, CpuPeaksAreMeasuredOnceAndKeptInTheCacheFile) {
   char dir[] = "/tmp/flopsprof_peaks_XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);

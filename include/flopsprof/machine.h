@@ -24,4 +24,17 @@ namespace flopsprof {
 /// (one measurement at a time per process). Throws `Error` when nothing can be measured.
 MachinePeaks cpu_peaks(const std::vector<DType>& dtypes, int threads = 0, bool use_cache = true);
 
+/// The peaks LibTorch reaches on a device (`device_type` a c10::DeviceType, e.g. CUDA's 1, and
+/// its index): the same square torch::mm per dtype (n up to 8192, until one product takes 2 ms)
+/// and triad (3 x 128 MiB, 10 passes per timing) as cpu_peaks(), on tensors made on the device,
+/// each timed from the host until the device's current stream finished it. Constant operands: no
+/// random generator is drawn from. Takes about 100 ms to 1 s and up to 768 MiB of device memory,
+/// which stays in LibTorch's caching allocator (reserved, not allocated). Kept for the process
+/// (per device and dtypes), not in the file. A profile on a device calls it at its first
+/// stop_profile() and shows its figures beside the device's datasheet or property ceilings
+/// (MachinePeaks::detail), or uses them when the device has none. Thread-safe. Throws `Error`
+/// when LibTorch cannot run them there.
+MachinePeaks measure_device_peaks(int device_type, int device_index,
+                                  const std::vector<DType>& dtypes);
+
 }  // namespace flopsprof

@@ -20,6 +20,8 @@
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
 #include <c10/core/InferenceMode.h>
+#include <c10/core/Stream.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <fmt/format.h>
 #include <torch/torch.h>
 #include <torch/version.h>
@@ -165,10 +167,27 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Peak FLOP/s of torch::mm at `dtype`: n doubles from 128 until one product takes >= 8 ms (or
-// n = 2048; the smaller ones warm the kernel up), then the best of that one and up to 6 more at
-// that size (at most about 120 ms more). 0 when LibTorch cannot multiply this dtype here.
-double gemm_peak(DType dtype, std::string* detail) {
+// Waits for the work queued on `device`'s current stream (nothing to wait for on the CPU).
+void sync(const c10::Device& device) {
+  if (device.is_cpu()) return;
+  c10::impl::getDeviceGuardImpl(device.type())->getStream(device).synchronize();
+}
+
+// Seconds `launch` takes to run on `device`: from the host, until the device finished it.
+template <typename F>
+double device_seconds(const c10::Device& device, F launch) {
+  const auto t0 = std::chrono::steady_clock::now();
+  launch();
+  sync(device);
+  return seconds_since(t0);
+}
+
+// Peak FLOP/s of torch::mm at `dtype` on `device`: n doubles from 128 until one product takes
+// >= 8 ms on a CPU, 2 ms on a device (or n = 2048 on a CPU, 8192 on a device; the smaller ones
+// warm the kernel up), then the best of that one and up to 6 more at that size (at most about
+// 120 ms more). The operands are constant (no random generator is drawn from: the program's
+// random numbers stay as they were). 0 when LibTorch cannot multiply this dtype there.
+double gemm_peak(DType dtype, std::string* detail, const c10::Device& device = c10::kCPU) {
   c10::ScalarType st;
   switch (dtype) {
     case DType::kFloat64:
@@ -189,17 +208,17 @@ double gemm_peak(DType dtype, std::string* detail) {
   try {
     int64_t n = 128;
     at::Tensor a, b;
-    auto product = [&] {
-      const auto t0 = std::chrono::steady_clock::now();
-      at::Tensor c = at::mm(a, b);
-      return seconds_since(t0);
-    };
+    auto product = [&] { return device_seconds(device, [&] { at::Tensor c = at::mm(a, b); }); };
+    const bool cpu = device.is_cpu();
+    const double enough = cpu ? 0.008 : 0.002;
+    const int64_t largest = cpu ? 2048 : 8192;
+    const auto options = at::TensorOptions().dtype(st).device(device);
     double t = 0;
     for (;;) {
-      a = at::rand({n, n}).to(st);
-      b = at::rand({n, n}).to(st);
+      a = at::full({n, n}, 0.5, options);
+      b = at::full({n, n}, 0.25, options);
       t = product();
-      if (t >= 0.008 || n >= 2048) break;
+      if (t >= enough || n >= largest) break;
       n *= 2;
     }
     // Best of up to 6 more, within about 120 ms: on a shared machine one product in three can
@@ -220,27 +239,45 @@ double gemm_peak(DType dtype, std::string* detail) {
   }
 }
 
-// Bandwidth of a = b + 2 * c over fp32 arrays of max(2 x LLC, 32 MiB) each (at most 512 MiB):
-// 3 x the array's bytes per pass (the compulsory traffic), best of 3 after a first pass that
-// touches a's pages (b and c are written when made: reading never-written pages would read the
-// kernel's shared zero page, from cache).
-double triad_bandwidth(std::string* detail) {
+// Bandwidth of a = b + 2 * c over fp32 arrays (on a CPU of max(2 x LLC, 32 MiB) each, at most
+// 512 MiB; on a device 128 MiB each, and 10 passes per timing, as one pass takes well under a
+// millisecond there): 3 x the array's bytes per pass (the compulsory traffic), best of 3 after a
+// first pass that touches a's pages (b and c are written when made: reading never-written pages
+// would read the kernel's shared zero page, from cache).
+double triad_bandwidth(std::string* detail, const c10::Device& device = c10::kCPU) {
+  const bool cpu = device.is_cpu();
   const uint64_t bytes =
-      std::min<uint64_t>(std::max<uint64_t>(2 * llc_bytes(), 32u << 20), 512u << 20);
+      cpu ? std::min<uint64_t>(std::max<uint64_t>(2 * llc_bytes(), 32u << 20), 512u << 20)
+          : (128u << 20);
+  const int passes = cpu ? 1 : 10;
   const int64_t n = static_cast<int64_t>(bytes / 4);
-  at::Tensor a = at::empty({n}), b = at::ones({n}), c = at::ones({n});
+  const auto options = at::TensorOptions().dtype(at::kFloat).device(device);
+  at::Tensor a = at::empty({n}, options), b = at::ones({n}, options), c = at::ones({n}, options);
   at::add_out(a, b, c, 2.0);
   double best = 1e300;
   for (int k = 0; k < 3; ++k) {
-    const auto t0 = std::chrono::steady_clock::now();
-    at::add_out(a, b, c, 2.0);
-    best = std::min(best, seconds_since(t0));
+    best = std::min(best, device_seconds(device, [&] {
+                      for (int p = 0; p < passes; ++p) at::add_out(a, b, c, 2.0);
+                    }));
   }
-  *detail += fmt::format("triad 3 x {} MiB", bytes >> 20);
-  return 3.0 * static_cast<double>(n) * 4.0 / best;
+  *detail += passes > 1 ? fmt::format("triad 3 x {} MiB x {}", bytes >> 20, passes)
+                        : fmt::format("triad 3 x {} MiB", bytes >> 20);
+  return 3.0 * static_cast<double>(n) * 4.0 * passes / best;
+}
+
+// fp32 and the real floating dtypes of `dtypes` (a measurement's GEMMs), each once.
+std::vector<DType> measured_dtypes(const std::vector<DType>& dtypes) {
+  std::vector<DType> wanted{DType::kFloat32};
+  for (DType d : dtypes) {
+    if (is_floating(d) && d != DType::kComplex64 && d != DType::kComplex128 &&
+        d != DType::kFloat8 && std::find(wanted.begin(), wanted.end(), d) == wanted.end())
+      wanted.push_back(d);
+  }
+  return wanted;
 }
 
 std::mutex g_peaks_mu;
+std::map<std::string, MachinePeaks> g_device_measured;  // by device and dtypes, this process
 std::map<std::string, Entry> g_process_cache;  // measured in this process, by key
 
 // cpu_peaks; with `measure` false, nullopt unless every dtype is in a cache.
@@ -254,12 +291,7 @@ std::optional<MachinePeaks> peaks_of_this_cpu(const std::vector<DType>& dtypes, 
                                       TORCH_VERSION, blas_library(), isa && *isa ? isa : "default");
   const std::string dir = cache_dir();
   const std::string file = dir.empty() ? "" : dir + "/machine-peaks.txt";
-  std::vector<DType> wanted{DType::kFloat32};
-  for (DType d : dtypes) {
-    if (is_floating(d) && d != DType::kComplex64 && d != DType::kComplex128 &&
-        d != DType::kFloat8 && std::find(wanted.begin(), wanted.end(), d) == wanted.end())
-      wanted.push_back(d);
-  }
+  const std::vector<DType> wanted = measured_dtypes(dtypes);
   MachinePeaks p;
   p.device = model;
   p.threads = threads;
@@ -338,6 +370,46 @@ MachinePeaks cpu_peaks(const std::vector<DType>& dtypes, int threads, bool use_c
   return *peaks_of_this_cpu(dtypes, threads, use_cache, true);
 }
 
+MachinePeaks measure_device_peaks(int device_type, int device_index,
+                                  const std::vector<DType>& dtypes) {
+  const c10::Device device(static_cast<c10::DeviceType>(device_type),
+                           static_cast<c10::DeviceIndex>(device_index));
+  const std::vector<DType> wanted = measured_dtypes(dtypes);
+  std::string key = device.str();
+  for (DType d : wanted) key += fmt::format("|{}", dtype_name(d));
+  std::lock_guard<std::mutex> lock(g_peaks_mu);
+  if (auto it = g_device_measured.find(key); it != g_device_measured.end()) {
+    MachinePeaks p = it->second;
+    p.measure_s = 0;
+    return p;
+  }
+  MachinePeaks p;
+  p.device = device.str();
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    at::DisableRecordFunctionGuard no_records;  // no profile records these
+    c10::InferenceMode no_grad;
+    sync(device);  // the program's queued work is not timed
+    std::string d;
+    p.bytes_per_s = triad_bandwidth(&d, device);
+    for (DType dt : wanted) {
+      std::string det;
+      p.flops_per_s[static_cast<size_t>(dt)] = gemm_peak(dt, &det, device);
+      p.detail += det;
+    }
+    p.detail += d;
+  } catch (const std::exception& ex) {
+    throw Error(fmt::format("measuring the peaks of {} failed ({}); give them instead "
+                            "(ProfilerOptions::roofline, --peak-flops / --peak-bandwidth, or "
+                            "FLOPSPROF_PEAK_FLOPS / FLOPSPROF_PEAK_BANDWIDTH)",
+                            device.str(), ex.what()));
+  }
+  p.flops_source = p.bandwidth_source = "measured";
+  p.measure_s = seconds_since(t0);
+  g_device_measured[key] = p;
+  return p;
+}
+
 namespace detail {
 
 namespace {
@@ -351,6 +423,29 @@ void add_problem(std::string* problem, const std::string& what) {
 void forget_measured_peaks() {
   std::lock_guard<std::mutex> lock(g_peaks_mu);
   g_process_cache.clear();
+  g_device_measured.clear();
+}
+
+MachinePeaks with_measurement(const MachinePeaks& device, const MachinePeaks& measured) {
+  MachinePeaks p = device;
+  std::string m;
+  for (size_t d = 0; d < measured.flops_per_s.size(); ++d) {
+    const double f = measured.flops_per_s[d];
+    if (f <= 0) continue;
+    const DType dt = static_cast<DType>(d);
+    const double ceiling = device.peak_flops(dt);
+    m += ceiling > 0 ? fmt::format("{} {:.4g} TFLOP/s ({:.0f}% of the ceiling), ", dtype_name(dt),
+                                   f / 1e12, 100 * f / ceiling)
+                     : fmt::format("{} {:.4g} TFLOP/s, ", dtype_name(dt), f / 1e12);
+  }
+  m += device.bytes_per_s > 0
+           ? fmt::format("{:.4g} GB/s ({:.0f}% of the ceiling)", measured.bytes_per_s / 1e9,
+                         100 * measured.bytes_per_s / device.bytes_per_s)
+           : fmt::format("{:.4g} GB/s", measured.bytes_per_s / 1e9);
+  p.detail += fmt::format("{}measured on the device: {} ({})", p.detail.empty() ? "" : "; ", m,
+                          measured.detail);
+  p.measure_s = measured.measure_s;
+  return p;
 }
 
 MachinePeaks profile_peaks(const RooflineOptions& options, const std::vector<DType>& dtypes,

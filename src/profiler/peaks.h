@@ -20,7 +20,12 @@ MachinePeaks profile_peaks(const RooflineOptions& options, const std::vector<DTy
                            const std::optional<MachinePeaks>& device, bool measure,
                            std::string* problem);
 
-/// Forgets the peaks this process measured (tests: the next cpu_peaks() reads the cache file).
+/// Forgets the peaks this process measured (tests: the next cpu_peaks() reads the cache file,
+/// the next measure_device_peaks() measures).
 void forget_measured_peaks();
+
+/// A device's ceilings (datasheet or properties) with `measured` (measure_device_peaks) added to
+/// their `detail`: each measured FLOP/s and the bandwidth, with its share of the ceiling.
+MachinePeaks with_measurement(const MachinePeaks& device, const MachinePeaks& measured);
 
 }  // namespace flopsprof::detail
