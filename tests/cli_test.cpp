@@ -167,8 +167,7 @@ TEST(Cli, PerModuleMacsParamsAndFiles) {
 
 TEST(Cli, PeakFlagsGiveTheRooflineItsCeilings) {
   const std::string model = save_net(), json = dir() + "/peaks.json";
-  CliRun r =
-      run(model + " --input 3x16 --peak-flops 100G --peak-bandwidth 10G --json " + json);
+  CliRun r = run(model + " --input 3x16 --peak-flops 100G --peak-bandwidth 10G --json " + json);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("machine peak FLOPS (fp32):                                    100.00 "
                        "GFLOPS (given)"),

@@ -305,9 +305,9 @@ TEST(RooflineRun, ADevicesMeasurementIsShownBesideItsCeilings) {
   table.flops_source = table.bandwidth_source = "device table";
   table.detail = "NVIDIA H100 80GB HBM3: datasheet";
   flopsprof::MachinePeaks m;
-  m.flops_per_s[static_cast<size_t>(DType::kFloat32)] = 50.25e12;   // 75% of 67
+  m.flops_per_s[static_cast<size_t>(DType::kFloat32)] = 50.25e12;    // 75% of 67
   m.flops_per_s[static_cast<size_t>(DType::kBFloat16)] = 742.05e12;  // 75% of 989.4
-  m.bytes_per_s = 2.68e12;                                            // 80% of 3.35
+  m.bytes_per_s = 2.68e12;                                           // 80% of 3.35
   m.detail = "fp32 mm 8192^3; triad 3 x 128 MiB x 10";
   m.measure_s = 0.25;
   const flopsprof::MachinePeaks p = flopsprof::detail::with_measurement(table, m);
@@ -317,10 +317,12 @@ TEST(RooflineRun, ADevicesMeasurementIsShownBesideItsCeilings) {
   EXPECT_DOUBLE_EQ(p.measure_s, 0.25);
   EXPECT_EQ(p.detail.rfind("NVIDIA H100 80GB HBM3: datasheet; measured on the device: ", 0), 0u)
       << p.detail;
-  EXPECT_NE(p.detail.find("fp32 50.25 TFLOP/s (75% of the ceiling)"), std::string::npos) << p.detail;
+  EXPECT_NE(p.detail.find("fp32 50.25 TFLOP/s (75% of the ceiling)"), std::string::npos)
+      << p.detail;
   EXPECT_NE(p.detail.find("bf16 742 TFLOP/s (75% of the ceiling)"), std::string::npos) << p.detail;
-  EXPECT_NE(p.detail.find("2680 GB/s (80% of the ceiling) (fp32 mm 8192^3; triad 3 x 128 MiB x 10)"),
-            std::string::npos)
+  EXPECT_NE(
+      p.detail.find("2680 GB/s (80% of the ceiling) (fp32 mm 8192^3; triad 3 x 128 MiB x 10)"),
+      std::string::npos)
       << p.detail;
 }
 

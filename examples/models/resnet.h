@@ -2,6 +2,8 @@
 // 25,557,032 parameters).
 #pragma once
 
+#include <functional>
+
 #include <torch/torch.h>
 
 #include <flopsprof/scope.h>
@@ -46,45 +48,6 @@ struct BasicBlockImpl : torch::nn::Module {
 };
 TORCH_MODULE(BasicBlock);
 
-struct ResNet18Impl : torch::nn::Module {
-  explicit ResNet18Impl(int64_t num_classes = 1000)
-      : conv1(register_module(
-            "conv1", torch::nn::Conv2d(
-                         torch::nn::Conv2dOptions(3, 64, 7).stride(2).padding(3).bias(false)))),
-        bn1(register_module("bn1", torch::nn::BatchNorm2d(64))),
-        relu(register_module("relu", torch::nn::ReLU(torch::nn::ReLUOptions(true)))),
-        maxpool(register_module(
-            "maxpool", torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(3).stride(2).padding(1)))),
-        layer1(register_module("layer1", make_layer(64, 64, 1))),
-        layer2(register_module("layer2", make_layer(64, 128, 2))),
-        layer3(register_module("layer3", make_layer(128, 256, 2))),
-        layer4(register_module("layer4", make_layer(256, 512, 2))),
-        avgpool(register_module(
-            "avgpool", torch::nn::AdaptiveAvgPool2d(torch::nn::AdaptiveAvgPool2dOptions({1, 1})))),
-        fc(register_module("fc", torch::nn::Linear(512, num_classes))) {}
-
-  static torch::nn::Sequential make_layer(int64_t in, int64_t out, int64_t stride) {
-    return torch::nn::Sequential(BasicBlock(in, out, stride), BasicBlock(out, out, 1));
-  }
-
-  /// x: [N, 3, H, W] -> logits [N, num_classes]
-  torch::Tensor forward(torch::Tensor x) {
-    FLOPSPROF_MODULE();
-    x = maxpool(relu(bn1(conv1(x))));
-    x = layer4->forward(layer3->forward(layer2->forward(layer1->forward(x))));
-    return fc(torch::flatten(avgpool(x), 1));
-  }
-
-  torch::nn::Conv2d conv1;
-  torch::nn::BatchNorm2d bn1;
-  torch::nn::ReLU relu;
-  torch::nn::MaxPool2d maxpool;
-  torch::nn::Sequential layer1, layer2, layer3, layer4;
-  torch::nn::AdaptiveAvgPool2d avgpool;
-  torch::nn::Linear fc;
-};
-TORCH_MODULE(ResNet18);
-
 // torchvision's Bottleneck (ResNet v1.5: the stride on the 3x3 convolution), expansion 4.
 struct BottleneckImpl : torch::nn::Module {
   BottleneckImpl(int64_t in, int64_t width, int64_t stride)
@@ -118,8 +81,12 @@ struct BottleneckImpl : torch::nn::Module {
 };
 TORCH_MODULE(Bottleneck);
 
-struct ResNet50Impl : torch::nn::Module {
-  explicit ResNet50Impl(int64_t num_classes = 1000)
+// torchvision's ResNet: the stem (7x7 convolution, batch norm, ReLU, max-pool), four stages that
+// `stage(i)` builds (i = 0..3, called in that order, so weights draw from the random generator
+// in torchvision's order), global average pooling and the classifier over `features` channels.
+struct ResNetImpl : torch::nn::Module {
+  ResNetImpl(const std::function<torch::nn::Sequential(int)>& stage, int64_t features,
+             int64_t num_classes)
       : conv1(register_module(
             "conv1", torch::nn::Conv2d(
                          torch::nn::Conv2dOptions(3, 64, 7).stride(2).padding(3).bias(false)))),
@@ -127,19 +94,13 @@ struct ResNet50Impl : torch::nn::Module {
         relu(register_module("relu", torch::nn::ReLU(torch::nn::ReLUOptions(true)))),
         maxpool(register_module(
             "maxpool", torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(3).stride(2).padding(1)))),
-        layer1(register_module("layer1", make_layer(64, 64, 3, 1))),
-        layer2(register_module("layer2", make_layer(256, 128, 4, 2))),
-        layer3(register_module("layer3", make_layer(512, 256, 6, 2))),
-        layer4(register_module("layer4", make_layer(1024, 512, 3, 2))),
+        layer1(register_module("layer1", stage(0))),
+        layer2(register_module("layer2", stage(1))),
+        layer3(register_module("layer3", stage(2))),
+        layer4(register_module("layer4", stage(3))),
         avgpool(register_module(
             "avgpool", torch::nn::AdaptiveAvgPool2d(torch::nn::AdaptiveAvgPool2dOptions({1, 1})))),
-        fc(register_module("fc", torch::nn::Linear(2048, num_classes))) {}
-
-  static torch::nn::Sequential make_layer(int64_t in, int64_t width, int blocks, int64_t stride) {
-    torch::nn::Sequential layer(Bottleneck(in, width, stride));
-    for (int b = 1; b < blocks; ++b) layer->push_back(Bottleneck(width * 4, width, 1));
-    return layer;
-  }
+        fc(register_module("fc", torch::nn::Linear(features, num_classes))) {}
 
   /// x: [N, 3, H, W] -> logits [N, num_classes]
   torch::Tensor forward(torch::Tensor x) {
@@ -156,6 +117,34 @@ struct ResNet50Impl : torch::nn::Module {
   torch::nn::Sequential layer1, layer2, layer3, layer4;
   torch::nn::AdaptiveAvgPool2d avgpool;
   torch::nn::Linear fc;
+};
+
+// ResNet-18: two BasicBlocks per stage.
+struct ResNet18Impl : ResNetImpl {
+  explicit ResNet18Impl(int64_t num_classes = 1000)
+      : ResNetImpl(
+            [](int i) {
+              const int64_t out = int64_t{64} << i;
+              return torch::nn::Sequential(BasicBlock(i == 0 ? 64 : out / 2, out, i == 0 ? 1 : 2),
+                                           BasicBlock(out, out, 1));
+            },
+            512, num_classes) {}
+};
+TORCH_MODULE(ResNet18);
+
+// ResNet-50: 3, 4, 6 and 3 Bottlenecks per stage.
+struct ResNet50Impl : ResNetImpl {
+  explicit ResNet50Impl(int64_t num_classes = 1000)
+      : ResNetImpl(
+            [](int i) {
+              const int64_t width = int64_t{64} << i;
+              const int blocks[] = {3, 4, 6, 3};
+              torch::nn::Sequential layer(
+                  Bottleneck(i == 0 ? 64 : width * 2, width, i == 0 ? 1 : 2));
+              for (int b = 1; b < blocks[i]; ++b) layer->push_back(Bottleneck(width * 4, width, 1));
+              return layer;
+            },
+            2048, num_classes) {}
 };
 TORCH_MODULE(ResNet50);
 

@@ -911,11 +911,12 @@ class Aggregator {
         "{}",
         n, m.peak_flops(worst->dtype) / 1e9, m.flops_source, worst->name,
         100 * worst->roofline.share,
-        measured ? fmt::format("the peaks were probably measured while the machine was busy: delete "
-                               "{} to measure again, or give them (ProfilerOptions::roofline, "
-                               "--peak-flops, FLOPSPROF_PEAK_FLOPS)",
-                               m.cache_file.empty() ? "the cache file" : m.cache_file)
-                 : "the peak given is lower than this machine reaches"));
+        measured
+            ? fmt::format("the peaks were probably measured while the machine was busy: delete "
+                          "{} to measure again, or give them (ProfilerOptions::roofline, "
+                          "--peak-flops, FLOPSPROF_PEAK_FLOPS)",
+                          m.cache_file.empty() ? "the cache file" : m.cache_file)
+            : "the peak given is lower than this machine reaches"));
   }
 
   // Formula errors, overflow, and the collectives per module.

@@ -73,7 +73,8 @@ BytesFn elementwise(std::initializer_list<size_t> args, DType out = DType::kUnkn
     // `out`), written, not read.
     uint64_t read = 0;
     for (size_t i : idx) {
-      if (!(in[i].kind == ArgKind::kTensor && in[i].repeated)) read = sat_add(read, arg_bytes(in, i));
+      if (!(in[i].kind == ArgKind::kTensor && in[i].repeated))
+        read = sat_add(read, arg_bytes(in, i));
     }
     return ByteCount{read, sat_mul(*n, element_bytes(d))};
   };

@@ -278,7 +278,7 @@ std::vector<DType> measured_dtypes(const std::vector<DType>& dtypes) {
 
 std::mutex g_peaks_mu;
 std::map<std::string, MachinePeaks> g_device_measured;  // by device and dtypes, this process
-std::map<std::string, Entry> g_process_cache;  // measured in this process, by key
+std::map<std::string, Entry> g_process_cache;           // measured in this process, by key
 
 // cpu_peaks; with `measure` false, nullopt unless every dtype is in a cache.
 std::optional<MachinePeaks> peaks_of_this_cpu(const std::vector<DType>& dtypes, int threads,
@@ -399,10 +399,11 @@ MachinePeaks measure_device_peaks(int device_type, int device_index,
     }
     p.detail += d;
   } catch (const std::exception& ex) {
-    throw Error(fmt::format("measuring the peaks of {} failed ({}); give them instead "
-                            "(ProfilerOptions::roofline, --peak-flops / --peak-bandwidth, or "
-                            "FLOPSPROF_PEAK_FLOPS / FLOPSPROF_PEAK_BANDWIDTH)",
-                            device.str(), ex.what()));
+    throw Error(
+        fmt::format("measuring the peaks of {} failed ({}); give them instead "
+                    "(ProfilerOptions::roofline, --peak-flops / --peak-bandwidth, or "
+                    "FLOPSPROF_PEAK_FLOPS / FLOPSPROF_PEAK_BANDWIDTH)",
+                    device.str(), ex.what()));
   }
   p.flops_source = p.bandwidth_source = "measured";
   p.measure_s = seconds_since(t0);
