@@ -1,5 +1,6 @@
 // The machine's ceilings for the roofline: a CPU's peaks measured by flopsprof (and cached), or
-// given; a GPU's come from its device properties at start_profile().
+// given; a GPU's come from its datasheet or properties at start_profile(), with a short
+// measurement on the device at the first stop_profile() (measure_device_peaks).
 #pragma once
 
 #include <string>
