@@ -4,6 +4,8 @@
 // get_model_profile and start_profile/stop_profile give the same per-module answer.
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include <torch/torch.h>
 
 #include "capture/builtin_calls.h"
@@ -383,6 +385,41 @@ TEST(RealShapes, AmbiguousLeadingOpIsMarkedInferredWithTheFix) {
       model, [&] { model->forward(x * 2); }, o);
   EXPECT_EQ(module(p.result, "").inferred_ops, 0u);
   EXPECT_EQ(own_flops(p.result, ""), 8u);
+}
+
+// A tensor's object is its data's identity; once freed, the next tensor may take its address. The
+// caller's ops before `model->forward(in)` read `a`, which is freed before `in` (a view) is made:
+// without the profile keeping `a`'s object allocated, `in` could take its address, and the
+// caller's `neg` would look like work on the model's input (attributed by the allocator).
+TEST(RealShapes, ADataIdentityIsNeverAFreedTensorsAddress) {
+  for (bool grad : {false, true}) {
+    SCOPED_TRACE(grad ? "grad" : "no grad");
+    torch::manual_seed(0);
+    SeqNet model;  // s = Sequential(ReLU, Linear(4,4), ReLU)
+    std::optional<torch::NoGradGuard> no_grad;
+    if (!grad) no_grad.emplace();
+    torch::Tensor x = torch::randn({2, 4});
+    FlopsProfiler prof(model);
+    for (int run = 0; run < 3; ++run) {  // the same every time
+      prof.reset_profile();
+      prof.start_profile();
+      torch::Tensor b;
+      {
+        torch::Tensor a = x.abs();
+        b = a.neg();
+      }
+      torch::Tensor in = b.view({2, 4});
+      model->forward(in);
+      prof.stop_profile();
+      const ProfileResult& r = prof.result();
+      // abs and neg on 8 elements: 8 each, right before the forward: its head (marked)
+      EXPECT_EQ(own_flops(r, ""), 8u + 8);
+      EXPECT_EQ(module(r, "").inferred_flops, 8u + 8);
+      EXPECT_EQ(r.outside.flops, 0u);
+      // relu 8, Linear(4,4) on [2,4]: 2*32 + 8 bias, relu 8
+      EXPECT_EQ(r.flops, 8u + 8 + 8 + 72 + 8);
+    }
+  }
 }
 
 // A residual add between observed work of the block is placed by evidence, not marked.

@@ -65,8 +65,10 @@ struct RawEvent {
                             ///< of its inputs' grad_fn (where they were computed); -1: none
   uint64_t fwd_thread = 0;  ///< forward thread id of a backward node
   /// Top-level forward op: identity (never dereferenced) of the first tensor it read that no
-  /// module owns (its data); 0: none. Tells a caller's `y = x.sum()` before `model(x)` (both read
-  /// x) from a resize at the top of the forward (the model reads the resize's output).
+  /// module owns (its data); 0: none. Unique for the profile: the capture keeps that tensor's
+  /// object allocated (not its memory) until the records are discarded, so no later tensor
+  /// takes its address. Tells a caller's `y = x.sum()` before `model(x)` (both read x) from a
+  /// resize at the top of the forward (the model reads the resize's output).
   uint64_t data_in = 0;
   uint32_t name_id = 0;     ///< into the name table
   int32_t parent = -1;      ///< enclosing event on the same thread

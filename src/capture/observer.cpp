@@ -436,10 +436,11 @@ int32_t list_owner(const Session* s, const c10::IValue& v) {
 }
 
 // The first owner set among the inputs (tensors and tensor lists, in order). For a top-level op
-// (`top_level`) also its data identity (`e.data_in`: the first defined tensor no module owns);
-// with `dataflow` (a top-level op in grad mode) also where its tensor inputs came from: the
-// smallest sequence number of their grad_fn nodes, and whether one has no history and no owner
-// (data or targets from outside the model). One pass over the inputs serves all three.
+// (`top_level`) also its data identity (`e.data_in`: the first defined tensor no module owns;
+// the caller holds it with ThreadBuffer::hold_data); with `dataflow` (a top-level op in grad
+// mode) also where its tensor inputs came from: the smallest sequence number of their grad_fn
+// nodes, and whether one has no history and no owner (data or targets from outside the model).
+// One pass over the inputs serves all three.
 int32_t find_owner(const Session* s, c10::ArrayRef<const c10::IValue> inputs, bool top_level,
                    bool dataflow, RawEvent& e) {
   if (!inputs.empty() && inputs[0].isTensor()) {  // an in-place update of a parameter?
@@ -538,6 +539,7 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
         if (n > 0 && n < inputs.size()) inputs = inputs.slice(inputs.size() - n);
       }
       e.owner = find_owner(s, inputs, b->open_op < 0, b->open_op < 0 && e.seq_nr >= 0, e);
+      if (e.data_in != 0) b->hold_data(e.data_in);
       if (name_flags & kNameHasFormula) {
         e.flags |= kCounted | kHasFormula;
         pushed |= 1;

@@ -14,8 +14,26 @@ namespace flopsprof::detail {
 /// One thread's buffer plus the state of its open ops and scopes.
 struct ThreadBuffer : ThreadEvents {
   uint32_t ordinal = 0;  ///< position in the session's buffers (external correlation ids)
+  ThreadBuffer() = default;
+  ThreadBuffer(const ThreadBuffer&) = delete;
+  ThreadBuffer& operator=(const ThreadBuffer&) = delete;
+  ~ThreadBuffer();
+
   /// Empties the records for a new profile, keeping capacity and the name cache.
   void reset(uint64_t thread);
+
+  /// Keeps the object of tensor `impl` (a c10::TensorImpl, a record's `data_in`) allocated until
+  /// reset() or destruction: a weak reference, which frees the tensor's memory as usual but lets
+  /// no other tensor take its address, so each data identity in the records is unique. Cost: an
+  /// atomic increment when the op's data is not the previous op's (amortised push, no lock);
+  /// memory: one tensor object (about 200 bytes) per distinct datum. Throws std::bad_alloc
+  /// before taking the reference.
+  void hold_data(uint64_t impl) {
+    if (impl == last_held_) return;
+    held_.push_back(impl);
+    last_held_ = impl;
+    take_weak_reference(impl);
+  }
   int32_t open_op = -1;
   int32_t backward_depth = 0;
   int32_t open_scope = -1;
@@ -38,6 +56,12 @@ struct ThreadBuffer : ThreadEvents {
   /// One allocation (bytes > 0) or free, owned by the op and scope open now.
   void add_memory(int64_t now, uint64_t address, int64_t bytes, int64_t total_reserved,
                   int8_t device_type) noexcept;
+
+ private:
+  static void take_weak_reference(uint64_t impl) noexcept;
+  void release_data() noexcept;
+  std::vector<uint64_t> held_;  ///< tensor objects held by hold_data, each once
+  uint64_t last_held_ = 0;
 };
 
 }  // namespace flopsprof::detail
