@@ -352,6 +352,22 @@ TEST_F(FakeCupti, RooflineCeilingsFromTheDeviceTableOrItsProperties) {
     EXPECT_EQ(r.machine.bandwidth_source, "given");
     EXPECT_DOUBLE_EQ(r.machine.bytes_per_s, 1e12);
   }
+  // Both ceilings given in the environment: nothing to measure, so no measurement is tried (on
+  // the fake's device it would fail and say so)
+  setenv("FLOPSPROF_PEAK_FLOPS", "fp32=10e12", 1);
+  setenv("FLOPSPROF_PEAK_BANDWIDTH", "1e12", 1);
+  {
+    flopsprof::FlopsProfiler prof(model, on_device(c10::DeviceType::CUDA));
+    flopsprof::ProfileResult r = run(prof, model);
+    EXPECT_EQ(r.machine.flops_source, "given (FLOPSPROF_PEAK_FLOPS)");
+    EXPECT_EQ(r.machine.bandwidth_source, "given (FLOPSPROF_PEAK_BANDWIDTH)");
+    EXPECT_DOUBLE_EQ(r.machine.peak_flops(flopsprof::DType::kFloat32), 10e12);
+    EXPECT_DOUBLE_EQ(r.machine.measure_s, 0.0);
+    for (const auto& p : r.problems)
+      EXPECT_EQ(p.find("roofline: measuring"), std::string::npos) << p;
+  }
+  unsetenv("FLOPSPROF_PEAK_FLOPS");
+  unsetenv("FLOPSPROF_PEAK_BANDWIDTH");
 }
 
 TEST_F(FakeCupti, RecordsBeyondTheBufferCapAreDroppedAndReported) {

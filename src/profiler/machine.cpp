@@ -450,8 +450,7 @@ MachinePeaks with_measurement(const MachinePeaks& device, const MachinePeaks& me
 }
 
 MachinePeaks profile_peaks(const RooflineOptions& options, const std::vector<DType>& dtypes,
-                           const std::optional<MachinePeaks>& device, bool measure,
-                           std::string* problem) {
+                           const PeaksTarget& target, bool measure, std::string* problem) {
   MachinePeaks p;
   if (!options.enabled) return p;
   // Given > environment > device (GPU) or measured (CPU), each ceiling on its own.
@@ -481,18 +480,26 @@ MachinePeaks profile_peaks(const RooflineOptions& options, const std::vector<DTy
       }
     }
   }
-  MachinePeaks base;
   const bool need = !any_flops || bandwidth <= 0;
-  if (need && device) {
-    base = *device;
-  } else if (need) {
+  const bool device = target.device_type >= 0;
+  if (need && device && !target.meta) {
+    p = target.known.value_or(MachinePeaks{});
+    if (measure) {
+      try {
+        const MachinePeaks m =
+            measure_device_peaks(target.device_type, target.device_index, dtypes);
+        p = target.known ? with_measurement(*target.known, m) : m;
+      } catch (const Error& e) {
+        add_problem(problem, e.what());
+      }
+    }
+  } else if (need && !device && !target.meta) {
     try {
-      base = peaks_of_this_cpu(dtypes, 0, true, measure).value_or(MachinePeaks{});
+      p = peaks_of_this_cpu(dtypes, 0, true, measure).value_or(MachinePeaks{});
     } catch (const Error& e) {
       add_problem(problem, e.what());
     }
   }
-  p = base;
   if (any_flops) {
     // Given per dtype: the ones not given keep the base's (a measurement of another dtype)
     for (size_t d = 0; d < flops.size(); ++d) {
@@ -504,7 +511,7 @@ MachinePeaks profile_peaks(const RooflineOptions& options, const std::vector<DTy
     p.bytes_per_s = bandwidth;
     p.bandwidth_source = bandwidth_source;
   }
-  if (!device && p.threads == 0) p.threads = at::get_num_threads();
+  if (!device && !target.meta && p.threads == 0) p.threads = at::get_num_threads();
   return p;
 }
 

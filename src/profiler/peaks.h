@@ -10,15 +10,23 @@
 
 namespace flopsprof::detail {
 
-/// The peaks of a profile: `options`' given values, else the environment's
-/// (FLOPSPROF_PEAK_FLOPS / FLOPSPROF_PEAK_BANDWIDTH), else `device` (a GPU's, from the plugin),
-/// else, on a CPU (`device` empty) when `measure` is set, cpu_peaks() for `dtypes`; with
-/// `measure` false only what needs no measurement (given, environment, cache). Unknown ceilings
-/// stay 0 with an empty source; a measurement that fails, or an environment variable that does
-/// not parse (ignored), is said in `*problem`. Never throws.
+/// Where a profile's ops ran, for its ceilings.
+struct PeaksTarget {
+  int device_type = -1;  ///< c10::DeviceType of a device (GPU) profile; -1: the CPU
+  int device_index = 0;
+  std::optional<MachinePeaks> known;  ///< the device's ceilings from the plugin (table, properties)
+  bool meta = false;                  ///< a model on meta: no machine's ceilings but given ones
+};
+
+/// The peaks of a profile, each ceiling on its own: `options`' given values, else the
+/// environment's (FLOPSPROF_PEAK_FLOPS / FLOPSPROF_PEAK_BANDWIDTH), else the target's: a
+/// device's known ceilings with, when `measure` is set, a short measurement on the device beside
+/// them (or alone when nothing is known of it); on a CPU, cpu_peaks() for `dtypes` (with
+/// `measure` false only what a cache holds). Nothing is measured when both ceilings are given.
+/// Unknown ceilings stay 0 with an empty source; a measurement that fails, or an environment
+/// variable that does not parse (ignored), is said in `*problem`. Never throws.
 MachinePeaks profile_peaks(const RooflineOptions& options, const std::vector<DType>& dtypes,
-                           const std::optional<MachinePeaks>& device, bool measure,
-                           std::string* problem);
+                           const PeaksTarget& target, bool measure, std::string* problem);
 
 /// Forgets the peaks this process measured (tests: the next cpu_peaks() reads the cache file,
 /// the next measure_device_peaks() measures).

@@ -246,30 +246,16 @@ struct FlopsProfiler::Impl {
           dtypes.push_back(c.dtype);
       }
     }
-    // Measured peaks are this CPU's: not for a model on meta (its times are not the machine's),
-    // nor on a device (whose own come from the plugin, when it knows the device).
-    const bool cpu = !detail::on_meta(*model) && timing_request().device_type < 0;
-    // Not a CPU model: no CPU peaks either, measured or cached. A device's: its datasheet or
-    // property ceilings (the plugin's) with a short measurement beside them, or the measurement
-    // alone when the plugin knows nothing of it; none when both ceilings are given.
-    std::optional<MachinePeaks> device = gpu.peaks;
-    std::string problem;
+    // A model on meta has no machine's ceilings (its times are not the machine's); a device's
+    // are the plugin's (datasheet or properties) with a short measurement on the device.
     const detail::GpuTimingRequest t = timing_request();
-    bool given_flops = false;
-    for (double f : options.roofline.peak_flops) given_flops = given_flops || f > 0;
-    const bool given = given_flops && options.roofline.peak_bandwidth > 0;
-    if (measure && t.device_type >= 0 && !detail::on_meta(*model) && options.roofline.enabled &&
-        !given) {
-      try {
-        const MachinePeaks m = measure_device_peaks(t.device_type, t.device_index, dtypes);
-        device = device ? detail::with_measurement(*device, m) : m;
-      } catch (const Error& e) {
-        problem = e.what();
-      }
-    }
-    if (!cpu && !device) device = MachinePeaks{};
-    MachinePeaks p =
-        detail::profile_peaks(options.roofline, dtypes, device, measure && cpu, &problem);
+    detail::PeaksTarget target;
+    target.device_type = t.device_type;
+    target.device_index = t.device_index;
+    target.known = gpu.peaks;
+    target.meta = detail::on_meta(*model);
+    std::string problem;
+    MachinePeaks p = detail::profile_peaks(options.roofline, dtypes, target, measure, &problem);
     if (!problem.empty()) in.problems.push_back("roofline: " + problem);
     return p;
   }
