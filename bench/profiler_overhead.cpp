@@ -73,11 +73,13 @@ void measure(benchmark::State& state, flopsprof::FlopsProfiler& prof,
       }
       case kBuiltin: {
         using namespace torch::profiler::impl;
-        torch::autograd::profiler::enableProfiler(
-            ProfilerConfig(ProfilerState::KINETO, /*report_input_shapes=*/true,
-                           /*profile_memory=*/false,
-                           /*with_stack=*/false, /*with_flops=*/true),
-            {ActivityType::CPU});
+        // prepareProfiler first, as LibTorch's C++ API wants: 2.x's enableProfiler dereferences a
+        // null Kineto activity profiler without it (a segfault on Debian 13's LibTorch 2.6)
+        const ProfilerConfig config(ProfilerState::KINETO, /*report_input_shapes=*/true,
+                                    /*profile_memory=*/false,
+                                    /*with_stack=*/false, /*with_flops=*/true);
+        torch::autograd::profiler::prepareProfiler(config, {ActivityType::CPU});
+        torch::autograd::profiler::enableProfiler(config, {ActivityType::CPU});
         t = repeat();
         torch::autograd::profiler::disableProfiler();
         break;
