@@ -128,4 +128,28 @@ TEST(Capture, AStoppedSessionsBuffersAreTheNextOnesSparesAndNoMemoryFreesThem) {
   EXPECT_EQ(next.spares.size(), 2u);  // the recorded buffer was freed, the spares kept
 }
 
+// A record's data identity is the tensor object it read, kept allocated (a weak reference, not
+// its memory) while the records are kept, so that no later tensor takes its address; discarding
+// the records lets go of it.
+TEST(Capture, ARecordsDatumIsHeldOnlyWhileTheRecordsAreKept) {
+  torch::manual_seed(0);
+  torch::nn::Linear lin(4, 4);
+  torch::Tensor x = torch::randn({2, 4});
+  auto weak = [&] { return x.getIntrusivePtr().weak_use_count(); };
+  const size_t alone = weak();
+  flopsprof::FlopsProfiler prof(lin);
+  prof.start_profile();
+  lin->forward(x);
+  lin->forward(x);  // the same datum again: held once
+  EXPECT_EQ(weak(), alone + 1);
+  prof.stop_profile();
+  prof.reset_profile();  // the records are discarded
+  EXPECT_EQ(weak(), alone);
+  prof.start_profile();
+  lin->forward(x);
+  EXPECT_EQ(weak(), alone + 1);
+  prof.end_profile();
+  EXPECT_EQ(weak(), alone);
+}
+
 }  // namespace

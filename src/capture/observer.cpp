@@ -216,11 +216,13 @@ ThreadBuffer* Session::thread_buffer() noexcept {
     }
     if (!b) {
       b = std::make_unique<ThreadBuffer>();
-      // Sized so that a typical profile never grows them: 1 MiB of events, 256 KiB of arguments.
+      // Sized so that a typical profile never grows them: 1 MiB of events, 256 KiB of arguments,
+      // 128 KiB of data holds.
       b->events.reserve(16384);
       b->args.reserve(16384);
       b->dims.reserve(32768);
       b->scopes.reserve(256);
+      b->reserve_data(16384);
     }
     b->reset(at::RecordFunction::currentThreadId());
     b->owner_state = tl.state;  // before publishing: readers take the list under `mu`

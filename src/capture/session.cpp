@@ -56,12 +56,14 @@ void append(std::vector<std::unique_ptr<ThreadBuffer>>& to,
 
 void Session::recycle() noexcept {
   std::lock_guard<std::mutex> lock(mu);
+  for (auto& b : buffers) b->release_data();  // the records are discarded: no identity to keep
   append(spares, buffers);
 }
 
 void Session::reuse_buffers(Session& earlier) noexcept {
   std::lock_guard<std::mutex> lock(mu);
   std::lock_guard<std::mutex> other(earlier.mu);
+  for (auto& b : earlier.buffers) b->release_data();
   append(spares, earlier.buffers);
   append(spares, earlier.spares);
 }
