@@ -329,7 +329,7 @@ class Aggregator {
           add_forward(e, m, ta.inferred[i] != 0, fc, c.dtype);
         }
         if (ta.inferred[i] != 0) add_other_side(e, m, ta.alternative[i], fc);
-        if (in_unknown_module_call(*in.threads[t], e)) {
+        if (unknown_module_call(*in.threads[t], e) >= 0) {
           UnknownAcc& u = out_fwd ? unknown_outside : unknown_inside;
           const bool guess = ta.inferred[i] != 0;
           if (e.parent < 0) {

@@ -691,17 +691,9 @@ class ThreadAttributor {
   // model's).
   bool in_foreign_call(const RawEvent& e) const { return ran_in_foreign_call(th_, e); }
 
-  // The outermost call of a module in no profiled tree around op `e` (a member never passed to
-  // register_module(), a module built in forward, a model no profiler knows) when it ran in no
-  // call of this or another profiled model: the unit its ops are placed with. -1: none.
-  int unknown_unit(const RawEvent& e) const {
-    int unit = -1;
-    for (int s = e.scope; s >= 0; s = th_.scopes[s].parent) {
-      if (th_.scopes[s].module != kUnknownModule) return -1;
-      unit = s;
-    }
-    return unit;
-  }
+  // The unit op `e` is placed with: the outermost call of a module in no profiled tree around it
+  // (unknown_module_call). -1: none.
+  int unknown_unit(const RawEvent& e) const { return unknown_module_call(th_, e); }
   int unknown_unit_at(int pos) const { return unknown_unit(th_.events[items_[pos].event]); }
 
   bool never_called(int m) const { return is_holder(tree_, m); }
@@ -1666,13 +1658,13 @@ std::pair<int, Phase> event_owner(const Attribution& at,
   return {ta.module[i], ta.phase[i] == Phase::kNone ? Phase::kForward : ta.phase[i]};
 }
 
-bool in_unknown_module_call(const ThreadEvents& th, const RawEvent& e) {
-  bool unknown = false;
+int unknown_module_call(const ThreadEvents& th, const RawEvent& e) {
+  int unit = -1;
   for (int s = e.scope; s >= 0; s = th.scopes[s].parent) {
-    if (th.scopes[s].module != kUnknownModule) return false;
-    unknown = true;
+    if (th.scopes[s].module != kUnknownModule) return -1;
+    unit = s;
   }
-  return unknown;
+  return unit;
 }
 
 std::string module_label(const ModuleTree& tree, int m) {

@@ -131,9 +131,11 @@ std::pair<int, Phase> event_owner(const Attribution& attribution,
                                   const std::vector<const ThreadEvents*>& threads, size_t t,
                                   size_t i);
 
-/// Whether op `e` of thread `th` ran inside a call of a module in no running profile's tree (and
-/// of no module of this or another profiled model).
-bool in_unknown_module_call(const ThreadEvents& th, const RawEvent& e);
+/// The outermost call of a module in no running profile's tree around op `e` of thread `th` (a
+/// member never passed to register_module(), a module built in forward, a model no profiler
+/// knows), when `e` ran in no call of a module of this or another profiled model: the index of
+/// that call's scope record, the unit its ops are placed with. -1: none.
+int unknown_module_call(const ThreadEvents& th, const RawEvent& e);
 
 /// A module's dotted name, or "(outside the model)" / "(autograd)" for the pseudo-owners.
 std::string module_label(const ModuleTree& tree, int module);
