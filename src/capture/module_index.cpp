@@ -126,9 +126,14 @@ ModelIndex build_model_index(const torch::nn::Module& root,
   std::unordered_map<const void*, int32_t> owner_set_of;
   for (size_t i = 0; i < tree.nodes.size(); ++i) {
     const torch::nn::Module& m = i == 0 ? root : *modules[i];
-    for (const auto& p : m.named_parameters(/*recurse=*/false)) {
+    const auto parameters = m.named_parameters(/*recurse=*/false);  // once: a copy per call
+    for (const auto& p : parameters) {
       const at::Tensor& t = p.value();
       if (!t.defined()) continue;
+      if (index.device_type < 0 && !t.device().is_cpu() && !t.device().is_meta()) {
+        index.device_type = static_cast<int>(t.device().type());
+        index.device_index = t.device().has_index() ? t.device().index() : 0;
+      }
       uint64_t numel = static_cast<uint64_t>(t.numel());
       uint64_t bytes = numel * t.element_size();
       for (int a = static_cast<int>(i); a >= 0; a = tree.nodes[a].parent) {
@@ -155,7 +160,7 @@ ModelIndex build_model_index(const torch::nn::Module& root,
       if (set.empty() || set.back() != static_cast<int>(i)) set.push_back(static_cast<int>(i));
     };
     uint64_t tensors = 0;
-    for (const auto& p : m.named_parameters(false)) {
+    for (const auto& p : parameters) {
       tensors += p.value().defined() ? 1 : 0;
       own(p.value(), /*parameter=*/true);
     }

@@ -24,6 +24,9 @@ struct ModelIndex {
   std::unordered_map<const torch::nn::Module*, int32_t> by_ptr;
   /// RecordFunction user-scope name per node ("BertLayer: encoder.layer.0")
   std::vector<std::string> scope_names;
+  /// The device of the model's first parameter (in parameters() order) not on the CPU or meta,
+  /// as c10::DeviceType's integer and index; {-1, -1}: a CPU (or meta) model.
+  int device_type = -1, device_index = -1;
 };
 
 /// Walks `named_modules()` of `root`. Throws Error when an `ignore_types` entry matches no module.

@@ -154,8 +154,10 @@ struct FlopsProfiler::Impl {
   }
 
   // The device of the model's first parameter not on the CPU (type as c10::DeviceType's
-  // integer, and index), or {-1, -1}: a CPU (or meta) model.
+  // integer, and index), or {-1, -1}: a CPU (or meta) model. Read from the module index (built at
+  // start_profile), not by walking the parameters again.
   std::pair<int, int> model_device() const {
+    if (index) return {index->device_type, index->device_index};
     for (const auto& p : model->parameters()) {
       if (p.defined() && !p.device().is_cpu() && !p.device().is_meta()) {
         return {static_cast<int>(p.device().type()),
