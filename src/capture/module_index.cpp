@@ -2,6 +2,7 @@
 #include "capture/module_index.h"
 
 #include <set>
+#include <unordered_map>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -87,13 +88,30 @@ ModelIndex build_model_index(const torch::nn::Module& root,
   modules.push_back(nullptr);
   by_name[""] = 0;
   index.by_ptr.emplace(&root, 0);
+  // What follows from the C++ type alone, once per type (a model of 10,000 layers has a few).
+  struct TypeFacts {
+    std::string type;
+    const BuiltinSpec* builtin;
+    std::string_view run_order;
+    bool once_each;
+  };
+  std::unordered_map<std::string, TypeFacts> by_type;
   for (const auto& item : children) {
     ModuleNode node;
     node.name = item.key();
-    node.type = display_type_name(item.value()->name());
-    node.builtin = find_builtin(item.value()->name(), node.type);
-    node.run_order = builtin_run_order(item.value()->name());
-    node.once_each = builtin_runs_each_child_once(item.value()->name());
+    const std::string& cpp = item.value()->name();
+    auto [facts, added] = by_type.try_emplace(cpp);
+    if (added) {
+      TypeFacts& f = facts->second;
+      f.type = display_type_name(cpp);
+      f.builtin = find_builtin(cpp, f.type);
+      f.run_order = builtin_run_order(cpp);
+      f.once_each = builtin_runs_each_child_once(cpp);
+    }
+    node.type = facts->second.type;
+    node.builtin = facts->second.builtin;
+    node.run_order = facts->second.run_order;
+    node.once_each = facts->second.once_each;
     node.calls_observed = builtin_calls_observed(*item.value());
     node.starts_observed = builtin_call_starts_observed(*item.value());
     size_t dot = node.name.rfind('.');
