@@ -59,8 +59,7 @@ struct Call {
   bool cursor_stay = false;  // that child may take the next op too
   bool ended = false;        // its last op ended a built-in's call (terminal)
   int depth = 0;
-  std::vector<int> ran;   // children given ops out of registration order (rule 4)
-  std::vector<int> seen;  // called children whose anchored ops ran in it (segmentation)
+  std::vector<int> ran;  // children given ops out of registration order (rule 4)
   // Widened to observed calls of submodules that ran no op (an Identity); a call made only of
   // those has first == last == -1.
   int64_t t_lo = INT64_MAX, t_hi = INT64_MIN;
@@ -812,6 +811,7 @@ class ThreadAttributor {
     std::vector<char> fresh;
     bool returned = false;  // an op since the last anchored one shows the forward returned
     restart_ambiguous_.assign(nm, 0);
+    seen_in_call_.assign(nm, -1);
     const std::vector<int> root_kids = visible_children(0);
     for (int p = 0; p < static_cast<int>(items_.size()); ++p) {
       const Item& it = items_[p];
@@ -875,8 +875,8 @@ class ThreadAttributor {
           // first child before the others ran (an RNN over time, a shared block), or over its
           // only child, stays one call.
           fresh[j] = cur[a] < 0 ||
-                     (again && (j > 0 || returned ||
-                                (root_kids.size() > 1 && ran_all(calls_[cur[a]], root_kids))));
+                     (again &&
+                      (j > 0 || returned || (root_kids.size() > 1 && ran_all(cur[a], root_kids))));
           // Its first child ran again with nothing between that shows a return: one call or two
           // (net(net(x)); Attend's f(A), f(B)) cannot be told apart. The root counts one call,
           // a submodule two; either is inferred.
@@ -906,8 +906,7 @@ class ThreadAttributor {
         c.last = p;
         if (j < k) {
           c.last_child = path[j + 1];
-          if (std::find(c.seen.begin(), c.seen.end(), path[j + 1]) == c.seen.end())
-            c.seen.push_back(path[j + 1]);
+          seen_in_call_[path[j + 1]] = cur[a];  // constant time (a Sequential of 10,000 layers)
         }
       }
       ended[m] = is_terminal(tree_, m, op);
@@ -915,10 +914,12 @@ class ThreadAttributor {
     }
   }
 
-  // Whether call `c` ran every one of `kids` (children of its module).
-  static bool ran_all(const Call& c, const std::vector<int>& kids) {
+  // Whether call `call` ran every one of `kids` (children of its module) with anchored ops.
+  // (A module's children are seen only in calls of one ancestor, its nearest called one, and that
+  // module has one open call at a time: the latest call that saw each child is enough.)
+  bool ran_all(int call, const std::vector<int>& kids) const {
     for (int k : kids) {
-      if (std::find(c.seen.begin(), c.seen.end(), k) == c.seen.end()) return false;
+      if (seen_in_call_[k] != call) return false;
     }
     return true;
   }
@@ -1459,6 +1460,7 @@ class ThreadAttributor {
   std::vector<Call> calls_;
   std::unordered_map<int, int> pl_call_;  // parameterless module -> its latest call
   std::vector<char> restart_ambiguous_;   // per module: see Attribution::calls_inferred
+  std::vector<int> seen_in_call_;         // per module: the latest call that saw it (segment)
   // (parent, child index that ran last + 1) -> the parameterless child chosen out of
   // registration order there (pick_out_of_order)
   std::unordered_map<int64_t, int> after_;

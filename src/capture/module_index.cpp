@@ -164,6 +164,7 @@ ModelIndex build_model_index(const torch::nn::Module& root,
       }
     }
     auto own = [&](const at::Tensor& t, bool parameter) {
+      if (t.defined() && t.is_meta()) index.meta = true;
       if (!t.defined() || !t.unsafeGetTensorImpl()->has_storage()) return;
       const void* key = t.storage().unsafeGetStorageImpl();
       auto [it, inserted] =

@@ -27,6 +27,8 @@ struct ModelIndex {
   /// The device of the model's first parameter (in parameters() order) not on the CPU or meta,
   /// as c10::DeviceType's integer and index; {-1, -1}: a CPU (or meta) model.
   int device_type = -1, device_index = -1;
+  /// Whether a parameter or buffer of the model is on the meta device.
+  bool meta = false;
 };
 
 /// Walks `named_modules()` of `root`. Throws Error when an `ignore_types` entry matches no module.

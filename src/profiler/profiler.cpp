@@ -255,7 +255,7 @@ struct FlopsProfiler::Impl {
     target.device_type = t.device_type;
     target.device_index = t.device_index;
     target.known = gpu.peaks;
-    target.meta = detail::on_meta(*model);
+    target.meta = index ? index->meta : detail::on_meta(*model);
     std::string problem;
     MachinePeaks p = detail::profile_peaks(options.roofline, dtypes, target, measure, &problem);
     if (!problem.empty()) in.problems.push_back("roofline: " + problem);
