@@ -1,19 +1,21 @@
 // The writers of a thread's records besides the op callbacks (see thread_buffer.h).
 #include "capture/thread_buffer.h"
 
-#include <c10/util/intrusive_ptr.h>
+#include <c10/core/TensorImpl.h>
 
 namespace flopsprof::detail {
 
 ThreadBuffer::~ThreadBuffer() { release_data(); }
 
 void ThreadBuffer::take_weak_reference(uint64_t impl) noexcept {
-  c10::raw::weak_intrusive_ptr::incref(reinterpret_cast<c10::intrusive_ptr_target*>(impl));
+  c10::intrusive_ptr_target* target = reinterpret_cast<c10::TensorImpl*>(impl);
+  c10::raw::weak_intrusive_ptr::incref(target);
 }
 
 void ThreadBuffer::release_data() noexcept {
   for (uint64_t impl : held_) {
-    c10::raw::weak_intrusive_ptr::decref(reinterpret_cast<c10::intrusive_ptr_target*>(impl));
+    c10::intrusive_ptr_target* target = reinterpret_cast<c10::TensorImpl*>(impl);
+    c10::raw::weak_intrusive_ptr::decref(target);
   }
   held_.clear();
   last_held_ = 0;

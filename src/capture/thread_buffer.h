@@ -22,12 +22,12 @@ struct ThreadBuffer : ThreadEvents {
   /// Empties the records for a new profile, keeping capacity and the name cache.
   void reset(uint64_t thread);
 
-  /// Keeps the object of tensor `impl` (a c10::TensorImpl, a record's `data_in`) allocated until
-  /// reset() or destruction: a weak reference, which frees the tensor's memory as usual but lets
-  /// no other tensor take its address, so each data identity in the records is unique. Cost: an
-  /// atomic increment when the op's data is not the previous op's (amortised push, no lock);
-  /// memory: one tensor object (about 200 bytes) per distinct datum. Throws std::bad_alloc
-  /// before taking the reference.
+  /// Keeps the object of tensor `impl` (a c10::TensorImpl*, a record's `data_in`) allocated until
+  /// release_data() (the session's records are discarded), reset() or destruction: a weak
+  /// reference, which frees the tensor's memory as usual but lets no other tensor take its address,
+  /// so each data identity in the records is unique. Cost: an atomic increment when the op's data
+  /// is not the previous op's (amortised push, no lock); memory: one tensor object (about 200
+  /// bytes) per distinct datum. Throws std::bad_alloc before taking the reference.
   void hold_data(uint64_t impl) {
     if (impl == last_held_) return;
     held_.push_back(impl);
@@ -38,6 +38,7 @@ struct ThreadBuffer : ThreadEvents {
   void reserve_data(size_t n) { held_.reserve(n); }
   /// Lets go of every tensor object hold_data kept (the records are discarded or read).
   void release_data() noexcept;
+
   int32_t open_op = -1;
   int32_t backward_depth = 0;
   int32_t open_scope = -1;
