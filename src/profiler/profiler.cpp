@@ -137,34 +137,23 @@ struct FlopsProfiler::Impl {
     events.reset();
   }
 
-  // The device timing the options and the model ask for.
+  // The device timing the options and the model ask for (a profile is started: the module index
+  // exists).
   detail::GpuTimingRequest timing_request() const {
     detail::GpuTimingRequest r;
     if (options.device) {
       r.device_type = options.device->is_cpu() ? -1 : static_cast<int>(options.device->type());
       r.device_index = options.device->has_index() ? options.device->index() : 0;
     } else {
-      std::tie(r.device_type, r.device_index) = model_device();
+      // the device of the model's first parameter off the CPU, found at start_profile
+      r.device_type = index->device_type;
+      r.device_index = index->device_index;
     }
     r.try_cupti = options.device_timing == ProfilerOptions::DeviceTiming::kAuto;
     r.try_events = options.device_timing != ProfilerOptions::DeviceTiming::kHostClock;
     r.cupti_limits.buffer_bytes = options.cupti_buffer_bytes;
     r.cupti_limits.max_buffers = options.cupti_max_buffers;
     return r;
-  }
-
-  // The device of the model's first parameter not on the CPU (type as c10::DeviceType's
-  // integer, and index), or {-1, -1}: a CPU (or meta) model. Read from the module index (built at
-  // start_profile), not by walking the parameters again.
-  std::pair<int, int> model_device() const {
-    if (index) return {index->device_type, index->device_index};
-    for (const auto& p : model->parameters()) {
-      if (p.defined() && !p.device().is_cpu() && !p.device().is_meta()) {
-        return {static_cast<int>(p.device().type()),
-                p.device().has_index() ? p.device().index() : 0};
-      }
-    }
-    return {-1, -1};
   }
 
   void halt() noexcept {
@@ -255,7 +244,7 @@ struct FlopsProfiler::Impl {
     target.device_type = t.device_type;
     target.device_index = t.device_index;
     target.known = gpu.peaks;
-    target.meta = index ? index->meta : detail::on_meta(*model);
+    target.meta = index->meta;
     std::string problem;
     MachinePeaks p = detail::profile_peaks(options.roofline, dtypes, target, measure, &problem);
     if (!problem.empty()) in.problems.push_back("roofline: " + problem);
