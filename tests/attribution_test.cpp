@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "attribution/attribution.h"
-#include "attribution/builtin_modules.h"
+#include "records/builtin_modules.h"
 #include "test_names.h"
 
 namespace flopsprof::detail {

@@ -7,7 +7,7 @@
 #include <cstdio>
 
 #include "aggregation/aggregate.h"
-#include "capture/gpu_backend.h"
+#include "aggregation/device_peaks.h"
 #include "flopsprof/roofline.h"
 #include "formulas/common.h"
 #include "test_args.h"

@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "aggregation/aggregate.h"
-#include "capture/gpu.h"
 #include "flopsprof/report.h"
+#include "records/gpu.h"
 #include "reports/trace.h"
 #include "test_names.h"
 

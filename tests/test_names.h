@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "capture/events.h"
+#include "records/events.h"
 
 namespace flopsprof::detail::testing {
 

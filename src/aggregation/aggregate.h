@@ -8,10 +8,10 @@
 
 #include "aggregation/op_counts.h"
 #include "attribution/attribution.h"
-#include "attribution/module_tree.h"
-#include "capture/events.h"
-#include "capture/gpu.h"
 #include "flopsprof/report.h"
+#include "records/events.h"
+#include "records/gpu.h"
+#include "records/module_tree.h"
 
 namespace flopsprof::detail {
 

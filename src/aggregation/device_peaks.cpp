@@ -1,10 +1,11 @@
 // Peak dense FLOP/s and memory bandwidth per GPU (vendor datasheets), a GPU's ceilings from its
 // properties when the table does not know it, and model FLOPs utilisation.
+#include "aggregation/device_peaks.h"
+
 #include <string>
 
 #include <fmt/format.h>
 
-#include "capture/gpu_backend.h"
 #include "flopsprof/report.h"
 
 namespace flopsprof {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "capture/events.h"
 #include "flopsprof/formulas.h"
+#include "records/events.h"
 
 namespace flopsprof::detail {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "attribution/builtin_modules.h"
+#include "records/builtin_modules.h"
 
 namespace flopsprof::detail {
 

@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "attribution/module_tree.h"
-#include "capture/events.h"
+#include "records/events.h"
+#include "records/module_tree.h"
 
 namespace flopsprof::detail {
 

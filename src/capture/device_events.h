@@ -12,7 +12,7 @@
 #include <c10/core/Device.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
-#include "capture/gpu.h"
+#include "records/gpu.h"
 
 namespace flopsprof::detail {
 

@@ -103,7 +103,8 @@ GpuSelection select_gpu_timing(const GpuTimingRequest& request) {
     if (cuda_plugin->cuda_device_name(request.device_index, name, sizeof name)) sel.device = name;
     GpuDeviceProperties props;
     if (cuda_plugin->cuda_device_properties(request.device_index, &props)) {
-      sel.peaks = gpu_peaks(props, at::globalContext().allowTF32CuBLAS());
+      sel.properties = props;
+      sel.tf32 = at::globalContext().allowTF32CuBLAS();
     }
   }
   if (!request.try_cupti) {

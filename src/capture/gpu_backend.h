@@ -12,8 +12,7 @@
 #include <optional>
 #include <string>
 
-#include "capture/gpu.h"
-#include "flopsprof/roofline.h"
+#include "records/gpu.h"
 
 namespace flopsprof::detail {
 
@@ -40,16 +39,6 @@ class GpuBackend {
 struct CuptiLimits {
   size_t buffer_bytes = 4u << 20;
   size_t max_buffers = 64;  ///< 256 MiB of activity records at most
-};
-
-/// What the roofline needs of a CUDA device (the plugin reads it from the CUDA runtime).
-struct GpuDeviceProperties {
-  char name[256] = {0};
-  int sm_count = 0;
-  int clock_khz = 0;         ///< peak SM clock
-  int memory_clock_khz = 0;  ///< peak memory clock
-  int memory_bus_bits = 0;
-  int major = 0, minor = 0;  ///< compute capability
 };
 
 /// The plugin's entry point (C linkage, versioned): `flopsprof_gpu_plugin_v1()`. ABI 2 added
@@ -86,8 +75,10 @@ struct GpuSelection {
   std::string device;    ///< device name when known
   int device_type = -1;  ///< the device timed (c10::DeviceType's integer; the forced one in tests)
   int device_index = 0;
-  /// The device's ceilings for the roofline (a CUDA device the plugin could read); else none.
-  std::optional<MachinePeaks> peaks;
+  /// The device's properties for the roofline's ceilings (a CUDA device the plugin could
+  /// read); else none. `tf32`: fp32 products run on TF32 tensor cores (LibTorch's setting).
+  std::optional<GpuDeviceProperties> properties;
+  bool tf32 = false;
 };
 
 /// What a profile asks of the device timing.
@@ -102,12 +93,6 @@ struct GpuTimingRequest {
 /// Chooses and starts the device timing: CUPTI -> device events -> host clock. On a CUDA device
 /// also reads its name and ceilings through the plugin, whatever the timing.
 GpuSelection select_gpu_timing(const GpuTimingRequest& request);
-
-/// A CUDA device's ceilings: its datasheet's figures when the name is in flopsprof's table
-/// (H100 SXM/PCIe, H200, A100; "device table"), else computed from its properties ("device
-/// properties": FP32 lanes x 2 x SMs x clock; 2 x memory clock x bus width / 8), each ceiling on
-/// its own. `tf32`: fp32 products run on TF32 tensor cores. Pure.
-MachinePeaks gpu_peaks(const GpuDeviceProperties& props, bool tf32);
 
 }  // namespace flopsprof::detail
 

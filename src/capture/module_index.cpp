@@ -9,9 +9,9 @@
 #include <torch/nn/module.h>
 #include <torch/version.h>
 
-#include "attribution/builtin_modules.h"
 #include "capture/builtin_calls.h"
 #include "flopsprof/error.h"
+#include "records/builtin_modules.h"
 
 namespace flopsprof::detail {
 

@@ -8,7 +8,7 @@
 
 #include <c10/core/ScalarType.h>
 
-#include "attribution/module_tree.h"
+#include "records/module_tree.h"
 
 namespace torch::nn {
 class Module;

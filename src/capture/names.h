@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "capture/events.h"
+#include "records/events.h"
 
 namespace flopsprof::detail {
 

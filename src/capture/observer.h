@@ -7,9 +7,9 @@
 
 #include <ATen/record_function.h>
 
-#include "capture/events.h"
-#include "capture/gpu.h"
 #include "capture/session.h"
+#include "records/events.h"
+#include "records/gpu.h"
 
 namespace c10 {
 class IValue;

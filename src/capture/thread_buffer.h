@@ -4,10 +4,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "capture/events.h"
-#include "capture/gpu.h"
 #include "capture/names.h"
 #include "flopsprof/scope.h"
+#include "records/events.h"
+#include "records/gpu.h"
 
 namespace flopsprof::detail {
 

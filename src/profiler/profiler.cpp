@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <torch/cuda.h>
 
+#include "aggregation/device_peaks.h"
 #include "capture/device_events.h"
 #include "capture/gpu_backend.h"
 #include "capture/memory.h"
@@ -243,7 +244,7 @@ struct FlopsProfiler::Impl {
     detail::PeaksTarget target;
     target.device_type = t.device_type;
     target.device_index = t.device_index;
-    target.known = gpu.peaks;
+    if (gpu.properties) target.known = detail::gpu_peaks(*gpu.properties, gpu.tf32);
     target.meta = index->meta;
     std::string problem;
     MachinePeaks p = detail::profile_peaks(options.roofline, dtypes, target, measure, &problem);

@@ -3,7 +3,7 @@
 // Each row lists the ops the module's forward runs at top level, as RecordFunction reports them
 // (measured on LibTorch 1.13 with a thread-local callback around each module's forward, train
 // and eval mode; 2.x names added where the C++ frontend changed, e.g. Linear -> aten::linear).
-#include "attribution/builtin_modules.h"
+#include "records/builtin_modules.h"
 
 #include <array>
 

@@ -58,4 +58,14 @@ struct GpuCollection {
   int64_t host_origin = 0;       ///< ... and the host timestamp (profile units) taken with it
 };
 
+/// What the roofline needs of a CUDA device (the plugin reads it from the CUDA runtime).
+struct GpuDeviceProperties {
+  char name[256] = {0};
+  int sm_count = 0;
+  int clock_khz = 0;         ///< peak SM clock
+  int memory_clock_khz = 0;  ///< peak memory clock
+  int memory_bus_bits = 0;
+  int major = 0, minor = 0;  ///< compute capability
+};
+
 }  // namespace flopsprof::detail

@@ -1,10 +1,10 @@
 // Module tree bookkeeping: pre-order ranges, run order, ignored-module folding.
-#include "attribution/module_tree.h"
+#include "records/module_tree.h"
 
 #include <algorithm>
 #include <climits>
 
-#include "attribution/builtin_modules.h"
+#include "records/builtin_modules.h"
 
 namespace flopsprof::detail {
 
