@@ -122,7 +122,7 @@ struct AttributionInput {
 /// Applies the rules above. Pure: no torch, no globals.
 Attribution attribute(const AttributionInput& input);
 
-/// Whether module `m` of `tree` may claim an op named `op` through ownership (rule 2).
+/// Whether module `m` of `tree` may claim an op named `op` through ownership (rule 4).
 bool module_runs_op(const ModuleTree& tree, int m, const std::string& op);
 
 /// The module and phase of event `i` on thread `t`, as the attribution placed it (an autograd

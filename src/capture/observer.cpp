@@ -244,8 +244,6 @@ ThreadBuffer* Session::thread_buffer() noexcept {
 
 namespace {
 
-constexpr size_t kMaxArgs = 64;
-
 // Per-op state from start to end. Allocated from a per-thread free list: no malloc per op once
 // the list is warm (RecordFunction owns it through a unique_ptr and deletes it after end).
 struct OpContext final : at::ObserverContext {
@@ -313,8 +311,8 @@ void capture_args(ThreadEvents* b, RawEvent& e, c10::ArrayRef<const c10::IValue>
 #endif
   e.args_begin = static_cast<uint32_t>(b->args.size());
   size_t n = inputs.size();
-  if (n > kMaxArgs) {
-    n = kMaxArgs;
+  if (n > kMaxCapturedArgs) {
+    n = kMaxCapturedArgs;
     ++b->dropped_args;
   }
   // The op's tensors so far, to read a tensor passed twice (x * x) once.

@@ -2,6 +2,7 @@
 // session-lifetime protocol that lets a profile stop while other threads run ops.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <vector>
 
@@ -18,6 +19,10 @@ class ArrayRef;
 }  // namespace c10
 
 namespace flopsprof::detail {
+
+/// The arguments of an op that capture reads (for FLOPs and bytes); ops with more are counted
+/// from their first kMaxCapturedArgs, and the report says how many were.
+constexpr size_t kMaxCapturedArgs = 64;
 
 /// Marks the calling thread as inside a flopsprof callback (op, scope, step, memory) for the
 /// session-lifetime protocol: stop_observing() waits until no thread is inside one that may

@@ -219,9 +219,8 @@ struct FlopsProfiler::Impl {
     }
     if (dropped > 0) {
       in.problems.push_back(
-          fmt::format("{} op(s) had more than 64 arguments; the rest were not "
-                      "captured",
-                      dropped));
+          fmt::format("{} op(s) had more than {} arguments; the rest were not captured", dropped,
+                      detail::kMaxCapturedArgs));
     }
     return in;
   }

@@ -1,0 +1,311 @@
+// Both sides of every guess: the ops placed by a rule, the modules that may lack ops placed
+// elsewhere, calls whose count is inferred (docs/attribution.md, "Both sides of every guess").
+#include "attribution/thread_attributor.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace flopsprof::detail::attr {
+
+// Which forward ops were placed by evidence: the parameters they read (ownership), the observed
+// call they ran in (a built-in's forward, FLOPSPROF_MODULE(), get_model_profile's window),
+// or, for a module's own op, observed work of its subtree on both sides within one call of it
+// (a residual add between a block's layers). Everything else a rule placed is inferred.
+void ThreadAttributor::mark_inferred(ThreadAttribution& out, AlternativeSets& alternatives) const {
+  const int ni = static_cast<int>(items_.size());
+  std::vector<int> placed(ni, kUnset);
+  std::vector<char> evidence(ni, 0);
+  for (int p = 0; p < ni; ++p) {
+    const Item& it = items_[p];
+    if (!it.forward) continue;
+    const int m = it.firm ? it.anchor : it.assigned;
+    placed[p] = m;
+    if (m < 0 || it.firm) {  // outside the model is no module placement
+      evidence[p] = 1;
+      continue;
+    }
+    // inside an observed call of a module with no children: its own op
+    if (tree_.nodes[m].children.empty() && innermost_scope_module(p) == m) evidence[p] = 1;
+  }
+  for (const Call& c : calls_) {
+    // an observed call's bounds are exact: its own ops at its edges are its own
+    const bool exact = scoped_[c.module];
+    int lo = exact ? c.first : -1, hi = exact ? c.last : -1;
+    for (int q = c.first; q <= c.last && !exact; ++q) {
+      if (evidence[q] && placed[q] >= 0 && tree_.is_ancestor_or_self(c.module, placed[q])) {
+        if (lo < 0) lo = q;
+        hi = q;
+      }
+    }
+    // Between them, an op of the module's own is its own only if the calls of its children
+    // next to it are observed at that end (else it may be a child block's `return x + f(x)`).
+    int prev_child = -1;  // the called child of the nearest evidence before q (-1: own)
+    for (int q = lo; q >= 0 && q <= hi; ++q) {
+      if (evidence[q] && placed[q] >= 0 && tree_.is_ancestor_or_self(c.module, placed[q])) {
+        prev_child = placed[q] == c.module ? -1 : called_child(c.module, placed[q]);
+        continue;
+      }
+      if (evidence[q] || placed[q] != c.module || ambiguous_child(c.module, item_name(q))) continue;
+      if (exact && innermost_scope_module(q) != c.module) continue;
+      if (prev_child >= 0 && !end_exact(prev_child)) continue;
+      int next_child = -1;
+      for (int r = q + 1; r <= hi; ++r) {
+        if (evidence[r] && placed[r] >= 0 && tree_.is_ancestor_or_self(c.module, placed[r])) {
+          next_child = placed[r] == c.module ? -1 : called_child(c.module, placed[r]);
+          break;
+        }
+      }
+      if (next_child >= 0 && !start_exact(next_child)) continue;
+      evidence[q] = 1;
+    }
+  }
+  for (int p = 0; p < ni; ++p) {
+    if (items_[p].forward && placed[p] >= 0 && !evidence[p]) out.inferred[items_[p].event] = 1;
+  }
+  mark_other_side(out, alternatives, placed, evidence);
+}
+
+// The other side of each placement a rule made inside the model: the modules whose forward
+// may have run the op instead, and so may show too little. Those are the modules around the
+// nearest placed-by-evidence ops before and after it (within the receiving module's call) whose
+// call end (start) is not observed, the receiving module's parameterless user children with no
+// observed call, and the caller for ops a rule added at the ends of the root's forward.
+void ThreadAttributor::mark_other_side(ThreadAttribution& out, AlternativeSets& alternatives,
+                                       const std::vector<int>& placed,
+                                       const std::vector<char>& evidence) const {
+  const int ni = static_cast<int>(items_.size());
+  auto placed_by_evidence = [&](int q) { return evidence[q] && placed[q] >= 0; };
+  std::vector<int> prev_ev(ni, -1), next_ev(ni, -1);
+  for (int p = 0, last = -1; p < ni; ++p) {
+    if (!items_[p].forward) last = -1;
+    prev_ev[p] = last;
+    if (items_[p].forward && placed_by_evidence(p)) last = p;
+  }
+  for (int p = ni - 1, next = -1; p >= 0; --p) {
+    if (!items_[p].forward) next = -1;
+    next_ev[p] = next;
+    if (items_[p].forward && placed_by_evidence(p)) next = p;
+  }
+  std::vector<int> who;
+  for (int p = 0; p < ni; ++p) {
+    const int m = placed[p];
+    if (!items_[p].forward || m < 0 || evidence[p]) continue;
+    who.clear();
+    if (items_[p].edge) who.push_back(kOutsideModel);
+    // The call of m around p bounds how far its neighbours' calls reach; for an op a container
+    // gave to one child, the container's call (the child after it may have run it too: a
+    // block's hand-written norm before its first parameter read, in a Sequential of blocks).
+    const int bound = items_[p].container >= 0 ? items_[p].container : m;
+    int lo = p, hi = p;
+    for (const Call& c : calls_) {
+      if (c.module == bound && c.first >= 0 && c.first <= p && p <= c.last) {
+        lo = c.first;
+        hi = c.last;
+        break;
+      }
+    }
+    auto neighbours = [&](int q, bool before) {
+      if (q < 0 || q < lo || q > hi) return;
+      for (int a = placed[q]; a >= 0 && !tree_.is_ancestor_or_self(a, m);
+           a = tree_.nodes[a].parent) {
+        if (never_called(a) || (before ? end_exact(a) : start_exact(a))) continue;
+        who.push_back(tree_.nodes[a].effective);
+      }
+    };
+    neighbours(prev_ev[p], true);
+    if (!items_[p].reads_older) neighbours(next_ev[p], false);
+    for (int k : tree_.nodes[m].children) {
+      const ModuleNode& n = tree_.nodes[k];
+      if (n.tensors == 0 && n.builtin == nullptr && !scoped_[k] && !n.calls_observed)
+        who.push_back(n.effective);
+    }
+    const int eff = tree_.nodes[m].effective;
+    who.erase(std::remove(who.begin(), who.end(), eff), who.end());
+    out.alternative[items_[p].event] = alternatives.add(who);
+  }
+}
+
+// The other side of rule 9: after the root's forward ended at an op that read data from
+// outside (a gather of the caller's actions), ops that compute only from what the model's call
+// computed, or from such ops (an entropy of its probabilities), are the model's code or the
+// caller's: op order cannot tell. They stay outside the model, marked as inferred. Ops that
+// read outside data themselves (a hand-written loss's `out - y`, another model's layer), ops
+// that look like the caller's (a metric, a copy, `detach`) and everything computed from them
+// are the caller's; a loss or backward()'s seed ends the search.
+void ThreadAttributor::mark_outside_tail(ThreadAttribution& out,
+                                         AlternativeSets& alternatives) const {
+  if (scoped_[0]) return;  // FLOPSPROF_MODULE() in the root: its boundaries are exact
+  const int ni = static_cast<int>(items_.size());
+  std::vector<std::pair<int64_t, int64_t>> from_model;  // sequence ranges of the model's results
+  for (const Call& c : calls_) {
+    if (c.module != 0) continue;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (int p = c.first; p <= c.last; ++p) {
+      const RawEvent& e = th_.events[items_[p].event];
+      if (e.seq_nr < 0) continue;
+      lo = std::min(lo, e.seq_nr);
+      hi = std::max(hi, std::max(e.seq_nr + 1, e.seq_end));
+    }
+    if (lo == INT64_MAX) continue;  // without grad: no data flow to follow
+    from_model.assign(1, {lo, hi});
+    for (int pos = c.last + 1; pos < ni && items_[pos].forward; ++pos) {
+      if (placed_module(pos) >= 0) break;  // the model's next call
+      const RawEvent& e = th_.events[items_[pos].event];
+      const std::string& op = item_name(pos);
+      if (in_foreign_call(e) || creates_tensor(op) || op.find("loss") != std::string::npos) break;
+      if (e.seq_nr < 0 || e.in_seq < 0 || (e.flags & kExternalInput)) continue;
+      if (ends_forward(op)) continue;  // a metric, a copy, a detach: looks like the caller's
+      // the ranges follow each other in sequence order: the last one starting at or before it
+      auto r = std::upper_bound(from_model.begin(), from_model.end(), e.in_seq,
+                                [](int64_t v, const auto& range) { return v < range.first; });
+      if (r == from_model.begin() || e.in_seq >= std::prev(r)->second) continue;
+      out.inferred[items_[pos].event] = 1;
+      out.alternative[items_[pos].event] = alternatives.add({0});
+      from_model.emplace_back(e.seq_nr, std::max(e.seq_nr + 1, e.seq_end));
+    }
+  }
+}
+
+// Calls of modules in no profiled tree whose ops stayed outside the model although they ran
+// in the same stretch of forward work as a call of the model (no backward pass, optimizer
+// step or loss between them): the model's unregistered member, or a model no profiler knows.
+// Op order cannot tell; they are marked, with the model as the module that may lack them.
+void ThreadAttributor::mark_unknown_outside(ThreadAttribution& out,
+                                            AlternativeSets& alternatives) const {
+  if (scoped_[0]) return;  // the root's calls are observed: outside them is outside
+  const int ni = static_cast<int>(items_.size());
+  auto in_model = [&](int p) { return out.module[items_[p].event] >= 0; };
+  auto barrier = [&](int p) {
+    return !items_[p].forward || item_name(p).find("loss") != std::string::npos;
+  };
+  std::vector<char> near_model(ni, 0);
+  for (int p = 0, seen = 0; p < ni; ++p) {  // a model op before it, no barrier between
+    if (barrier(p)) seen = 0;
+    if (items_[p].forward && in_model(p)) seen = 1;
+    near_model[p] = static_cast<char>(seen);
+  }
+  for (int p = ni - 1, seen = 0; p >= 0; --p) {  // or after it
+    if (barrier(p)) seen = 0;
+    if (items_[p].forward && in_model(p)) seen = 1;
+    near_model[p] = static_cast<char>(near_model[p] | seen);
+  }
+  const int root = alternatives.add({0});
+  std::vector<char> unknown(ni, 0);  // an op of such a call, marked
+  for (int p = 0; p < ni; ++p) {
+    const int ev = items_[p].event;
+    if (!items_[p].forward || out.module[ev] != kOutsideModel || !near_model[p]) continue;
+    if (unknown_unit(th_.events[ev]) < 0) continue;
+    unknown[p] = 1;
+    out.inferred[ev] = 1;
+    out.alternative[ev] = root;
+  }
+  // The free ops between such a call and the model's work, or between two such calls (a
+  // member's own relu, max-pool, `zeros` between its layers' calls; PointNet's input transform)
+  // are that member's code as much as the calls are: marked too. Each stretch of outside ops
+  // with such a call at one end and such a call or the model at the other, no barrier between.
+  enum End : char { kNothing, kModel, kUnknown };
+  std::vector<char> before(ni, kNothing);
+  for (int p = 0, seen = kNothing; p < ni; ++p) {
+    before[p] = static_cast<char>(seen);
+    if (barrier(p)) seen = kNothing;
+    if (!items_[p].forward) continue;
+    if (in_model(p)) seen = kModel;
+    if (unknown[p]) seen = kUnknown;
+  }
+  for (int p = ni - 1, seen = kNothing; p >= 0; --p) {
+    const int after = seen;
+    if (barrier(p)) seen = kNothing;
+    if (!items_[p].forward) continue;
+    if (in_model(p)) seen = kModel;
+    if (unknown[p]) seen = kUnknown;
+    const int ev = items_[p].event;
+    if (unknown[p] || barrier(p) || out.module[ev] != kOutsideModel) continue;
+    if (before[p] == kNothing || after == kNothing) continue;
+    if (before[p] != kUnknown && after != kUnknown) continue;
+    if (in_foreign_call(th_.events[ev])) continue;
+    out.inferred[ev] = 1;
+    out.alternative[ev] = root;
+  }
+}
+
+// The called children of `m` whose runs a call of it can be seen to include: children with
+// parameters or with observed calls (a ModuleList's elements in its place). Those that run
+// nothing visible (a user's parameterless module) are not expected.
+std::vector<int> ThreadAttributor::visible_children(int m) const {
+  std::vector<int> out;
+  for (int c : tree_.nodes[m].children) {
+    if (never_called(c)) {
+      for (int g : visible_children(c)) out.push_back(g);
+      continue;
+    }
+    const ModuleNode& n = tree_.nodes[c];
+    if (n.ignored) continue;
+    if (n.tensors > 0 || n.calls_observed || n.starts_observed) out.push_back(c);
+  }
+  return out;
+}
+
+// A derived call of a module that ran only some of its visible children (a method other than
+// forward: an encoder's features(); children called directly) says nothing sure about how often
+// its forward ran: its count is marked. So does a call of a LibTorch composite that runs each
+// child once (Sequential, the Transformer stacks) in which a child ran twice (a Transformer's
+// decoder called step by step by hand). User modules and such composites only: other built-ins
+// run what their type runs.
+void ThreadAttributor::partial_calls(std::vector<uint8_t>& calls_inferred) const {
+  const int nm = static_cast<int>(tree_.nodes.size());
+  std::vector<std::vector<int>> expected(nm);
+  std::vector<char> eligible(nm, 0);
+  for (int m = 0; m < nm; ++m) {
+    const ModuleNode& n = tree_.nodes[m];
+    if (scoped_[m] || n.ignored || n.children.empty() || never_called(m)) continue;
+    if (n.builtin != nullptr && !n.builtin->container) continue;
+    expected[m] = visible_children(m);
+    eligible[m] = !expected[m].empty();
+  }
+  // Each module's forward scope records and derived calls, indexed once: a Sequential of 10,000
+  // layers must not scan every record per layer.
+  std::vector<std::vector<int>> records_of(nm), calls_of(nm);
+  for (int r = 0; r < static_cast<int>(th_.scopes.size()); ++r) {
+    const ScopeRecord& rec = th_.scopes[r];
+    if (rec.module >= 0 && rec.module < nm && !rec.backward) records_of[rec.module].push_back(r);
+  }
+  for (int d = 0; d < static_cast<int>(calls_.size()); ++d) calls_of[calls_[d].module].push_back(d);
+  for (const Call& c : calls_) {
+    const int m = c.module;
+    if (!eligible[m] || (calls_inferred[m] & kCallsPartial)) continue;
+    int64_t lo = c.t_lo, hi = c.t_hi;  // its time, widened over empty observed calls
+    if (c.first >= 0) {
+      lo = std::min(lo, th_.events[items_[c.first].event].start_tick);
+      hi = std::max(hi, end_of(th_.events[items_[c.last].event]));
+    }
+    const bool once = tree_.nodes[m].once_each || is_container(m);
+    for (int k : expected[m]) {
+      const ModuleNode& kn = tree_.nodes[k];
+      int runs = 0;
+      if (kn.calls_observed || kn.starts_observed || scoped_[k]) {
+        // its observed calls that overlap this call's ops (a record opens before its first op)
+        for (int ri : records_of[k]) {
+          const ScopeRecord& r = th_.scopes[ri];
+          const int64_t exit = r.exit_tick != 0 ? r.exit_tick : in_.stop_tick;
+          runs += r.enter_tick <= hi && exit >= lo;
+        }
+      } else if (c.first >= 0) {
+        for (int di : calls_of[k]) {
+          const Call& d = calls_[di];
+          runs += d.first >= c.first && d.last <= c.last && d.first >= 0;
+        }
+      }
+      if (runs == 0 || (once && runs > 1)) {
+        calls_inferred[m] |= kCallsPartial;
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace flopsprof::detail::attr
