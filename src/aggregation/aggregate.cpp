@@ -23,7 +23,8 @@ namespace {
 constexpr int kOutsidePhase = 5;
 
 const char* op_phase_name(int p) {
-  return p == kOutsidePhase ? "outside" : phase_name(static_cast<Phase>(p));
+  return p == kOutsidePhase ? phase_label(Phase::kForward, kOutsideModel)
+                            : phase_label(static_cast<Phase>(p), 0);
 }
 
 struct OpAcc {
@@ -200,8 +201,9 @@ std::vector<MemoryPoint> memory_timeline(const AggregateInput& in, bool* saturat
 }
 
 Analysis analyze(const AggregateInput& in) {
-  Analysis a{attribute(in), count_ops(in.threads, *in.names), {}, false};
+  Analysis a{attribute(in), count_ops(in.threads, *in.names), {}, false, {}};
   a.memory = memory_timeline(in, &a.memory_saturated);
+  a.collectives = collective_calls(in, a.attribution);
   return a;
 }
 
@@ -218,6 +220,7 @@ class Aggregator {
       : in(input),
         at(analysis.attribution),
         counts(analysis.counts),
+        collectives(analysis.collectives),
         timeline(analysis.memory),
         timeline_saturated(analysis.memory_saturated),
         tree(*input.tree),
@@ -292,7 +295,7 @@ class Aggregator {
     const Phase ph = ta.phase[i];
     if (ph == Phase::kNone) return;
     const int m = ta.module[i];
-    const bool out_fwd = ph == Phase::kForward && m == kOutsideModel;
+    const bool out_fwd = is_outside_forward(ph, m);
     const int64_t dur = end_of(e) - e.start_tick;
     OpAcc& op = ops[{out_fwd ? kOutsidePhase : static_cast<int>(ph), e.name_id}];
     ++op.calls;
@@ -925,7 +928,7 @@ class Aggregator {
       r.problems.push_back(fmt::format("{} ({} call(s))", msg, count));
     }
     if (overflow) r.problems.push_back("a FLOP or MAC total overflowed 64 bits and was saturated");
-    r.collectives = collective_stats(collective_calls(in, at), in.ns_per_tick);
+    r.collectives = collective_stats(collectives, in.ns_per_tick);
   }
 
   ProfileResult r;
@@ -942,6 +945,7 @@ class Aggregator {
   const AggregateInput& in;
   const Attribution& at;
   const OpCounts& counts;
+  const std::vector<CollectiveCall>& collectives;
   const std::vector<MemoryPoint>& timeline;
   const bool timeline_saturated;
   const ModuleTree& tree;

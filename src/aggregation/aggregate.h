@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "aggregation/collectives.h"
 #include "aggregation/op_counts.h"
 #include "attribution/attribution.h"
 #include "flopsprof/report.h"
@@ -46,12 +47,14 @@ struct MemoryPoint {
 std::vector<MemoryPoint> memory_timeline(const AggregateInput& input, bool* saturated);
 
 /// What every consumer of a profile's records reads, each computed once: the attribution of each
-/// event, the count of each counted op, the memory timeline (empty without memory tracking).
+/// event, the count of each counted op, the memory timeline (empty without memory tracking),
+/// the collectives with their issuing module and phase.
 struct Analysis {
   Attribution attribution;
   OpCounts counts;
   std::vector<MemoryPoint> memory;
   bool memory_saturated = false;  ///< the bytes in use overflowed 64 bits somewhere
+  std::vector<CollectiveCall> collectives;
 };
 Analysis analyze(const AggregateInput& input);
 

@@ -2,6 +2,8 @@
 // collectives.h).
 #include "aggregation/collectives.h"
 
+#include "aggregation/aggregate.h"
+
 #include <algorithm>
 #include <climits>
 #include <map>
@@ -89,10 +91,12 @@ std::vector<CollectiveCall> collective_calls(const AggregateInput& in, const Att
       call.module = module >= 0               ? in.tree->nodes[module].name
                     : module == kOutsideModel ? "(outside the model)"
                                               : "(autograd)";
-      call.phase = (flags & kBackward)       ? "backward"
-                   : (flags & kStep)         ? "step"
-                   : module == kOutsideModel ? "outside"
-                                             : "forward";
+      // The issuing op's own phase, from its flags: a collective in an autograd hook or in
+      // another model's optimizer step keeps the phase it ran in.
+      const Phase phase = (flags & kBackward) ? Phase::kBackward
+                          : (flags & kStep)   ? Phase::kStep
+                                              : Phase::kForward;
+      call.phase = phase_label(phase, module);
       call.dims.assign(th.dims.begin() + c.dims_begin, th.dims.begin() + c.dims_begin + c.rank);
       out.push_back(std::move(call));
     }

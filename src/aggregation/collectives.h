@@ -6,10 +6,13 @@
 #include <string>
 #include <vector>
 
-#include "aggregation/aggregate.h"
+#include "attribution/attribution.h"
+#include "flopsprof/formulas.h"
 #include "flopsprof/report.h"
 
 namespace flopsprof::detail {
+
+struct AggregateInput;
 
 /// One collective call, its issue and completion matched across threads.
 struct CollectiveCall {
@@ -25,7 +28,8 @@ struct CollectiveCall {
   std::vector<int64_t> dims;      ///< the first input's sizes
 };
 
-/// Every collective of the profile, in issue order per thread.
+/// Every collective of the profile, in issue order per thread. Computed once, by analyze()
+/// (Analysis::collectives); the aggregation and the trace read that.
 std::vector<CollectiveCall> collective_calls(const AggregateInput& input,
                                              const Attribution& attribution);
 

@@ -25,6 +25,17 @@ constexpr int kOutsideModel = -2;
 /// Module value of backward work linked to no forward op ("(autograd)").
 constexpr int kUnlinked = -1;
 
+/// Whether an op of phase `p` placed in `module` is forward work outside the model (the
+/// reports' "outside" phase: data preparation, the loss, metrics, another model's work).
+inline bool is_outside_forward(Phase p, int module) {
+  return p == Phase::kForward && module == kOutsideModel;
+}
+/// The phase work is reported in: phase_name(p), or "outside" for forward work outside the
+/// model. The op table, the trace and the collectives all label work with it.
+inline const char* phase_label(Phase p, int module) {
+  return is_outside_forward(p, module) ? "outside" : phase_name(p);
+}
+
 /// One call of a module: a FLOPSPROF_MODULE() scope, or a run of ops the rules gave it.
 struct CallSpan {
   int module = 0;

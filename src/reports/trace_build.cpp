@@ -48,7 +48,7 @@ class TraceBuilder {
       const Phase ph = ta.phase[i];
       if (ph == Phase::kNone) continue;
       sp.module = module_label(tree, m);
-      sp.phase = ph == Phase::kForward && m == kOutsideModel ? "outside" : phase_name(ph);
+      sp.phase = phase_label(ph, m);
       const OpCount& c = counts.threads[t][i];
       if ((e.flags & kCounted) || c.has_bytes()) op_args(th, e, c, sp);
     }
@@ -135,7 +135,7 @@ class TraceBuilder {
     for (const MemoryPoint& p : timeline) trace.memory.emplace_back(p.time, p.in_use);
   }
 
-  void collectives() { trace.collectives = collective_calls(in, at); }
+  void collectives(const std::vector<CollectiveCall>& calls) { trace.collectives = calls; }
 
   TraceData trace;
 
@@ -226,7 +226,7 @@ TraceData build_trace(const AggregateInput& in, const Analysis& analysis) {
   b.module_calls();
   b.device();
   b.memory(analysis.memory);
-  b.collectives();
+  b.collectives(analysis.collectives);
   return std::move(b.trace);
 }
 
