@@ -534,7 +534,7 @@ struct Recorder {
   }
 };
 
-constexpr uint8_t kFormula = kCounted | kHasFormula;
+constexpr uint8_t kFormula = kCounted;
 
 TEST(BytesOfAProfile, FlopsAndBytesSitOnTheSameOpsEachOnce) {
   testing::Names names;

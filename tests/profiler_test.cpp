@@ -433,6 +433,34 @@ TEST(Profiler, OutputsAreBitIdenticalAndCountsRepeatable) {
   EXPECT_EQ(prof.get_total_flops(), kMlpFlops);
 }
 
+// While running, readers share one analysis per state of the records: reads with nothing recorded
+// in between agree, and each new record is seen by the next read.
+TEST(Profiler, ReadsWhileRunningFollowTheRecords) {
+  models::Mlp model = small_mlp();
+  torch::NoGradGuard no_grad;
+  torch::Tensor x = torch::randn({3, 8});
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  model->forward(x);
+  EXPECT_EQ(prof.get_total_flops(), kMlpFlops);
+  const flopsprof::ProfileResult first = prof.result();
+  EXPECT_EQ(prof.get_total_macs(), first.macs);
+  EXPECT_EQ(prof.get_module("head").calls, 1u);
+  model->forward(x);  // new op records: the next read sees them
+  EXPECT_EQ(prof.get_total_flops(), 2 * kMlpFlops);
+  EXPECT_EQ(prof.get_module("head").calls, 2u);
+  EXPECT_EQ(prof.result().step_flops, 0u);
+  torch::Tensor w = torch::ones({8, 2});
+  {
+    auto step = prof.step_scope();
+    torch::mm(x, w);
+  }
+  EXPECT_EQ(prof.result().step_flops, 2u * 3 * 8 * 2);  // [3, 8] x [8, 2]
+  EXPECT_EQ(prof.get_total_flops(), 2 * kMlpFlops);
+  prof.stop_profile();
+  EXPECT_EQ(prof.get_total_flops(), 2 * kMlpFlops);
+}
+
 TEST(Profiler, NothingStaysRegisteredAfterEndProfile) {
   ASSERT_FALSE(at::hasCallbacks());
   models::Mlp model = small_mlp();

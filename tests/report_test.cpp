@@ -8,6 +8,7 @@
 #include "aggregation/aggregate.h"
 #include "flopsprof/report.h"
 #include "records/gpu.h"
+#include "reports/report_sweep.h"
 #include "reports/trace.h"
 #include "test_names.h"
 
@@ -53,7 +54,7 @@ struct Builder {
          int64_t dur = 10) {
     RawEvent e;
     e.name_id = names.id("aten::mm");
-    e.flags = kCounted | kHasFormula;
+    e.flags = kCounted;
     e.owner = owner;
     e.scope = scope;
     e.parent = parent;
@@ -180,7 +181,7 @@ TEST(Attribution, NestedOpsInheritTheirParentsModuleAndAreNotCountedTwice) {
   b.th.events[outer].end_tick = 100;
   b.clock = 10;
   b.mm(2, 2, 2, -1, -1, outer, 20);  // nested inside a counted op
-  b.th.events.back().flags = kUnderCounted | kHasFormula;
+  b.th.events.back().flags = kUnderCounted;
   ProfileResult r = run(tree, {&b.th}, names);
   EXPECT_EQ(r.flops, 16u);  // 2*2*2*2 once
   EXPECT_EQ(mod(r, "head").flops, 16u);
@@ -639,6 +640,17 @@ TEST(GpuRecords, KernelsAreAttributedThroughTheLaunchingOp) {
   in.names = &names;
   in.stop_tick = 1000;
   in.gpu = &g;
+  // Each record's placement is decided once, by the analysis; the aggregation and the trace read
+  // it.
+  const Analysis a = analyze(in);
+  ASSERT_EQ(a.device.size(), 4u);
+  EXPECT_EQ(a.device[1].thread, 0);
+  EXPECT_EQ(a.device[1].event, static_cast<uint32_t>(op_fc1));
+  EXPECT_EQ(tree.nodes[a.device[1].module].name, "enc.fc1");
+  EXPECT_EQ(tree.nodes[a.device[2].module].name, "head");
+  EXPECT_EQ(a.device[2].phase, Phase::kForward);
+  EXPECT_EQ(a.device[3].thread, -1);
+  EXPECT_EQ(a.device[3].module, kUnlinked);
   TraceData trace;
   ProfileResult r = aggregate_with_trace(in, &trace);
   ASSERT_TRUE(r.gpu.measured);
@@ -730,6 +742,33 @@ TEST(DevicePeaks, TableAndMfu) {
   // 494.7 TFLOP done in 1 s on an H100 in bf16: 50% MFU
   EXPECT_NEAR(*mfu(494700000000000ull, 1.0, "NVIDIA H100 80GB HBM3", DType::kBFloat16), 0.5, 1e-12);
   EXPECT_FALSE(mfu(1, 0.0, "NVIDIA H100 80GB HBM3", DType::kBFloat16));
+}
+
+// The batch sweep's renderings, from rows alone (no torch): 1 MiB = 1,048,576 bytes.
+TEST(SweepReport, TableCsvAndSvgFromRows) {
+  std::vector<BatchSweepRow> rows = {{1, 1048576, 3 * 1048576, 2'000'000'000, 0.0015},
+                                     {4, 4 * 1048576, 0, 8'000'000'000, 0.004}};
+  EXPECT_EQ(sweep_csv(rows),
+            "batch_size,fwd_peak_bytes,train_peak_bytes,fwd_flops,fwd_latency_s\n"
+            "1,1048576,3145728,2000000000,0.0015\n"
+            "4,4194304,0,8000000000,0.004\n");
+  const std::string table = sweep_table(rows);
+  EXPECT_NE(table.find("fwd peak MiB"), std::string::npos);
+  // batch 1: 1.00 MiB forward, 3.00 MiB training, 2 GFLOPs, 1.50 ms
+  EXPECT_NE(table.find("         1           1.00           3.00          2.000         1.50\n"),
+            std::string::npos)
+      << table;
+  auto count = [](const std::string& s, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+    return n;
+  };
+  const std::string svg = sweep_svg(rows);
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_EQ(count(svg, "<polyline"), 2u);  // forward and training
+  EXPECT_EQ(count(svg, "<circle"), 4u);    // one per row and series
+  for (BatchSweepRow& r : rows) r.train_peak_bytes = 0;
+  EXPECT_EQ(count(sweep_svg(rows), "<polyline"), 1u);  // no training run: forward only
 }
 
 }  // namespace

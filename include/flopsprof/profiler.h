@@ -209,7 +209,9 @@ class FlopsProfiler {
   uint64_t get_module_params(const std::string& name) const { return get_module(name).params; }
   double get_module_duration(const std::string& name) const { return get_module(name).latency_s; }
 
-  /// Everything measured. While running, a snapshot of what was collected so far.
+  /// Everything measured. While running, a snapshot of what was collected so far: the records
+  /// are copied and analysed when they changed since the last read (an op, a scope, a step, a
+  /// memory or collective record added or closed), else the last snapshot is returned as it was.
   const ProfileResult& result() const;
 
   /// Prints summary, aggregated top modules per depth and (if `detailed`) the module tree to

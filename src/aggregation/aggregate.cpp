@@ -201,9 +201,23 @@ std::vector<MemoryPoint> memory_timeline(const AggregateInput& in, bool* saturat
 }
 
 Analysis analyze(const AggregateInput& in) {
-  Analysis a{attribute(in), count_ops(in.threads, *in.names), {}, false, {}};
+  Analysis a{attribute(in), count_ops(in.threads, *in.names), {}, false, {}, {}};
   a.memory = memory_timeline(in, &a.memory_saturated);
   a.collectives = collective_calls(in, a.attribution);
+  if (in.gpu != nullptr) {
+    a.device.reserve(in.gpu->records.size());
+    for (const GpuRecord& k : in.gpu->records) {
+      DevicePlacement p;
+      uint32_t t = 0, i = 0;
+      if (split_external_id(k.external_id, &t, &i) && t < in.threads.size() &&
+          i < in.threads[t]->events.size()) {
+        p.thread = static_cast<int>(t);
+        p.event = i;
+        std::tie(p.module, p.phase) = event_owner(a.attribution, in.threads, t, i);
+      }
+      a.device.push_back(p);
+    }
+  }
   return a;
 }
 
@@ -221,6 +235,7 @@ class Aggregator {
         at(analysis.attribution),
         counts(analysis.counts),
         collectives(analysis.collectives),
+        device(analysis.device),
         timeline(analysis.memory),
         timeline_saturated(analysis.memory_saturated),
         tree(*input.tree),
@@ -300,8 +315,8 @@ class Aggregator {
     OpAcc& op = ops[{out_fwd ? kOutsidePhase : static_cast<int>(ph), e.name_id}];
     ++op.calls;
     op.ns += dur;
-    op.has_formula = op.has_formula || (e.flags & kHasFormula);
     const OpCount& c = counts.threads[t][i];
+    op.has_formula = op.has_formula || c.state != OpCount::kNone;  // the count stage found one
     if (c.state == OpCount::kDeclined) ++op.declined;
     const FlopCount* fc = c.counted();
     if (c.has_bytes()) {
@@ -552,13 +567,8 @@ class Aggregator {
       gs.dropped_records = g.dropped_records;
       gs.untimed = g.untimed;
       gs.measured = !g.records.empty() || !g.spans.empty();
-      // Owner and phase of record (t, i); adds `ns` of device time to its phase and modules.
-      auto place = [&](uint32_t t, uint32_t i, int64_t ns) -> int {
-        int m = kUnlinked;
-        Phase ph = Phase::kForward;
-        if (t < in.threads.size() && i < in.threads[t]->events.size()) {
-          std::tie(m, ph) = event_owner(at, in.threads, t, i);
-        }
+      // Adds `ns` of device time, owned by module m in phase ph, to that phase and the modules.
+      auto place = [&](int m, Phase ph, int64_t ns) {
         const double sec = static_cast<double>(ns) * 1e-9;
         const bool bwd = ph == Phase::kBackward || ph == Phase::kRecompute;
         if (m == kOutsideModel) {
@@ -573,15 +583,13 @@ class Aggregator {
         for (int a = m; a >= 0 && ph != Phase::kStep; a = tree.nodes[a].parent) {
           (bwd ? dev_bwd : dev_fwd)[a] += ns;
         }
-        return m;
       };
       std::map<std::string, KernelAcc> all;
       int64_t first = INT64_MAX, last = INT64_MIN, unattributed = 0;
-      for (const GpuRecord& k : g.records) {
+      for (size_t rec = 0; rec < g.records.size(); ++rec) {
+        const GpuRecord& k = g.records[rec];
         const int64_t dur = k.end_ns - k.start_ns;  // device ns
-        uint32_t t = UINT32_MAX, i = UINT32_MAX;
-        split_external_id(k.external_id, &t, &i);
-        if (k.kind == GpuKind::kMemcpy) {  // apart from kernels: not "busy"
+        if (k.kind == GpuKind::kMemcpy) {           // apart from kernels: not "busy"
           ++gs.memcpys;
           gs.memcpy_s += static_cast<double>(dur) * 1e-9;
           continue;
@@ -598,7 +606,8 @@ class Aggregator {
         KernelAcc& ka = all[k.name];
         ++ka.calls;
         ka.ns += dur;
-        const int m = place(t, i, dur);
+        const int m = device[rec].module;
+        place(m, device[rec].phase, dur);
         if (m < 0) unattributed += dur;
         for (int a = m; a >= 0; a = tree.nodes[a].parent) {
           gpu_ns[a] += dur;
@@ -609,7 +618,14 @@ class Aggregator {
           mk.ns += dur;
         }
       }
-      for (const DeviceSpan& sp : g.spans) place(sp.thread, sp.event, sp.end_ns - sp.start_ns);
+      for (const DeviceSpan& sp : g.spans) {  // device events: their top-level record's owner
+        int m = kUnlinked;
+        Phase ph = Phase::kForward;
+        if (sp.thread < in.threads.size() && sp.event < in.threads[sp.thread]->events.size()) {
+          std::tie(m, ph) = event_owner(at, in.threads, sp.thread, sp.event);
+        }
+        place(m, ph, sp.end_ns - sp.start_ns);
+      }
       if (gs.kernels > 0) gs.span_s = static_cast<double>(last - first) * 1e-9;
       gs.unattributed_s = static_cast<double>(unattributed) * 1e-9;
       gs.top_kernels = top_kernels(all, 10, 1e-9);
@@ -946,6 +962,7 @@ class Aggregator {
   const Attribution& at;
   const OpCounts& counts;
   const std::vector<CollectiveCall>& collectives;
+  const std::vector<DevicePlacement>& device;
   const std::vector<MemoryPoint>& timeline;
   const bool timeline_saturated;
   const ModuleTree& tree;

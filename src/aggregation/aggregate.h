@@ -46,15 +46,25 @@ struct MemoryPoint {
 /// allocated before the profile or reported without an address are not.
 std::vector<MemoryPoint> memory_timeline(const AggregateInput& input, bool* saturated);
 
+/// Where a device record (a kernel, copy or set) belongs: the op that launched it (its external
+/// correlation id) and that op's module and phase as the attribution placed it.
+struct DevicePlacement {
+  int thread = -1;         ///< the launching op's thread; -1: no launching op among the records
+  uint32_t event = 0;      ///< the launching op, `threads[thread]->events[event]`
+  int module = kUnlinked;  ///< the launching op's owner (kOutsideModel, kUnlinked: none)
+  Phase phase = Phase::kForward;
+};
+
 /// What every consumer of a profile's records reads, each computed once: the attribution of each
 /// event, the count of each counted op, the memory timeline (empty without memory tracking),
-/// the collectives with their issuing module and phase.
+/// the collectives with their issuing module and phase, the placement of each device record.
 struct Analysis {
   Attribution attribution;
   OpCounts counts;
   std::vector<MemoryPoint> memory;
   bool memory_saturated = false;  ///< the bytes in use overflowed 64 bits somewhere
   std::vector<CollectiveCall> collectives;
+  std::vector<DevicePlacement> device;  ///< per `gpu->records[k]` (empty without GPU records)
 };
 Analysis analyze(const AggregateInput& input);
 
@@ -63,7 +73,7 @@ Analysis analyze(const AggregateInput& input);
 /// globals but the formula registry.
 ProfileResult aggregate(const AggregateInput& input, const Analysis& analysis);
 
-/// Attributes, counts, then aggregates. For tests and one-off use (reports/trace.h has the
+/// Attributes, counts, then aggregates. For tests and one-off use (aggregation/timeline.h has the
 /// one-off form that also builds the timeline).
 ProfileResult aggregate(const AggregateInput& input);
 

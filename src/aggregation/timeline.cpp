@@ -1,13 +1,12 @@
-// The trace stage's first half: the Chrome-trace timeline (phase, module and op spans, autograd
-// flows, GPU spans, memory counter) from the records, their attribution and their counts.
+// The Chrome trace's timeline (phase, module and op spans, autograd flows, device spans, memory
+// counter, collectives) from the records and their analysis.
 #include <algorithm>
 #include <climits>
 #include <map>
 #include <string>
 #include <vector>
 
-#include "aggregation/collectives.h"
-#include "reports/trace.h"
+#include "aggregation/timeline.h"
 
 namespace flopsprof::detail {
 
@@ -18,8 +17,12 @@ namespace {
 // device's kernels and the module spans over them, the memory counter, the collectives.
 class TraceBuilder {
  public:
-  TraceBuilder(const AggregateInput& input, const Attribution& attribution, const OpCounts& c)
-      : in(input), at(attribution), counts(c), tree(*input.tree) {}
+  TraceBuilder(const AggregateInput& input, const Analysis& analysis)
+      : in(input),
+        at(analysis.attribution),
+        counts(analysis.counts),
+        placements(analysis.device),
+        tree(*input.tree) {}
 
   // Each op and autograd node of thread t, as the attribution placed it.
   void events(size_t t) {
@@ -92,15 +95,11 @@ class TraceBuilder {
       std::sort(cs.begin(), cs.end(),
                 [&](size_t a, size_t b) { return at.calls[a].start < at.calls[b].start; });
     }
-    for (const GpuRecord& k : g.records) {
-      uint32_t t = 0, i = 0;
-      int m = kUnlinked;
-      const RawEvent* launcher = nullptr;
-      if (split_external_id(k.external_id, &t, &i) && t < in.threads.size() &&
-          i < in.threads[t]->events.size()) {
-        launcher = &in.threads[t]->events[i];
-        m = event_owner(at, in.threads, t, i).first;
-      }
+    for (size_t rec = 0; rec < g.records.size(); ++rec) {
+      const GpuRecord& k = g.records[rec];
+      const DevicePlacement& p = placements[rec];
+      const int m = p.module;
+      const RawEvent* launcher = p.thread >= 0 ? &in.threads[p.thread]->events[p.event] : nullptr;
       TraceData::GpuSpan sp;
       sp.device = k.device;
       sp.stream = k.stream;
@@ -116,11 +115,11 @@ class TraceBuilder {
                                             : "kernel";
       sp.external_id = k.external_id;
       if (launcher != nullptr && k.kind == GpuKind::kKernel) {
-        module_kernel_spans(sp, m, static_cast<int>(t), launcher->start_tick);
+        module_kernel_spans(sp, m, p.thread, launcher->start_tick);
       }
       sp.module = module_label(tree, m);
       if (launcher != nullptr) {
-        sp.launcher_thread = static_cast<int>(t);
+        sp.launcher_thread = p.thread;
         sp.launcher_start = launcher->start_tick;
       }
       trace.gpu.push_back(std::move(sp));
@@ -210,6 +209,7 @@ class TraceBuilder {
   const AggregateInput& in;
   const Attribution& at;
   const OpCounts& counts;
+  const std::vector<DevicePlacement>& placements;  // per device record
   const ModuleTree& tree;
   std::vector<std::vector<size_t>> calls_of;  // per module: its calls, by start
   std::map<std::pair<size_t, uint32_t>, TraceData::GpuSpan> call_gpu;  // (call, stream)
@@ -218,7 +218,7 @@ class TraceBuilder {
 }  // namespace
 
 TraceData build_trace(const AggregateInput& in, const Analysis& analysis) {
-  TraceBuilder b(in, analysis.attribution, analysis.counts);
+  TraceBuilder b(in, analysis);
   for (size_t t = 0; t < in.threads.size(); ++t) {
     b.events(t);
     b.phases(t);

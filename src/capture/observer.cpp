@@ -541,7 +541,7 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
       e.owner = find_owner(s, inputs, b->open_op < 0, b->open_op < 0 && e.seq_nr >= 0, e);
       if (e.data_in != 0) b->hold_data(e.data_in);
       if (name_flags & kNameHasFormula) {
-        e.flags |= kCounted | kHasFormula;
+        e.flags |= kCounted;
         pushed |= 1;
       }
       // Arguments for FLOPs and bytes, also of ops without a formula (their bytes count);

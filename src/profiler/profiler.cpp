@@ -260,13 +260,34 @@ struct FlopsProfiler::Impl {
     return r;
   }
 
+  // While running: the records last read, their analysis and the snapshot computed from them
+  // (current()), kept while the records stay as they were (their fingerprint), so that readers
+  // called back to back, and a trace written while running, analyse once.
+  struct Live {
+    Records records;
+    std::vector<uint64_t> fingerprint;
+    int64_t now = 0;  // the snapshot's end of open spans
+    detail::Analysis analysis;
+  };
+  mutable std::optional<Live> live;
+  void drop_snapshot() {
+    snapshot.reset();
+    live.reset();
+  }
+
   const ProfileResult& current() const {
     if (running) {
-      const Records recs = records();
-      detail::AggregateInput in = input(recs, session->now(), session->ns_per_tick(), timer_name());
-      const detail::Analysis a = detail::analyze(in);
+      // Analysed once per state of the records: readers called back to back share the result
+      // (spans still open then end at the first of those reads).
+      Records recs = records();
+      std::vector<uint64_t> fingerprint = detail::records_fingerprint(recs.threads);
+      if (snapshot && live && fingerprint == live->fingerprint) return *snapshot;
+      const int64_t now = session->now();
+      detail::AggregateInput in = input(recs, now, session->ns_per_tick(), timer_name());
+      detail::Analysis a = detail::analyze(in);
       in.machine = peaks(a, /*measure=*/false, in);
       snapshot = compute(in, a);
+      live = Live{std::move(recs), std::move(fingerprint), now, std::move(a)};
       return *snapshot;
     }
     if (!result) {
@@ -303,7 +324,7 @@ void FlopsProfiler::start_profile(const std::vector<std::string>& ignore_modules
   impl_->ignore = ignore_modules;
   impl_->index = std::move(index);
   impl_->result.reset();
-  impl_->snapshot.reset();
+  impl_->drop_snapshot();
   impl_->begin();
 }
 
@@ -319,6 +340,7 @@ void FlopsProfiler::stop_profile() {
   detail::Session& s = *impl_->session;
   const int64_t stop_tick = s.now();
   impl_->halt();
+  impl_->drop_snapshot();  // the live records' copies
   impl_->timer->on_stop();
   auto& c = impl_->collected;
   detail::GpuSelection& gpu = impl_->gpu;
@@ -365,7 +387,7 @@ void FlopsProfiler::stop_profile() {
 }
 
 void FlopsProfiler::reset_profile() {
-  impl_->snapshot.reset();
+  impl_->drop_snapshot();
   impl_->result.reset();
   impl_->discard_collected();
   if (impl_->running) {
@@ -387,7 +409,7 @@ void FlopsProfiler::end_profile() {
   impl_->collected = Impl::Collected{};
   impl_->index.reset();
   impl_->result.reset();
-  impl_->snapshot.reset();
+  impl_->drop_snapshot();
 }
 
 bool FlopsProfiler::is_running() const { return impl_->running; }
@@ -511,18 +533,23 @@ std::string FlopsProfiler::chrome_trace(int level) const {
   int64_t step_end = 0;
   std::vector<detail::InternalSpan> internal;
   auto t0 = std::chrono::steady_clock::now();
-  const Impl::Records recs = impl_->records();
-  if (impl_->running) {
+  Impl::Records stopped;
+  const Impl::Records* recs = &stopped;
+  if (impl_->running) {  // the records and analysis current() just read
+    const Impl::Live& live = *impl_->live;
     const detail::Session& s = *impl_->session;
     clock = {s.tick0, s.ns_per_tick()};
-    step_end = s.now();
-    detail::AggregateInput in = impl_->input(recs, s.now(), clock.ns_per_tick, impl_->timer_name());
-    trace = detail::build_trace(in, detail::analyze(in));
+    step_end = live.now;
+    recs = &live.records;
+    trace = detail::build_trace(
+        impl_->input(live.records, live.now, clock.ns_per_tick, impl_->timer_name()),
+        live.analysis);
   } else {
     const auto& c = impl_->collected;
+    stopped = impl_->records();
     clock = {c.origin, c.ns_per_tick};
     step_end = c.stop;
-    trace = detail::build_trace(impl_->input(recs, c.stop, c.ns_per_tick, c.timer), c.analysis);
+    trace = detail::build_trace(impl_->input(stopped, c.stop, c.ns_per_tick, c.timer), c.analysis);
     internal = c.internal;
   }
   if (level >= 2 && !internal.empty()) {
@@ -537,7 +564,7 @@ std::string FlopsProfiler::chrome_trace(int level) const {
                                                    clock.ns_per_tick)});
   }
   std::vector<uint64_t> ids;
-  for (const detail::ThreadEvents* b : recs.threads) ids.push_back(b->thread_id);
+  for (const detail::ThreadEvents* b : recs->threads) ids.push_back(b->thread_id);
   detail::TraceMeta meta;
   // kineto's shared time base: every rank's timestamps are wall-clock time since one base.
   meta.base_time_ns = detail::kineto_base_time_ns(impl_->wall0_ns);

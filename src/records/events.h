@@ -14,7 +14,6 @@ enum EventFlag : uint8_t {
   kCounted = 1 << 0,        ///< outermost op with a formula: its FLOPs count
   kUnderCounted = 1 << 1,   ///< nested inside a counted op: never counted again (the observer
                             ///< skips these; synthetic inputs and other producers may record them)
-  kHasFormula = 1 << 2,     ///< a formula was registered for the name when observed
   kBackward = 1 << 3,       ///< ran inside the autograd engine
   kStep = 1 << 5,           ///< ran inside a step scope (the optimizer step)
   kExternalInput = 1 << 4,  ///< a top-level forward op in grad mode read a tensor with no
@@ -167,6 +166,26 @@ struct ThreadEvents {
   uint64_t dropped_args = 0;    ///< ops whose arguments did not fit (args_count limit)
   uint64_t capture_errors = 0;  ///< ops or records that could not be stored (reported once)
 };
+
+/// What changes whenever a record is added to `threads` or closed: per thread, the length of every
+/// record list, how many op, scope and step records are still open, and the loss counters.
+/// Records are only appended, and closed once, so two snapshots of one running profile with equal
+/// fingerprints hold the same records. Cost: one pass over the op and scope records.
+inline std::vector<uint64_t> records_fingerprint(const std::vector<const ThreadEvents*>& threads) {
+  std::vector<uint64_t> f;
+  f.reserve(threads.size() * 14);
+  for (const ThreadEvents* t : threads) {
+    uint64_t open_events = 0, open_scopes = 0, open_steps = 0;
+    for (const RawEvent& e : t->events) open_events += e.end_tick == 0;
+    for (const ScopeRecord& s : t->scopes) open_scopes += s.exit_tick == 0;
+    for (const StepRecord& s : t->steps) open_steps += s.end_tick == 0;
+    f.insert(f.end(), {t->events.size(), open_events, t->args.size(), t->dims.size(),
+                       t->doubles.size(), t->scopes.size(), open_scopes, t->steps.size(),
+                       open_steps, t->memory.size(), t->collectives.size(),
+                       t->collective_ends.size(), t->dropped_args, t->capture_errors});
+  }
+  return f;
+}
 
 /// Op names by id, as interned by the observer.
 struct NameLookup {
