@@ -67,17 +67,18 @@ std::string display_type_name(const std::string& cpp) {
   return name.empty() ? cpp : name;
 }
 
-ModelIndex build_model_index(const torch::nn::Module& root,
-                             const std::vector<std::string>& ignore_types) {
-  ModelIndex index;
-  ModuleTree& tree = index.tree;
-  std::set<std::string> ignore(ignore_types.begin(), ignore_types.end());
-  std::set<std::string> matched;
-  std::unordered_map<std::string, int> by_name;
-  std::vector<std::shared_ptr<torch::nn::Module>> modules;
+namespace {
 
-  // named_modules() is pre-order, so a parent precedes its children. The root is not owned by a
-  // shared_ptr we can see here, so it is added by hand.
+// The module tree from named_modules() (pre-order: a parent precedes its children), each node with
+// what follows from its C++ type (display name, built-in facts: once per type, as a model of
+// 10,000 layers has a few types) and its ignored mark; `modules[i]` is node i's module (the root's
+// is null: it is not owned by a shared_ptr we can see here, so it is added by hand). The ignored
+// types that matched a module are added to `matched`.
+void add_modules(const torch::nn::Module& root, const std::set<std::string>& ignore,
+                 ModelIndex& index, std::vector<std::shared_ptr<torch::nn::Module>>& modules,
+                 std::set<std::string>& matched) {
+  ModuleTree& tree = index.tree;
+  std::unordered_map<std::string, int> by_name;
   auto children = const_cast<torch::nn::Module&>(root).named_modules("", /*include_self=*/false);
   tree.nodes.push_back(ModuleNode{});
   tree.nodes[0].type = display_type_name(root.name());
@@ -88,7 +89,6 @@ ModelIndex build_model_index(const torch::nn::Module& root,
   modules.push_back(nullptr);
   by_name[""] = 0;
   index.by_ptr.emplace(&root, 0);
-  // What follows from the C++ type alone, once per type (a model of 10,000 layers has a few).
   struct TypeFacts {
     std::string type;
     const BuiltinSpec* builtin;
@@ -127,6 +127,11 @@ ModelIndex build_model_index(const torch::nn::Module& root,
     tree.nodes.push_back(std::move(node));
     modules.push_back(item.value());
   }
+}
+
+// An ignored type that matched no module is a mistake: the error names the types present.
+void check_ignored(const std::set<std::string>& ignore, const std::set<std::string>& matched,
+                   const ModuleTree& tree) {
   for (const std::string& t : ignore) {
     if (matched.count(t) == 0) {
       std::set<std::string> types;  // the root cannot be ignored: not offered
@@ -137,9 +142,14 @@ ModelIndex build_model_index(const torch::nn::Module& root,
           t, fmt::join(types, ", ")));
     }
   }
-  tree.finalize();
+}
 
-  // Parameters: each node counts the unique parameters of its subtree (a shared one once).
+// Parameters (each node counts the unique parameters of its subtree: a shared one once), the
+// model's device, and which modules own each parameter's and buffer's storage.
+void add_parameters_and_owners(const torch::nn::Module& root,
+                               const std::vector<std::shared_ptr<torch::nn::Module>>& modules,
+                               ModelIndex& index) {
+  ModuleTree& tree = index.tree;
   std::vector<std::unordered_set<const void*>> seen(tree.nodes.size());
   std::unordered_map<const void*, int32_t> owner_set_of;
   for (size_t i = 0; i < tree.nodes.size(); ++i) {
@@ -190,6 +200,21 @@ ModelIndex build_model_index(const torch::nn::Module& root,
     for (int a = static_cast<int>(i); a >= 0 && tensors > 0; a = tree.nodes[a].parent)
       tree.nodes[a].tensors += tensors;
   }
+}
+
+}  // namespace
+
+ModelIndex build_model_index(const torch::nn::Module& root,
+                             const std::vector<std::string>& ignore_types) {
+  ModelIndex index;
+  ModuleTree& tree = index.tree;
+  const std::set<std::string> ignore(ignore_types.begin(), ignore_types.end());
+  std::set<std::string> matched;
+  std::vector<std::shared_ptr<torch::nn::Module>> modules;
+  add_modules(root, ignore, index, modules, matched);
+  check_ignored(ignore, matched, tree);
+  tree.finalize();
+  add_parameters_and_owners(root, modules, index);
   tree.params = tree.nodes[0].params;
   tree.trainable_params = tree.nodes[0].trainable_params;
   tree.param_bytes = tree.nodes[0].param_bytes;

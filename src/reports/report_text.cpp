@@ -121,8 +121,8 @@ void roofline_summary(std::string& out, const ProfileResult& r) {
   }
 }
 
-void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
-  const bool training = r.has_backward || r.has_step;
+// The summary's sections, in the order summary() writes them.
+void summary_header(std::string& out, const ReportOptions& o) {
   out += "-------------------------- flopsprof: Flops Profiler --------------------------\n";
   fmt::format_to(std::back_inserter(out), "Profile Summary at step {}:\n", o.header_step);
   out +=
@@ -133,6 +133,10 @@ void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
       "(FLOPS),\n"
       "fwd latency (forward propagation latency), bwd latency (backward propagation latency),\n"
       "step (weights update latency), iter latency (sum of fwd, bwd and step latency)\n\n";
+}
+
+// World, batch and parameters (per device and of the model, per dtype).
+void summary_sizes(std::string& out, const ProfileResult& r) {
   const double mp = r.model_parallel_size;
   line(out, "world size", fmt::format("{}", r.world_size));
   line(out, "data parallel size", fmt::format("{}", r.data_parallel_size));
@@ -147,6 +151,11 @@ void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
          fmt::format("{:.2f} MiB",
                      static_cast<double>(r.param_bytes_by_dtype[d]) / (1024.0 * 1024.0)));
   }
+}
+
+// Forward MACs, FLOPs (per dtype), latency and rate, and the work outside the model.
+void summary_forward(std::string& out, const ProfileResult& r) {
+  const double mp = r.model_parallel_size;
   line(out, "fwd MACs per device", macs_to_string(r.macs));
   line(out, "fwd flops per device", flops_to_string(r.flops));
   // Per dtype for floating-point work only (integer ops, index arithmetic, are not FLOPs one
@@ -184,6 +193,10 @@ void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
                                                : std::string()));
     }
   }
+}
+
+// Measured backward, DeepSpeed's estimate beside it, recompute and autograd-only work.
+void summary_backward(std::string& out, const ProfileResult& r) {
   if (r.has_backward) {
     line(out, "bwd latency", duration_to_string(r.bwd_latency_s));
     line(out, "bwd flops per device (measured)", flops_to_string(r.bwd_flops));
@@ -203,6 +216,11 @@ void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
     line(out, "fwd+bwd FLOPS per device = (fwd + bwd flops) / (fwd + bwd latency)",
          rate(r.flops + r.bwd_flops + r.recompute_flops, r.duration_s + r.bwd_latency_s));
   }
+}
+
+// The optimizer step, then the iteration (fwd + bwd + step) when training.
+void summary_step_and_iteration(std::string& out, const ProfileResult& r) {
+  const bool training = r.has_backward || r.has_step;
   if (r.has_step) {
     line(out, "step latency", duration_to_string(r.step_latency_s));
     line(out, "step flops", flops_to_string(r.step_flops));
@@ -217,6 +235,10 @@ void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
              ? fmt::format("{:.2f}", static_cast<double>(r.batch_size) / iter)
              : "n/a");
   }
+}
+
+// Memory peaks, workspace, allocations (with track_memory).
+void summary_memory(std::string& out, const ProfileResult& r) {
   if (r.memory.tracked) {
     const MemoryStats& m = r.memory;
     line(out, "memory peak (net bytes allocated during the profile)",
@@ -236,6 +258,10 @@ void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
     }
     line(out, "allocations / frees", fmt::format("{} / {}", m.allocations, m.frees));
   }
+}
+
+// Device timing, kernels, copies and sets (when a GPU was seen).
+void summary_gpu(std::string& out, const ProfileResult& r) {
   if (!r.gpu.backend.empty()) {
     const GpuStats& g = r.gpu;
     line(out, "GPU timing",
@@ -268,7 +294,10 @@ void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
           fmt::format("{} (buffers exhausted: the GPU figures are incomplete)", g.dropped_records));
     }
   }
-  roofline_summary(out, r);
+}
+
+// What the counts do not cover: ops without a formula, ops placed by inference; the timer.
+void summary_coverage(std::string& out, const ProfileResult& r) {
   uint64_t na_calls = 0;
   size_t na_names = 0, na_elsewhere = 0;
   for (const OpStats& op : r.ops) {
@@ -299,6 +328,10 @@ void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
                                    static_cast<double>(r.flops))));
   }
   line(out, "timer", r.timer);
+}
+
+// The table of ops without a formula (every phase), with their time and bytes.
+void summary_ops_without_formula(std::string& out, const ProfileResult& r) {
   bool any_na = false;
   for (const OpStats& op : r.ops) any_na = any_na || !op.has_formula;
   if (any_na) {
@@ -315,6 +348,10 @@ void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
                                                        : "");
     }
   }
+}
+
+// The first problems seen while profiling, and how many more the JSON holds.
+void summary_problems(std::string& out, const ProfileResult& r) {
   if (!r.problems.empty()) {
     // The JSON carries the whole list; the text shows the first ones and says how many more.
     constexpr size_t kShown = 12;
@@ -327,6 +364,20 @@ void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
                      r.problems.size() - kShown);
     }
   }
+}
+
+void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
+  summary_header(out, o);
+  summary_sizes(out, r);
+  summary_forward(out, r);
+  summary_backward(out, r);
+  summary_step_and_iteration(out, r);
+  summary_memory(out, r);
+  summary_gpu(out, r);
+  roofline_summary(out, r);
+  summary_coverage(out, r);
+  summary_ops_without_formula(out, r);
+  summary_problems(out, r);
 }
 
 std::string dict(const std::vector<std::pair<std::string, std::string>>& items) {

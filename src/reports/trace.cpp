@@ -49,6 +49,247 @@ const char* kineto_category(const char* cat) {
   return cat;
 }
 
+// to_chrome_trace's steps, in the order it writes them: the metadata before `traceEvents`, the
+// process and thread names, kineto's step annotation, the spans (parents first), the collectives,
+// the autograd flows, the device tracks, then (level 2) the memory counter and flopsprof's own
+// intervals.
+class ChromeTraceWriter {
+ public:
+  ChromeTraceWriter(const TraceClock& clock, const TraceMeta& meta) : clock_(clock), meta_(meta) {
+    w_.begin_object();
+    w_.member("displayTimeUnit", "ms");
+    w_.key("traceEvents");
+    w_.begin_array();
+  }
+
+  // kineto's order: schemaVersion, deviceProperties, distributedInfo, baseTimeNanoseconds, then
+  // traceEvents. Written by hand so that "rank": has the space HTA's regex requires.
+  std::string prefix() const {
+    JsonWriter head(-1);
+    head.begin_object();
+    head.member("schemaVersion", int64_t{1});
+    head.key("deviceProperties");
+    head.begin_array();
+    if (!meta_.device.empty()) {
+      head.begin_object();
+      head.member("id", int64_t{0});
+      head.member("name", meta_.device);
+      head.end_object();
+    }
+    head.end_array();
+    head.end_object();
+    std::string prefix = head.take();
+    prefix.pop_back();  // the closing brace: more members follow
+    if (meta_.distributed) {
+      JsonWriter backend(-1);
+      backend.value(meta_.backend);
+      prefix += ", \"distributedInfo\": {\"backend\": " + backend.take() +
+                ", \"rank\": " + std::to_string(meta_.rank) +
+                ", \"world_size\": " + std::to_string(meta_.world_size) + "}";
+    }
+    prefix += ", \"baseTimeNanoseconds\": " + std::to_string(meta_.base_time_ns) + ", ";
+    return prefix;
+  }
+
+  void threads(const std::vector<uint64_t>& thread_ids) {
+    metadata(w_, "process_name", 1, -1, "flopsprof");
+    for (size_t t = 0; t < thread_ids.size(); ++t) {
+      metadata(w_, "thread_name", 1, static_cast<int64_t>(t + 1),
+               "thread " + std::to_string(thread_ids[t]));
+    }
+  }
+
+  // kineto's step annotation, the parent of everything on its thread.
+  void step_annotation() {
+    if (meta_.step < 0) return;
+    complete("ProfilerStep#" + std::to_string(meta_.step), "user_annotation", clock_.origin,
+             meta_.step_end, 1, 1);
+    w_.key("args");
+    w_.begin_object();
+    w_.end_object();
+    w_.end_object();
+  }
+
+  // Phase, module and op spans and autograd nodes; on each thread parents before children (by
+  // start, then the longer first).
+  void spans(const std::vector<TraceData::Span>& all) {
+    std::vector<const TraceData::Span*> spans;
+    spans.reserve(all.size());
+    for (const auto& s : all) spans.push_back(&s);
+    std::stable_sort(spans.begin(), spans.end(),
+                     [](const TraceData::Span* a, const TraceData::Span* b) {
+                       if (a->thread != b->thread) return a->thread < b->thread;
+                       if (a->start != b->start) return a->start < b->start;
+                       return a->end > b->end;
+                     });
+    for (const TraceData::Span* s : spans) span(*s);
+  }
+
+  // c10d collectives, as kineto shows a process group's work: a user annotation on the issuing
+  // thread, with record_param_comms' size arguments.
+  void collectives(const std::vector<TraceData::Collective>& calls) {
+    for (const TraceData::Collective& c : calls) {
+      complete(c.name, "user_annotation", c.start, c.end, 1, c.thread + 1);
+      w_.key("args");
+      w_.begin_object();
+      w_.member("Collective name", collective_name(c.name));
+      w_.member("In msg nelems", c.numel);
+      w_.member("In msg size", c.bytes);
+      w_.member("dtype", dtype_name(c.dtype));
+      if (meta_.distributed) {
+        w_.member("Process Group Backend", meta_.backend);
+        w_.member("Rank", static_cast<int64_t>(meta_.rank));
+      }
+      w_.key("Input Dims");
+      w_.begin_array();
+      w_.begin_array();
+      for (int64_t d : c.dims) w_.value(d);
+      w_.end_array();
+      w_.end_array();
+      w_.member("Input tensors", static_cast<int64_t>(c.tensors));
+      w_.member("module", c.module);
+      w_.member("phase", c.phase);
+      if (!c.completed) w_.member("completed", false);
+      w_.end_object();
+      w_.end_object();
+    }
+  }
+
+  // Flow arrows: forward op (start) -> backward node (end, bound to the enclosing slice).
+  void autograd_flows(const std::vector<TraceData::Flow>& flows) {
+    for (const TraceData::Flow& f : flows) {
+      flow(w_, "autograd", "fwdbwd", next_flow_++, us(f.from), 1, f.from_thread + 1, us(f.to), 1,
+           f.to_thread + 1);
+    }
+  }
+
+  // GPU tracks: process 2, one thread per stream; the per-module call spans, then the kernels,
+  // copies and sets, each with a flow arrow from its launching op.
+  void device(const std::vector<TraceData::GpuSpan>& gpu,
+              const std::vector<TraceData::GpuSpan>& modules) {
+    if (!gpu.empty()) metadata(w_, "process_name", 2, -1, "GPU");
+    for (const TraceData::GpuSpan& k : modules) gpu_span(k, false);
+    for (const TraceData::GpuSpan& k : gpu) {
+      gpu_span(k, true);
+      if (k.launcher_thread < 0) continue;
+      flow(w_, "launch", "ac2g", next_flow_++, us(k.launcher_start), 1, k.launcher_thread + 1,
+           us(k.start), 2, static_cast<int64_t>(k.stream));
+    }
+  }
+
+  // The bytes in use over time: a counter track.
+  void memory(const std::vector<std::pair<int64_t, int64_t>>& points) {
+    for (const auto& [t, bytes] : points) {
+      w_.begin_object();
+      w_.member("name", "memory");
+      w_.member("ph", "C");
+      w_.member("ts", us(t));
+      w_.member("pid", 1);
+      w_.key("args");
+      w_.begin_object();
+      w_.member("bytes", bytes);
+      w_.end_object();
+      w_.end_object();
+    }
+  }
+
+  // flopsprof's own intervals (stop_profile's computing, the trace's post-processing).
+  void internal(const std::vector<InternalSpan>& spans) {
+    for (const InternalSpan& s : spans) {
+      complete(s.name, "flopsprof", s.start, s.end, 1, 0);
+      w_.end_object();
+    }
+  }
+
+  // The events after `prefix()`'s members: `traceEvents` closed.
+  std::string finish() {
+    w_.end_array();
+    w_.end_object();
+    std::string body = w_.take();
+    return body.substr(1);
+  }
+
+ private:
+  // Trace time in microseconds; in double ns first: the tick difference is small, the offset
+  // large but exact.
+  double us(int64_t t) const {
+    return (static_cast<double>(clock_.origin_ns) +
+            static_cast<double>(t - clock_.origin) * clock_.ns_per_tick) *
+           1e-3;
+  }
+
+  // Opens a complete event ("ph": "X"): the fields every span, annotation and kernel has.
+  void complete(const std::string& name, const char* cat, int64_t start, int64_t end, int64_t pid,
+                int64_t tid) {
+    w_.begin_object();
+    w_.member("name", name);
+    w_.member("cat", cat);
+    w_.member("ph", "X");
+    w_.member("ts", us(start));
+    w_.member("dur", static_cast<double>(end - start) * clock_.ns_per_tick * 1e-3);
+    w_.member("pid", pid);
+    w_.member("tid", tid);
+  }
+
+  // One span with its args: module, phase, FLOPs, bytes and intensity, inputs, and kineto's
+  // args for ops and autograd nodes (HTA reads them).
+  void span(const TraceData::Span& s) {
+    complete(s.name, kineto_category(s.cat), s.start, s.end, 1, s.thread + 1);
+    w_.key("args");
+    w_.begin_object();
+    if (std::string_view(s.cat) != "phase") w_.member("module", s.module);
+    if (!s.phase.empty()) w_.member("phase", s.phase);
+    if (s.flops >= 0) w_.member("flops", s.flops);
+    if (s.bytes >= 0) {
+      w_.member("bytes", s.bytes);
+      w_.member("bytes read", s.bytes_read);
+      w_.member("bytes written", s.bytes_written);
+      // FLOPs per byte moved (ops with a FLOP count)
+      if (s.flops >= 0 && s.bytes > 0)
+        w_.member("intensity", static_cast<double>(s.flops) / static_cast<double>(s.bytes));
+    }
+    if (!s.inputs.empty()) w_.member("inputs", s.inputs);
+    if (s.external_id != 0) {
+      w_.member("External id", s.external_id);
+      w_.member("Sequence number", s.seq_nr);
+      if (s.fwd_thread != 0) w_.member("Fwd thread id", s.fwd_thread);
+      w_.key("Input Dims");
+      w_.begin_array();
+      for (const auto& dims : s.input_dims) {
+        w_.begin_array();
+        for (int64_t d : dims) w_.value(d);
+        w_.end_array();
+      }
+      w_.end_array();
+      w_.key("Input type");
+      w_.begin_array();
+      for (const auto& t : s.input_types) w_.value(t);
+      w_.end_array();
+    }
+    w_.end_object();
+    w_.end_object();
+  }
+
+  // A GPU span: kernels, memcpys, memsets (with their stream and launching op) and per-module
+  // call spans (gpu_user_annotation).
+  void gpu_span(const TraceData::GpuSpan& k, bool launched) {
+    complete(k.name, k.cat, k.start, k.end, 2, k.stream);
+    w_.key("args");
+    w_.begin_object();
+    w_.member("module", k.module);
+    w_.member("device", static_cast<int64_t>(k.device));
+    if (launched) w_.member("stream", static_cast<int64_t>(k.stream));
+    if (launched && k.external_id != 0) w_.member("External id", k.external_id);
+    w_.end_object();
+    w_.end_object();
+  }
+
+  const TraceClock& clock_;
+  const TraceMeta& meta_;
+  JsonWriter w_{-1};
+  int64_t next_flow_ = 1;  // flow ids, shared by autograd and launch arrows
+};
+
 }  // namespace
 
 int64_t kineto_base_time_ns(int64_t wall_ns) {
@@ -60,192 +301,19 @@ int64_t kineto_base_time_ns(int64_t wall_ns) {
 std::string to_chrome_trace(const TraceData& trace, const std::vector<uint64_t>& thread_ids,
                             const TraceClock& clock, int level,
                             const std::vector<InternalSpan>& internal, const TraceMeta& meta) {
-  // In double ns first: the tick difference is small, the offset large but exact.
-  auto us = [&](int64_t t) {
-    return (static_cast<double>(clock.origin_ns) +
-            static_cast<double>(t - clock.origin) * clock.ns_per_tick) *
-           1e-3;
-  };
-  // Parents before children on each thread: by start, then the longer first.
-  std::vector<const TraceData::Span*> spans;
-  spans.reserve(trace.spans.size());
-  for (const auto& s : trace.spans) spans.push_back(&s);
-  std::stable_sort(spans.begin(), spans.end(),
-                   [](const TraceData::Span* a, const TraceData::Span* b) {
-                     if (a->thread != b->thread) return a->thread < b->thread;
-                     if (a->start != b->start) return a->start < b->start;
-                     return a->end > b->end;
-                   });
-
-  // kineto's order: schemaVersion, deviceProperties, distributedInfo, baseTimeNanoseconds, then
-  // traceEvents. Written by hand so that "rank": has the space HTA's regex requires.
-  JsonWriter head(-1);
-  head.begin_object();
-  head.member("schemaVersion", int64_t{1});
-  head.key("deviceProperties");
-  head.begin_array();
-  if (!meta.device.empty()) {
-    head.begin_object();
-    head.member("id", int64_t{0});
-    head.member("name", meta.device);
-    head.end_object();
-  }
-  head.end_array();
-  head.end_object();
-  std::string prefix = head.take();
-  prefix.pop_back();  // the closing brace: more members follow
-  if (meta.distributed) {
-    JsonWriter backend(-1);
-    backend.value(meta.backend);
-    prefix += ", \"distributedInfo\": {\"backend\": " + backend.take() +
-              ", \"rank\": " + std::to_string(meta.rank) +
-              ", \"world_size\": " + std::to_string(meta.world_size) + "}";
-  }
-  prefix += ", \"baseTimeNanoseconds\": " + std::to_string(meta.base_time_ns) + ", ";
-
-  JsonWriter w(-1);
-  // Opens a complete event ("ph": "X"): the fields every span, annotation and kernel has.
-  auto complete = [&](const std::string& name, const char* cat, int64_t start, int64_t end,
-                      int64_t pid, int64_t tid) {
-    w.begin_object();
-    w.member("name", name);
-    w.member("cat", cat);
-    w.member("ph", "X");
-    w.member("ts", us(start));
-    w.member("dur", static_cast<double>(end - start) * clock.ns_per_tick * 1e-3);
-    w.member("pid", pid);
-    w.member("tid", tid);
-  };
-  w.begin_object();
-  w.member("displayTimeUnit", "ms");
-  w.key("traceEvents");
-  w.begin_array();
-  metadata(w, "process_name", 1, -1, "flopsprof");
-  for (size_t t = 0; t < thread_ids.size(); ++t) {
-    metadata(w, "thread_name", 1, static_cast<int64_t>(t + 1),
-             "thread " + std::to_string(thread_ids[t]));
-  }
-  if (meta.step >= 0) {  // kineto's step annotation, the parent of everything on its thread
-    complete("ProfilerStep#" + std::to_string(meta.step), "user_annotation", clock.origin,
-             meta.step_end, 1, 1);
-    w.key("args");
-    w.begin_object();
-    w.end_object();
-    w.end_object();
-  }
-  for (const TraceData::Span* s : spans) {
-    complete(s->name, kineto_category(s->cat), s->start, s->end, 1, s->thread + 1);
-    w.key("args");
-    w.begin_object();
-    if (std::string_view(s->cat) != "phase") w.member("module", s->module);
-    if (!s->phase.empty()) w.member("phase", s->phase);
-    if (s->flops >= 0) w.member("flops", s->flops);
-    if (s->bytes >= 0) {
-      w.member("bytes", s->bytes);
-      w.member("bytes read", s->bytes_read);
-      w.member("bytes written", s->bytes_written);
-      // FLOPs per byte moved (ops with a FLOP count)
-      if (s->flops >= 0 && s->bytes > 0)
-        w.member("intensity", static_cast<double>(s->flops) / static_cast<double>(s->bytes));
-    }
-    if (!s->inputs.empty()) w.member("inputs", s->inputs);
-    if (s->external_id != 0) {
-      w.member("External id", s->external_id);
-      w.member("Sequence number", s->seq_nr);
-      if (s->fwd_thread != 0) w.member("Fwd thread id", s->fwd_thread);
-      w.key("Input Dims");
-      w.begin_array();
-      for (const auto& dims : s->input_dims) {
-        w.begin_array();
-        for (int64_t d : dims) w.value(d);
-        w.end_array();
-      }
-      w.end_array();
-      w.key("Input type");
-      w.begin_array();
-      for (const auto& t : s->input_types) w.value(t);
-      w.end_array();
-    }
-    w.end_object();
-    w.end_object();
-  }
-  // c10d collectives, as kineto shows a process group's work: a user annotation on the issuing
-  // thread, with record_param_comms' size arguments.
-  for (const TraceData::Collective& c : trace.collectives) {
-    complete(c.name, "user_annotation", c.start, c.end, 1, c.thread + 1);
-    w.key("args");
-    w.begin_object();
-    w.member("Collective name", collective_name(c.name));
-    w.member("In msg nelems", c.numel);
-    w.member("In msg size", c.bytes);
-    w.member("dtype", dtype_name(c.dtype));
-    if (meta.distributed) {
-      w.member("Process Group Backend", meta.backend);
-      w.member("Rank", static_cast<int64_t>(meta.rank));
-    }
-    w.key("Input Dims");
-    w.begin_array();
-    w.begin_array();
-    for (int64_t d : c.dims) w.value(d);
-    w.end_array();
-    w.end_array();
-    w.member("Input tensors", static_cast<int64_t>(c.tensors));
-    w.member("module", c.module);
-    w.member("phase", c.phase);
-    if (!c.completed) w.member("completed", false);
-    w.end_object();
-    w.end_object();
-  }
-  // Flow arrows: forward op (start) -> backward node (end, bound to the enclosing slice).
-  int64_t id = 1;
-  for (const TraceData::Flow& f : trace.flows) {
-    flow(w, "autograd", "fwdbwd", id++, us(f.from), 1, f.from_thread + 1, us(f.to), 1,
-         f.to_thread + 1);
-  }
-  // GPU tracks: process 2, one thread per stream; flow arrows from the launching op.
-  if (!trace.gpu.empty()) metadata(w, "process_name", 2, -1, "GPU");
-  // A GPU span: kernels, memcpys, memsets (with their stream and launching op) and per-module
-  // call spans (gpu_user_annotation).
-  auto gpu_span = [&](const TraceData::GpuSpan& k, bool launched) {
-    complete(k.name, k.cat, k.start, k.end, 2, k.stream);
-    w.key("args");
-    w.begin_object();
-    w.member("module", k.module);
-    w.member("device", static_cast<int64_t>(k.device));
-    if (launched) w.member("stream", static_cast<int64_t>(k.stream));
-    if (launched && k.external_id != 0) w.member("External id", k.external_id);
-    w.end_object();
-    w.end_object();
-  };
-  for (const TraceData::GpuSpan& k : trace.gpu_modules) gpu_span(k, false);
-  for (const TraceData::GpuSpan& k : trace.gpu) {
-    gpu_span(k, true);
-    if (k.launcher_thread < 0) continue;
-    flow(w, "launch", "ac2g", id++, us(k.launcher_start), 1, k.launcher_thread + 1, us(k.start), 2,
-         static_cast<int64_t>(k.stream));
-  }
+  ChromeTraceWriter t(clock, meta);
+  const std::string prefix = t.prefix();
+  t.threads(thread_ids);
+  t.step_annotation();
+  t.spans(trace.spans);
+  t.collectives(trace.collectives);
+  t.autograd_flows(trace.flows);
+  t.device(trace.gpu, trace.gpu_modules);
   if (level >= 2) {
-    for (const auto& [t, bytes] : trace.memory) {
-      w.begin_object();
-      w.member("name", "memory");
-      w.member("ph", "C");
-      w.member("ts", us(t));
-      w.member("pid", 1);
-      w.key("args");
-      w.begin_object();
-      w.member("bytes", bytes);
-      w.end_object();
-      w.end_object();
-    }
-    for (const InternalSpan& s : internal) {
-      complete(s.name, "flopsprof", s.start, s.end, 1, 0);
-      w.end_object();
-    }
+    t.memory(trace.memory);
+    t.internal(internal);
   }
-  w.end_array();
-  w.end_object();
-  std::string body = w.take();
-  return prefix + body.substr(1);
+  return prefix + t.finish();
 }
 
 }  // namespace flopsprof::detail
