@@ -1,17 +1,14 @@
-// TorchScript models: the mirror module tree and the interpreter's module hierarchy as scopes.
+// TorchScript models: the mirror module tree, and the interpreter's module hierarchy resolved to
+// it (capture/jit_hierarchy.cpp turns the hierarchy into scope records).
 #include "flopsprof/jit.h"
 
 #include <algorithm>
-#include <atomic>
 #include <deque>
 #include <mutex>
 #include <string_view>
 #include <unordered_map>
 
-#include <ATen/record_function.h>
-#include <torch/csrc/jit/runtime/interpreter.h>
-
-#include "flopsprof/error.h"
+#include "capture/jit_hierarchy.h"
 #include "flopsprof/scope.h"
 
 namespace flopsprof {
@@ -33,7 +30,9 @@ std::string class_name(const torch::jit::Module& m) {
 
 }  // namespace
 
-struct JitModel::Impl {
+// The mirror tree and the resolution of the interpreter's hierarchies to it; capture's hierarchy
+// callback (capture/jit_hierarchy.h) asks it while the model is observed.
+struct JitModel::Impl : detail::HierarchySource {
   struct Node {
     std::string name;  // attribute name in its parent ("conv1"); "" for the root
     std::string type;  // TorchScript class name
@@ -44,13 +43,10 @@ struct JitModel::Impl {
   torch::jit::Module module;
   std::shared_ptr<torch::nn::Module> root;
   std::vector<Node> nodes;
-  uint64_t id = 0;  // identifies this model to the thread-local state of the callback
 
   std::mutex mu;  // guards the resolution cache and stats written when a hierarchy changes
   std::unordered_map<std::string, std::vector<int>> resolved;  // joined hierarchy -> node path
   std::vector<std::string> unresolved;
-  std::atomic<uint64_t> ops{0}, ops_without{0};
-  std::atomic<bool> in_forward{false};
 
   int add(const torch::jit::Module& m, const std::string& name, int parent,
           const std::shared_ptr<torch::nn::Module>& mirror) {
@@ -99,8 +95,17 @@ struct JitModel::Impl {
     return -2;
   }
 
-  // The module path of one hierarchy, the root first (its own ops are as exact as any module's).
-  std::vector<int> resolve(const std::vector<std::string>& hierarchy) {
+  // The mirror modules of one hierarchy, the root first (its own ops are as exact as any
+  // module's).
+  std::vector<const torch::nn::Module*> resolve(
+      const std::vector<std::string>& hierarchy) override {
+    std::vector<const torch::nn::Module*> modules;
+    for (int n : resolve_path(hierarchy)) modules.push_back(nodes[n].mirror);
+    return modules;
+  }
+
+  // The node path of one hierarchy (cached per distinct hierarchy).
+  std::vector<int> resolve_path(const std::vector<std::string>& hierarchy) {
     std::string key;
     for (const auto& h : hierarchy) key.append(h).push_back('|');
     std::lock_guard<std::mutex> lock(mu);
@@ -127,82 +132,14 @@ struct JitModel::Impl {
   }
 };
 
-namespace {
-
-std::atomic<JitModel::Impl*> g_active{nullptr};
-std::atomic<uint64_t> g_next_id{1};
-
-// The scopes this thread has open, outermost first, for the model `model`.
-struct ThreadScopes {
-  uint64_t model = 0;
-  std::vector<std::string> last;  // the hierarchy of the previous op
-  std::vector<int> path;          // the open modules
-  struct Handles {
-    detail::ScopeHandles h;
-  };
-  std::vector<Handles> handles;
-
-  void close_to(size_t depth) noexcept {
-    while (path.size() > depth) {
-      detail::close_scope_records(handles.back().h);
-      handles.pop_back();
-      path.pop_back();
-    }
-  }
-};
-thread_local ThreadScopes t_scopes;
-
-std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& /*fn*/) {
-  JitModel::Impl* impl = g_active.load(std::memory_order_acquire);
-  if (impl == nullptr || !impl->in_forward.load(std::memory_order_relaxed)) return nullptr;
-  ThreadScopes& ts = t_scopes;
-  if (ts.model != impl->id) {  // another model's leftovers: scopes are per profile anyway
-    ts.path.clear();
-    ts.handles.clear();
-    ts.last.clear();
-    ts.model = impl->id;
-  }
-  try {
-    std::vector<std::string> h = torch::jit::currentModuleHierarchy();
-    if (h.empty()) {
-      // Not run by the interpreter (or in a fused kernel): keeps the modules open so far.
-      impl->ops_without.fetch_add(1, std::memory_order_relaxed);
-      return nullptr;
-    }
-    impl->ops.fetch_add(1, std::memory_order_relaxed);
-    if (h == ts.last) return nullptr;
-    std::vector<int> path = impl->resolve(h);
-    ts.last = std::move(h);
-    size_t common = 0;
-    while (common < path.size() && common < ts.path.size() && path[common] == ts.path[common])
-      ++common;
-    ts.close_to(common);
-    for (size_t i = common; i < path.size(); ++i) {
-      ts.handles.emplace_back();
-      detail::open_scope_records(impl->nodes[path[i]].mirror, ts.handles.back().h,
-                                 detail::ScopeKind::kExact);
-      ts.path.push_back(path[i]);
-    }
-  } catch (...) {
-    // A callback never throws; an op whose hierarchy could not be read keeps the open scopes.
-  }
-  return nullptr;
-}
-
-}  // namespace
-
 JitModel::JitModel(torch::jit::Module module) : impl_(std::make_unique<Impl>()) {
   impl_->module = std::move(module);
-  impl_->id = g_next_id.fetch_add(1);
   auto root = std::make_shared<MirrorModule>(class_name(impl_->module));
   impl_->root = root;
   impl_->add(impl_->module, "", -1, root);
 }
 
-JitModel::~JitModel() {
-  JitModel::Impl* self = impl_.get();
-  g_active.compare_exchange_strong(self, nullptr);
-}
+JitModel::~JitModel() { detail::forget_hierarchy_source(impl_.get()); }
 
 const std::shared_ptr<torch::nn::Module>& JitModel::tree() const { return impl_->root; }
 torch::jit::Module& JitModel::module() { return impl_->module; }
@@ -212,10 +149,7 @@ c10::IValue JitModel::forward(std::vector<c10::IValue> inputs) {
     Impl* impl;
     ~CloseScopes() {
       impl->in_forward.store(false, std::memory_order_relaxed);
-      if (t_scopes.model == impl->id) {
-        t_scopes.close_to(0);
-        t_scopes.last.clear();
-      }
+      detail::close_hierarchy_scopes(*impl);
     }
   };
   detail::CallWindow window(impl_->root.get());
@@ -225,21 +159,8 @@ c10::IValue JitModel::forward(std::vector<c10::IValue> inputs) {
 }
 
 JitObserver JitModel::observe() {
-  Impl* expected = nullptr;
-  if (!g_active.compare_exchange_strong(expected, impl_.get())) {
-    throw Error(
-        "JitModel::observe: another JitModel is being observed; end its JitObserver first (one "
-        "TorchScript model is observed at a time)");
-  }
   JitObserver obs;
-  try {
-    obs.handle_ =
-        at::addGlobalCallback(at::RecordFunctionCallback(on_start).needsInputs(false).scopes(
-            {at::RecordScope::FUNCTION}));
-  } catch (...) {
-    g_active.store(nullptr);
-    throw;
-  }
+  obs.handle_ = detail::observe_hierarchy(impl_.get());
   return obs;
 }
 
@@ -262,10 +183,8 @@ JitObserver& JitObserver::operator=(JitObserver&& other) noexcept {
 }
 
 void JitObserver::reset() noexcept {
-  if (handle_ == 0) return;
-  at::removeCallback(handle_);
+  detail::stop_observing_hierarchy(handle_);
   handle_ = 0;
-  g_active.store(nullptr, std::memory_order_release);
 }
 
 }  // namespace flopsprof
