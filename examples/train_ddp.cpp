@@ -17,8 +17,9 @@
 //                                                               hook, inside backward (as DDP)
 //                               [--store-host-dies 1]           rank 0 (the TCPStore's host) is
 //                                                               killed while the others gather
-// Each rank writes the wall-clock time (ns since the epoch) at which its profiled iteration
-// started to DIR/rankR.start_ns.
+// Each rank writes the wall-clock time (ns since the epoch) just before its profiled iteration
+// starts (the profile starts) to DIR/rankR.start_ns, and just after to DIR/rankR.started_ns: the
+// profile's own start lies between the two.
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -141,15 +142,23 @@ int worker(const Args& a, int rank, uint16_t port) {
   }
   std::filesystem::create_directories(a.out);
   torch::manual_seed(100 + rank);  // each rank its own shard of the data
+  auto wall_ns = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
   for (int step = 1; step <= a.steps; ++step) {
+    int64_t before = 0;
     if (step == po.profile_step) {
       if (rank == a.late_rank) std::this_thread::sleep_for(std::chrono::milliseconds(a.late_ms));
-      std::ofstream(a.out + "/rank" + std::to_string(rank) + ".start_ns")
-          << std::chrono::duration_cast<std::chrono::nanoseconds>(
-                 std::chrono::system_clock::now().time_since_epoch())
-                 .count();
+      before = wall_ns();
     }
     auto iteration = prof.iteration();
+    if (step == po.profile_step) {
+      const int64_t after = wall_ns();
+      std::ofstream(a.out + "/rank" + std::to_string(rank) + ".start_ns") << before;
+      std::ofstream(a.out + "/rank" + std::to_string(rank) + ".started_ns") << after;
+    }
     optimizer.zero_grad();
     torch::Tensor x = torch::randn({16, 32});
     torch::Tensor y = x.sum(1, /*keepdim=*/true);
