@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -52,8 +53,9 @@ bool exists(const std::string& path) { return std::ifstream(path).good(); }
 
 // A two-level model: root `Net` with `enc` (a `Block`, holding `proj`, a `Proj`) and `head` (a
 // `Head`): forward(x[B,16]) = head(relu(enc(x))), enc(x) = proj(x) + x.
-std::string save_net() {
-  const std::string path = dir() + "/net.pt";
+// `head_out` widens the head (the diff tests' variant, saved under another `name`).
+std::string save_net(int64_t head_out = 4, const std::string& name = "net") {
+  const std::string path = dir() + "/" + name + ".pt";
   if (exists(path)) return path;
   torch::NoGradGuard no_grad;
   auto proj = [](const std::string& cls, int64_t in, int64_t out) {
@@ -68,7 +70,7 @@ std::string save_net() {
   block.define("def forward(self, x):\n  return self.proj.forward(x) + x\n");
   torch::jit::Module net("Net");
   net.register_module("enc", block);
-  net.register_module("head", proj("Head", 16, 4));
+  net.register_module("head", proj("Head", 16, head_out));
   net.define(
       "def forward(self, x):\n  return self.head.forward(torch.relu(self.enc.forward(x)))\n");
   net.save(path);
@@ -256,6 +258,65 @@ TEST(Cli, BackwardAndRuns) {
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("median latency of 3 training steps"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("warm-up 2/2"), std::string::npos) << r.out;
+}
+
+// Two profiles of the command compared by `flopsprof diff`: the head widened from 4 to 8 outputs
+// names exactly the head and the root, with deltas from the shapes; repeated runs give medians; a
+// batch change is a workload warning; --fail-if gates with exit 1, bad input exits 2.
+TEST(Cli, DiffOfTwoProfiles) {
+  const std::string base = dir() + "/diff_base.json", wide = dir() + "/diff_wide.json",
+                    batch = dir() + "/diff_batch.json", out = dir() + "/diff.json";
+  CliRun r = run(save_net() + " --input 4x16 --profile-runs 3 --quiet --json " + base);
+  ASSERT_EQ(r.code, 0) << r.out;
+  r = run(save_net(8, "net_wide") + " --input 4x16 --profile-runs 3 --quiet --json " + wide);
+  ASSERT_EQ(r.code, 0) << r.out;
+  r = run(save_net() + " --input 8x16 --quiet --json " + batch);
+  ASSERT_EQ(r.code, 0) << r.out;
+  {
+    std::ifstream f(base);
+    nlohmann::json j = nlohmann::json::parse(f);
+    EXPECT_EQ(j["workload"]["runs"], 3);
+    EXPECT_EQ(j["workload"]["inputs"], nlohmann::json::array({"fp32[4, 16]"}));
+    EXPECT_EQ(j["modules"][1]["fwd_spread"]["samples"], 3);
+  }
+  r = run("diff " + base + " " + wide + " --json " + out + " --fail-if 'flops<0'");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.find("single samples"), std::string::npos) << r.out;  // both repeated
+  EXPECT_EQ(r.out.find("workload differs"), std::string::npos) << r.out;
+  std::ifstream f(out);
+  nlohmann::json j = nlohmann::json::parse(f);
+  std::map<std::string, nlohmann::json> m;
+  for (const auto& x : j["modules"]) m[x["name"].get<std::string>()] = x;
+  ASSERT_EQ(m.size(), 4u);
+  // head: addmm(bias, x[4,16], w^T[16,out]) = 2*4*16*out + 4*out FLOPs, 16*out + out params:
+  // out 4 -> 8 adds 2*4*16*4 + 4*4 = 528 FLOPs, 4*16*4 = 256 MACs, 68 params.
+  EXPECT_EQ(m["head"]["status"], "changed");
+  EXPECT_EQ(m["head"]["delta"]["flops"], 528);
+  EXPECT_EQ(m["head"]["delta"]["macs"], 256);
+  EXPECT_EQ(m["head"]["delta"]["params"], 68);
+  EXPECT_EQ(m[""]["status"], "changed");
+  EXPECT_EQ(m[""]["delta"]["flops"], 528);
+  for (const char* same : {"enc", "enc.proj"}) {
+    EXPECT_EQ(m[same]["status"], "same") << same;
+    EXPECT_EQ(m[same]["delta"]["flops"], 0) << same;
+    EXPECT_EQ(m[same]["delta"]["params"], 0) << same;
+  }
+  EXPECT_EQ(j["summary"]["fwd_latency_s"]["medians"], true);
+  r = run("diff " + base + " " + wide + " --fail-if 'flops>0' --fail-if 'module=enc:params!=0'");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("BROKEN: flops>0:"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("BROKEN: module=enc"), std::string::npos) << r.out;
+  r = run("diff " + base + " " + batch);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("workload differs: batch_size: 4 (base) vs 8 (new)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("inputs: fp32[4, 16] (base) vs fp32[8, 16] (new)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("single samples"), std::string::npos) << r.out;
+  r = run("diff " + base + " " + dir() + "/no_such.json");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("no_such.json"), std::string::npos) << r.out;
+  r = run("diff " + base + " " + save_net());  // a model, not a profile
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("net.pt: not JSON"), std::string::npos) << r.out;
 }
 
 void expect_error(const std::string& args, const std::string& message,

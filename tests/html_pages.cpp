@@ -5,6 +5,7 @@
 #include <iostream>
 #include <string>
 
+#include "flopsprof/diff.h"
 #include "flopsprof/report.h"
 
 namespace {
@@ -113,6 +114,23 @@ int main(int argc, char** argv) {
   for (int64_t b : {1, 2, 4, 8})  // batch, fwd peak, train peak, fwd FLOPs, fwd seconds
     sweep.push_back({b, b * 1000000, b * 3000000, static_cast<uint64_t>(b) * 8000, b * 0.001});
   write(dir, "train", train, sweep);
+
+  // A diff: the hostile model against a variant whose `fc` is slower with more FLOPs, a module
+  // faster with the same work, one added and one removed (diff.json holds the diff as JSON).
+  ProfileResult variant = hostile;
+  variant.modules[2].flops = 1500;  // fc: more work, slower
+  variant.modules[2].latency_s = 4e-3;
+  variant.modules[1].latency_s = 0.5e-3;  // the hostile-named module: faster, same work
+  variant.modules.push_back(module("extra", "ReLU", 1, 0, 10, 0.1e-3));
+  variant.modules[0].flops = 3510;
+  variant.modules[0].latency_s = 5e-3;
+  finish(variant);
+  ProfileResult removed = hostile;
+  removed.modules.push_back(module("gone", "Dropout", 1, 0, 0, 0.2e-3));
+  finish(removed);
+  const flopsprof::ProfileDiff d = flopsprof::diff(removed, variant);
+  std::ofstream(dir + "/diff.html") << flopsprof::diff_to_html(d);
+  std::ofstream(dir + "/diff.json") << flopsprof::diff_to_json(d);
   std::cout << "pages written to " << dir << "\n";
   return 0;
 }

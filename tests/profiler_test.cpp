@@ -266,7 +266,16 @@ TEST(Profiler, JsonIsParseableAndConsistent) {
   prof.save_json(path);
   std::ifstream f(path);
   nlohmann::json j = nlohmann::json::parse(f);
-  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["schema_version"], 2);
+  // What ran, for comparisons (flopsprof/diff.h): no inputs given to a hand-started profile.
+  const nlohmann::json& w = j["workload"];
+  EXPECT_TRUE(w["inputs"].empty());
+  EXPECT_EQ(w["iterations"], 1);
+  EXPECT_EQ(w["intra_op_threads"], at::get_num_threads());
+  EXPECT_EQ(w["libtorch_version"], TORCH_VERSION);
+  EXPECT_EQ(w["flopsprof_version"], FLOPSPROF_VERSION);
+  EXPECT_FALSE(w["device"].get<std::string>().empty());
+  EXPECT_FALSE(j["summary"].contains("fwd_spread"));  // one iteration: no spread
   EXPECT_EQ(j["summary"]["fwd_flops"], kMlpFlops);
   EXPECT_EQ(j["summary"]["fwd_macs"], kMlpMacs);
   EXPECT_EQ(j["summary"]["params"], kMlpParams);
@@ -283,6 +292,40 @@ TEST(Profiler, JsonIsParseableAndConsistent) {
   uint64_t op_flops = 0;
   for (const auto& op : j["ops"]) op_flops += op["flops"].get<uint64_t>();
   EXPECT_EQ(op_flops, kMlpFlops);
+}
+
+// Several iterations in one profile: each module's forward latency per root call, the backward
+// per pass, the step per step; their sums are the totals, so the spread brackets the mean.
+TEST(Profiler, LatencySpreadPerIteration) {
+  models::Mlp model = small_mlp();
+  torch::optim::SGD opt(model->parameters(), 0.01);
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  for (int i = 0; i < 3; ++i) {
+    model->forward(torch::randn({3, 8})).sum().backward();
+    auto s = prof.step_scope();
+    opt.step();
+  }
+  prof.stop_profile();
+  const flopsprof::ProfileResult& r = prof.result();
+  auto brackets = [](const flopsprof::LatencySpread& s, double total, const std::string& what) {
+    ASSERT_EQ(s.samples, 3u) << what;
+    EXPECT_LE(s.min_s, s.median_s) << what;
+    EXPECT_LE(s.median_s, s.max_s) << what;
+    EXPECT_LE(s.min_s * 3, total * (1 + 1e-9)) << what;  // three samples summing to the total
+    EXPECT_GE(s.max_s * 3, total * (1 - 1e-9)) << what;
+  };
+  brackets(r.fwd_spread, r.duration_s, "forward");
+  brackets(r.bwd_spread, r.bwd_latency_s, "backward");
+  brackets(r.step_spread, r.step_latency_s, "step");
+  for (const flopsprof::ModuleStats& m : r.modules) {
+    brackets(m.fwd_spread, m.latency_s, "forward of '" + m.name + "'");
+    brackets(m.bwd_spread, m.bwd_latency_s, "backward of '" + m.name + "'");
+  }
+  nlohmann::json j = nlohmann::json::parse(prof.to_json());
+  EXPECT_EQ(j["workload"]["iterations"], 3);
+  EXPECT_EQ(j["summary"]["fwd_spread"]["samples"], 3);
+  EXPECT_DOUBLE_EQ(j["modules"][1]["bwd_spread"]["max_s"].get<double>(), r.modules[1].bwd_spread.max_s);
 }
 
 TEST(Profiler, OpsWithoutFormulaAreListedWithTheirTime) {

@@ -469,7 +469,8 @@ TEST(TextReport, InvalidOptionsThrow) {
 TEST(JsonReport, SchemaAndValues) {
   ProfileResult r = small_result();
   nlohmann::json j = nlohmann::json::parse(to_json(r));
-  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["schema_version"], 2);
+  EXPECT_EQ(j["workload"]["iterations"], r.modules[0].calls);
   EXPECT_EQ(j["summary"]["params"], 35);
   EXPECT_EQ(j["summary"]["fwd_flops"], 3020000);  // 2e6 + 1e6 + 2e4
   EXPECT_EQ(j["summary"]["fwd_macs"], 1510000);

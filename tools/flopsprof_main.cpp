@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include <torch/script.h>
 #include <torch/serialize.h>
 
+#include "flopsprof/diff.h"
 #include "flopsprof/error.h"
 #include "flopsprof/jit.h"
 #include "flopsprof/profiler.h"
@@ -26,6 +28,7 @@ namespace {
 using flopsprof::Error;
 
 constexpr const char* kUsage = R"(usage: flopsprof MODEL [options]
+       flopsprof diff BASE.json NEW.json [options]   (compare two profiles: flopsprof diff --help)
 
 Profiles one forward (or training step) of a TorchScript model (torch.jit.script / torch.jit.trace,
 saved with torch.jit.save) and prints per-module parameters, MACs, FLOPs and latency, as
@@ -49,6 +52,9 @@ options:
   --warmup N             unprofiled forwards first (default 1; the first forward of a TorchScript
                          model runs one-off ops outside any module)
   --runs N               also time N unprofiled runs and print their median latency (default 0)
+  --profile-runs N       profile N runs (default 1): the report is the first run's, and the JSON
+                         keeps every module's latency spread over the N (min, median, max), which
+                         `flopsprof diff` uses to tell a change from noise
   --backward             profile a training step: forward, loss = sum of the outputs, backward
   --device cpu|cuda      where the model and inputs live (default cpu)
   --threads N            intra-op threads (torch::set_num_threads)
@@ -164,6 +170,7 @@ struct Options {
   int top = 1;
   int warmup = 1;
   int runs = 0;
+  int profile_runs = 1;
   bool backward = false;
   std::string device = "cpu";
   int threads = 0;
@@ -199,6 +206,8 @@ Options parse_args(int argc, char** argv) {
       o.warmup = static_cast<int>(parse_int(a, value(), 0));
     } else if (a == "--runs") {
       o.runs = static_cast<int>(parse_int(a, value(), 0));
+    } else if (a == "--profile-runs") {
+      o.profile_runs = static_cast<int>(parse_int(a, value(), 1));
     } else if (a == "--backward") {
       o.backward = true;
     } else if (a == "--device") {
@@ -591,15 +600,16 @@ std::vector<double> time_runs(const Options& o, Step& step, torch::Device device
 
 // The --json/--html/--trace files, then the text report and the median latency on stdout.
 // Everything is produced before anything is written.
-void write_outputs(const Options& o, flopsprof::FlopsProfiler& prof, std::vector<double> times) {
+void write_outputs(const Options& o, const flopsprof::ProfileResult& result,
+                   flopsprof::FlopsProfiler& prof, std::vector<double> times) {
   flopsprof::ReportOptions ro;
   ro.module_depth = o.depth;
   ro.top_modules = o.top;
   ro.roofline = o.roofline.enabled;
-  const std::string text = flopsprof::format_text_report(prof.result(), ro);
+  const std::string text = flopsprof::format_text_report(result, ro);
   std::string json, html, trace;
-  if (!o.json.empty()) json = prof.to_json();
-  if (!o.html.empty()) html = prof.html();
+  if (!o.json.empty()) json = flopsprof::to_json(result);
+  if (!o.html.empty()) html = flopsprof::to_html(result);
   if (!o.trace.empty()) trace = prof.chrome_trace();
   if (!o.json.empty()) write_file(o.json, json, "JSON profile");
   if (!o.html.empty()) write_file(o.html, html, "HTML report");
@@ -638,17 +648,37 @@ int run(int argc, char** argv) {
   flopsprof::ProfilerOptions popts;
   popts.batch_size = inputs.batch;
   popts.roofline = o.roofline;
-  flopsprof::FlopsProfiler prof(model.tree(), popts);
-  profile_step(o, step, model, prof);
+  for (const c10::IValue& v : inputs.values) {
+    popts.inputs.push_back(v.isTensor() ? flopsprof::detail::describe_input(v.toTensor())
+                                        : v.tagKind());
+  }
+  // --profile-runs: one profile per run (the last one kept for the trace), their spread kept.
+  std::vector<flopsprof::ProfileResult> runs;
+  std::unique_ptr<flopsprof::FlopsProfiler> prof;
+  for (int i = 0; i < o.profile_runs; ++i) {
+    if (o.backward && i > 0) {
+      for (at::Tensor p : module.parameters()) p.mutable_grad() = torch::Tensor();
+    }
+    prof = std::make_unique<flopsprof::FlopsProfiler>(model.tree(), popts);
+    profile_step(o, step, model, *prof);
+    runs.push_back(prof->result());
+  }
   warn_about_hierarchy(module, model);
   std::vector<double> times = time_runs(o, step, device);
-  write_outputs(o, prof, std::move(times));
+  write_outputs(o, flopsprof::combine_runs(runs), *prof, std::move(times));
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "diff") {  // flopsprof diff BASE.json NEW.json
+    std::string out, err;
+    const int code = flopsprof::diff_command(std::vector<std::string>(argv + 2, argv + argc), out, err);
+    std::cout << out << std::flush;
+    std::cerr << err;
+    return code;
+  }
   try {
     return run(argc, argv);
   } catch (const flopsprof::Error& e) {

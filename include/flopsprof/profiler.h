@@ -53,6 +53,9 @@ struct ProfilerOptions {
   int world_size = 1;
   int data_parallel_size = 1;
   int model_parallel_size = 1;
+  /// The forward's arguments as the profile's workload records them ("fp32[8, 3, 224, 224]"),
+  /// compared by flopsprof/diff.h; `get_model_profile` fills it from its inputs when empty.
+  std::vector<std::string> inputs;
 
   /// How a model on a GPU (or another device) is timed. kAuto: CUPTI (through the CUDA plugin),
   /// else device events, else the host clock, with the reason in the report. kDeviceEvents:
@@ -369,6 +372,9 @@ void move_to_meta(std::tuple<T...>& t) {
   std::apply([](auto&... x) { (move_to_meta(x), ...); }, t);
 }
 torch::Tensor make_input(const std::vector<int64_t>& shape, const ModelProfileOptions& options);
+/// A forward argument as a workload records it: "fp32[8, 3, 224, 224]", " on cuda:0" added off
+/// the CPU; an undefined tensor "undefined".
+std::string describe_input(const torch::Tensor& t);
 }  // namespace detail
 
 /// Profiles `model->forward(torch::ones(input_shape))` (dtype/device from the options).
@@ -382,6 +388,7 @@ ModelProfile get_model_profile(const M& model, const std::vector<int64_t>& input
   torch::Tensor input = detail::make_input(input_shape, o);
   M m = model;  // a holder's const operator-> would give a const module
   if (o.profiler.batch_size == 0) o.profiler.batch_size = input_shape[0];
+  if (o.profiler.inputs.empty()) o.profiler.inputs.push_back(detail::describe_input(input));
   std::shared_ptr<torch::nn::Module> ptr = detail::as_module_ptr(model);
   return detail::profile_model(
       ptr,
@@ -412,6 +419,19 @@ ModelProfile get_model_profile(const M& model, const std::tuple<Args...>& args,
           }(a));
         },
         args);
+  }
+  if (o.profiler.inputs.empty()) {  // tensors as shapes, other arguments by kind
+    std::apply(
+        [&](const auto&... a) {
+          (..., [&](const auto& x) {
+            if constexpr (std::is_convertible_v<decltype(x), const torch::Tensor&>) {
+              o.profiler.inputs.push_back(detail::describe_input(x));
+            } else {
+              o.profiler.inputs.push_back("(not a tensor)");
+            }
+          }(a));
+        },
+        moved);
   }
   std::shared_ptr<torch::nn::Module> ptr = detail::as_module_ptr(model);
   return detail::profile_model(

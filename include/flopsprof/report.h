@@ -22,6 +22,30 @@ struct KernelStats {
   double gpu_s = 0;  ///< sum of its durations, seconds
 };
 
+/// Latency per iteration where a profile saw several: each forward call of the root model (a
+/// loop that profiled several iterations), each backward pass, each optimizer step, or each of
+/// the command's repeated profiles (`flopsprof MODEL --runs N`). `samples` 0: one iteration
+/// only, no spread known (flopsprof/diff.h then calls latency deltas single samples).
+struct LatencySpread {
+  uint64_t samples = 0;
+  double min_s = 0, median_s = 0, max_s = 0;  ///< seconds per iteration
+};
+
+/// What a profile ran, kept so that two profiles can be compared (flopsprof/diff.h warns where
+/// they differ: a 2x latency from batch 4 vs 2 is no regression). "" or 0: not known.
+struct Workload {
+  /// The forward's arguments, "fp32[8, 3, 224, 224]" (a non-tensor: its type), where known:
+  /// `get_model_profile`'s and the command's, or ProfilerOptions::inputs.
+  std::vector<std::string> inputs;
+  int intra_op_threads = 0;       ///< at::get_num_threads() when the profile stopped
+  std::string libtorch_version;   ///< "1.13.0"
+  std::string build_type;         ///< flopsprof's CMake build type ("Release")
+  std::string device;             ///< the CPU's model name, or the GPU's name
+  std::string flopsprof_version;  ///< "0.1.0"
+  int profile_step = 0;           ///< ProfilerOptions::profile_step (0: started by hand)
+  uint64_t runs = 1;              ///< repeated profiles this one stands for (the command's --runs)
+};
+
 /// One module of the profiled model, inclusive of its submodules.
 struct ModuleStats {
   std::string name;           ///< dotted name ("encoder.layer.3"); "" for the root model
@@ -84,6 +108,9 @@ struct ModuleStats {
   /// Its forward and its backward (recompute included) on the roofline: FLOPs and bytes over
   /// the device time when measured, else the host latency.
   RooflinePoint roofline, bwd_roofline;
+  /// Its forward latency per forward call of the root (its calls in that iteration summed), and
+  /// its backward per backward pass; samples 0 with one iteration only.
+  LatencySpread fwd_spread, bwd_spread;
 };
 
 /// Device activity of a model on a GPU (absent on CPU-only runs). Timing, in fallback order:
@@ -294,6 +321,12 @@ struct ProfileResult {
   /// (the step over its latency).
   RooflinePoint roofline, bwd_roofline, step_roofline;
 
+  /// The root's forward latency per call (iteration), backward per pass, step per step; samples
+  /// 0 with one only.
+  LatencySpread fwd_spread, bwd_spread, step_spread;
+  /// What ran: inputs, threads, versions, device (compared by flopsprof/diff.h).
+  Workload workload;
+
   OutsideStats outside;  ///< work observed outside the model's forward
   /// c10d collectives issued while profiling, per module and phase (empty without any).
   std::vector<CollectiveStats> collectives;
@@ -362,7 +395,7 @@ std::string duration_to_string(double seconds);
 /// Throws `Error` for invalid options (module_depth < -1, top_modules < 1).
 std::string format_text_report(const ProfileResult& result, const ReportOptions& options = {});
 
-/// The profile as JSON (schema in docs/json.md, `schema_version` 1). `indent` < 0: compact.
+/// The profile as JSON (schema in docs/json.md, `schema_version` 2). `indent` < 0: compact.
 std::string to_json(const ProfileResult& result, int indent = 2);
 /// One batch size of a sweep.
 struct BatchSweepRow {

@@ -13,6 +13,7 @@
 #include <fmt/ranges.h>
 
 #include "aggregation/collectives.h"
+#include "aggregation/spread.h"
 #include "formulas/registry.h"
 
 namespace flopsprof::detail {
@@ -248,9 +249,28 @@ class Aggregator {
         gpu_last(num_modules, INT64_MIN),
         dev_fwd(num_modules, 0),
         dev_bwd(num_modules, 0),
-        gpu_kernels(num_modules) {
+        gpu_kernels(num_modules),
+        fwd_iters(num_modules, root_calls()),
+        bwd_iters(num_modules, backward_passes()) {
     r.timer = in.timer;
     r.problems = in.problems;
+  }
+
+  // The iterations latency spreads are taken over: the root's forward calls, the model's
+  // backward passes.
+  std::vector<std::pair<int64_t, int64_t>> root_calls() const {
+    std::vector<std::pair<int64_t, int64_t>> v;
+    for (const CallSpan& c : at.calls) {
+      if (c.module == 0) v.emplace_back(c.start, c.end);
+    }
+    return v;
+  }
+  std::vector<std::pair<int64_t, int64_t>> backward_passes() const {
+    std::vector<std::pair<int64_t, int64_t>> v;
+    for (const PhaseSpan& p : at.phase_spans) {
+      if (p.phase == Phase::kBackward && p.ours) v.emplace_back(p.start, p.end);
+    }
+    return v;
   }
 
   // Per thread: each op and autograd node into its module, phase and op-table row; steps.
@@ -277,11 +297,14 @@ class Aggregator {
     }
     // Backward latency: the attribution's backward passes that ran this model's nodes.
     // A pass shared with another profiled model's nodes counts this model's own nodes only.
+    std::vector<double> passes;
     for (const PhaseSpan& p : at.phase_spans) {
       if (p.phase == Phase::kBackward && p.ours) {
-        r.bwd_latency_s += static_cast<double>(p.shared ? p.own : p.end - p.start) * s_per_tick;
+        passes.push_back(static_cast<double>(p.shared ? p.own : p.end - p.start) * s_per_tick);
+        r.bwd_latency_s += passes.back();
       }
     }
+    r.bwd_spread = spread_of(std::move(passes));
   }
 
   // An autograd node's time into its module's backward (or "(autograd)", or outside).
@@ -295,7 +318,10 @@ class Aggregator {
     if (wrapped) return;
     const int64_t dur = end_of(e) - e.start_tick;
     if (m >= 0) {
-      for (int a = m; a >= 0; a = tree.nodes[a].parent) acc[a].bwd_ns += dur;
+      for (int a = m; a >= 0; a = tree.nodes[a].parent) {
+        acc[a].bwd_ns += dur;
+        bwd_iters.add(a, e.start_tick, dur);
+      }
     } else if (m == kOutsideModel) {
       outside.bwd_latency_s += static_cast<double>(dur) * s_per_tick;
     } else {
@@ -510,7 +536,8 @@ class Aggregator {
       const StepRecord& s = th.steps[k];
       r.has_step = true;
       const int64_t end = s.end_tick != 0 ? s.end_tick : in.stop_tick;
-      r.step_latency_s += static_cast<double>(end - s.start_tick) * s_per_tick;
+      step_samples.push_back(static_cast<double>(end - s.start_tick) * s_per_tick);
+      r.step_latency_s += step_samples.back();
     }
   }
 
@@ -519,6 +546,7 @@ class Aggregator {
     for (const CallSpan& c : at.calls) {
       ++acc[c.module].calls;
       acc[c.module].ns += c.end - c.start;
+      fwd_iters.add(c.module, c.start, c.end - c.start);
     }
   }
 
@@ -662,6 +690,8 @@ class Aggregator {
       s.bwd_flops = acc[t].bwd_flops;
       s.bwd_macs = acc[t].bwd_macs;
       s.bwd_latency_s = static_cast<double>(acc[t].bwd_ns) * s_per_tick;
+      s.fwd_spread = fwd_iters.spread(t, s_per_tick);
+      s.bwd_spread = bwd_iters.spread(t, s_per_tick);
       s.recompute_flops = acc[t].re_flops;
       s.recompute_macs = acc[t].re_macs;
       s.fwd_alloc_bytes = acc[t].mem_alloc;
@@ -687,6 +717,8 @@ class Aggregator {
     r.param_bytes = tree.param_bytes;
     r.param_bytes_by_dtype = tree.param_bytes_by_dtype;
     r.duration_s = r.modules.empty() ? 0.0 : r.modules[0].latency_s;
+    if (!r.modules.empty()) r.fwd_spread = r.modules[0].fwd_spread;
+    r.step_spread = spread_of(step_samples);
     // The model's totals and its points on the roofline.
     r.machine = in.machine;
     r.fwd_bytes_read = fwd_bytes.read;
@@ -977,6 +1009,8 @@ class Aggregator {
   std::vector<size_t> mem_first;  // per thread: its first record's index in `mem`
   std::vector<int64_t> gpu_ns, gpu_first, gpu_last, dev_fwd, dev_bwd;
   std::vector<std::map<std::string, KernelAcc>> gpu_kernels;
+  IterationSums fwd_iters, bwd_iters;  // per module: latency per root call, per backward pass
+  std::vector<double> step_samples;    // each optimizer step's latency, seconds
   std::vector<int> remap;
   struct UnknownAcc {
     uint64_t ops = 0, flops = 0;

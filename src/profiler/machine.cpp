@@ -46,11 +46,6 @@ std::string first_line_value(const char* path, const char* key) {
   return "";
 }
 
-std::string cpu_model() {
-  std::string m = first_line_value("/proc/cpuinfo", "model name");
-  if (m.empty()) m = first_line_value("/proc/cpuinfo", "Model");
-  return m.empty() ? "unknown CPU" : m;
-}
 
 // The BLAS library LibTorch's matrix products run in, as loaded (its real path): the GEMM peak
 // depends on it (Debian switches libblas.so.3 between implementations).
@@ -286,7 +281,7 @@ std::optional<MachinePeaks> peaks_of_this_cpu(const std::vector<DType>& dtypes, 
   std::lock_guard<std::mutex> lock(g_peaks_mu);
   if (threads <= 0) threads = at::get_num_threads();
   const char* isa = std::getenv("ATEN_CPU_CAPABILITY");
-  const std::string model = cpu_model();
+  const std::string model = detail::cpu_model();
   const std::string key = fmt::format("{}|threads={}|libtorch={}|blas={}|isa={}", model, threads,
                                       TORCH_VERSION, blas_library(), isa && *isa ? isa : "default");
   const std::string dir = cache_dir();
@@ -412,6 +407,14 @@ MachinePeaks measure_device_peaks(int device_type, int device_index,
 }
 
 namespace detail {
+std::string cpu_model() {
+  static const std::string model = [] {
+    std::string m = first_line_value("/proc/cpuinfo", "model name");
+    if (m.empty()) m = first_line_value("/proc/cpuinfo", "Model");
+    return m.empty() ? std::string("unknown CPU") : m;
+  }();
+  return model;
+}
 
 namespace {
 void add_problem(std::string* problem, const std::string& what) {

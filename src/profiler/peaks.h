@@ -28,6 +28,9 @@ struct PeaksTarget {
 MachinePeaks profile_peaks(const RooflineOptions& options, const std::vector<DType>& dtypes,
                            const PeaksTarget& target, bool measure, std::string* problem);
 
+/// This CPU's model name from /proc/cpuinfo ("unknown CPU" when it says none); read once.
+std::string cpu_model();
+
 /// Forgets the peaks this process measured (tests: the next cpu_peaks() reads the cache file,
 /// the next measure_device_peaks() measures).
 void forget_measured_peaks();

@@ -7,8 +7,11 @@
 #include <optional>
 #include <utility>
 
+#include <ATen/Parallel.h>
 #include <ATen/record_function.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <torch/version.h>
 #include <torch/cuda.h>
 
 #include "aggregation/device_peaks.h"
@@ -17,6 +20,7 @@
 #include "capture/memory.h"
 #include "capture/module_index.h"
 #include "capture/observer.h"
+#include "flopsprof/config.h"
 #include "flopsprof/machine.h"
 #include "flopsprof/meta.h"
 #include "flopsprof/scope.h"
@@ -257,6 +261,14 @@ struct FlopsProfiler::Impl {
     r.world_size = options.world_size;
     r.data_parallel_size = options.data_parallel_size;
     r.model_parallel_size = options.model_parallel_size;
+    Workload& w = r.workload;
+    w.inputs = options.inputs;
+    w.intra_op_threads = at::get_num_threads();
+    w.libtorch_version = TORCH_VERSION;
+    w.build_type = FLOPSPROF_BUILD_TYPE;
+    w.flopsprof_version = FLOPSPROF_VERSION;
+    w.profile_step = options.profile_step;
+    w.device = !r.gpu.device.empty() ? r.gpu.device : index->meta ? "meta" : detail::cpu_model();
     return r;
   }
 
@@ -667,6 +679,14 @@ torch::Tensor make_input(const std::vector<int64_t>& shape, const ModelProfileOp
   at::DisableRecordFunctionGuard no_record;
   return torch::ones(
       shape, torch::TensorOptions().dtype(options.input_dtype).device(options.input_device));
+}
+
+std::string describe_input(const torch::Tensor& t) {
+  if (!t.defined()) return "undefined";
+  std::string s = fmt::format("{}[{}]", dtype_name(to_dtype(t.scalar_type())),
+                              fmt::join(t.sizes(), ", "));
+  if (!t.device().is_cpu()) s += " on " + t.device().str();
+  return s;
 }
 }  // namespace detail
 

@@ -1,4 +1,4 @@
-// The JSON rendering of a profile (schema_version 1, documented in docs/json.md). Written by a
+// The JSON rendering of a profile (schema_version 2, documented in docs/json.md). Written by a
 // small streaming writer: building an nlohmann DOM for a 10,000-module model took ~100 ms,
 // streaming takes a few. The tests parse every document with nlohmann::json.
 #include <cmath>
@@ -54,6 +54,39 @@ void roofline(JsonWriter& w, const std::string& prefix, const RooflinePoint& p) 
   } else {
     w.value(p.bound);
   }
+}
+
+// A latency spread over iterations, as `key`: only when there were several.
+void spread(JsonWriter& w, std::string_view key, const LatencySpread& s) {
+  if (s.samples == 0) return;
+  w.key(key);
+  w.begin_object();
+  w.member("samples", s.samples);
+  w.member("min_s", s.min_s);
+  w.member("median_s", s.median_s);
+  w.member("max_s", s.max_s);
+  w.end_object();
+}
+
+// What ran: the forward's inputs, threads, versions, the device.
+void write_workload(JsonWriter& w, const ProfileResult& r) {
+  const Workload& x = r.workload;
+  w.key("workload");
+  w.begin_object();
+  w.key("inputs");
+  w.begin_array();
+  for (const std::string& i : x.inputs) w.value(i);
+  w.end_array();
+  w.member("batch_size", r.batch_size);
+  w.member("iterations", r.modules.empty() ? uint64_t{0} : r.modules[0].calls);
+  w.member("intra_op_threads", x.intra_op_threads);
+  w.member("libtorch_version", x.libtorch_version);
+  w.member("build_type", x.build_type);
+  w.member("device", x.device);
+  w.member("flopsprof_version", x.flopsprof_version);
+  w.member("profile_step", x.profile_step);
+  w.member("runs", x.runs);
+  w.end_object();
 }
 
 // The machine's ceilings and where they came from.
@@ -125,6 +158,9 @@ void write_summary(JsonWriter& w, const ProfileResult& r) {
   roofline(w, "fwd_", r.roofline);
   roofline(w, "bwd_", r.bwd_roofline);
   roofline(w, "step_", r.step_roofline);
+  spread(w, "fwd_spread", r.fwd_spread);
+  spread(w, "bwd_spread", r.bwd_spread);
+  spread(w, "step_spread", r.step_spread);
   w.end_object();
 }
 
@@ -206,6 +242,8 @@ void write_modules(JsonWriter& w, const ProfileResult& r) {
     w.member("bwd_bytes_written", m.bwd_bytes_written);
     w.member("recompute_bytes", m.recompute_bytes);
     roofline(w, "bwd_", m.bwd_roofline);
+    spread(w, "fwd_spread", m.fwd_spread);
+    spread(w, "bwd_spread", m.bwd_spread);
     if (r.gpu.measured) {
       w.member("device_fwd_s", m.device_fwd_s);
       w.member("device_bwd_s", m.device_bwd_s);
@@ -413,8 +451,9 @@ void write_problems(JsonWriter& w, const ProfileResult& r) {
 std::string to_json(const ProfileResult& r, int indent) {
   JsonWriter w(indent);
   w.begin_object();
-  w.member("schema_version", 1);
+  w.member("schema_version", 2);
   w.member("generator", "flopsprof " FLOPSPROF_VERSION);
+  write_workload(w, r);
   write_summary(w, r);
   write_machine(w, r);
   write_outside_model(w, r);

@@ -2,8 +2,8 @@
 // them as a user would: no console errors, the summary equals the JSON, clicking a module zooms
 // the icicle to it, sorting by FLOPs puts the largest module first, hostile names stay text, a
 // 10,000-module page opens and stays responsive, the memory peak is marked, the roofline chart
-// draws its ceilings and modules and selects the one clicked. Screenshots are left in the output
-// directory.
+// draws its ceilings and modules and selects the one clicked; the diff page colours changed modules
+// and keeps names as text. Screenshots are left in the output directory.
 //   node report_test.mjs <pages generator> <BERT example> <output directory>
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
@@ -180,6 +180,36 @@ async function roofline(page, json, name) {
   check((await page.$$('#modules th[data-key="bwd_latency_s"]')).length === 1, 'train: a bwd latency column');
   await page.screenshot({ path: `${out}/train.png`, fullPage: true });
   check(errors.length === 0, `train: no console errors ${errors.join('; ')}`);
+}
+
+// A profile diff: changed rows coloured by direction, added and removed marked, names as text.
+{
+  const { page, errors, dialogs, json } = await open('diff');
+  const rows = await page.$$eval('#modules tr[data-name]', (trs) => trs.map((tr) => ({
+    name: tr.dataset.name, status: tr.dataset.status, cls: tr.className,
+    bg: getComputedStyle(tr.querySelector('td.latency')).backgroundColor,
+    flopsBg: getComputedStyle(tr.querySelector('td.flops')).backgroundColor,
+    deco: getComputedStyle(tr.querySelector('td.name')).textDecorationLine,
+  })));
+  check(rows.length === json.modules.length, `diff: one row per module (${rows.length})`);
+  const by = Object.fromEntries(rows.map((r) => [r.name, r]));
+  const white = 'rgba(0, 0, 0, 0)';
+  for (const m of json.modules) {
+    check(by[m.name] && by[m.name].status === m.status, `diff: '${m.name}' is ${m.status} on the page`);
+  }
+  check(by.fc.cls.includes('slower') && by.fc.bg !== white, `diff: fc (slower) is coloured (${by.fc.bg})`);
+  check(by.fc.flopsBg !== white && by.fc.flopsBg !== by.fc.bg, `diff: fc's FLOPs cell shows more work (${by.fc.flopsBg})`);
+  const hostile = json.modules[1].name;
+  check(by[hostile].cls.includes('faster') && by[hostile].bg !== by.fc.bg && by[hostile].bg !== white,
+        `diff: the faster module is coloured apart from the slower (${by[hostile].bg})`);
+  check(by.extra.status === 'added' && by.extra.bg !== white, 'diff: the added module is marked');
+  check(by.gone.status === 'removed' && by.gone.deco === 'line-through', 'diff: the removed module is struck through');
+  const names = await page.$$eval('#modules td.name', (tds) => tds.map((t) => t.textContent));
+  check(names.some((t) => t.includes(hostile)), 'diff: the hostile name is shown as text');
+  check((await page.$$('img')).length === 0 && dialogs.length === 0, 'diff: no element or dialog from a name');
+  check((await page.$$('#warnings li')).length === json.warnings.length, 'diff: every warning is listed');
+  await page.screenshot({ path: `${out}/diff.png`, fullPage: true });
+  check(errors.length === 0, `diff: no console errors ${errors.join('; ')}`);
 }
 
 await browser.close();

@@ -1,0 +1,408 @@
+// Two profiles matched module by module and op by op (docs/diff.md): exact deltas of the counts,
+// latency deltas against the run-to-run spread, and the workloads' differences as warnings.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "aggregation/spread.h"
+#include "flopsprof/diff.h"
+#include "flopsprof/error.h"
+
+namespace flopsprof {
+
+int64_t CountDelta::delta() const {
+  constexpr uint64_t kMax = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  if (next >= base)
+    return next - base > kMax ? std::numeric_limits<int64_t>::max()
+                              : static_cast<int64_t>(next - base);
+  return base - next > kMax ? std::numeric_limits<int64_t>::min()
+                            : -static_cast<int64_t>(base - next);
+}
+
+namespace {
+double percent_of(double base, double next) {
+  if (base == next) return 0;
+  if (base == 0)
+    return next > 0 ? std::numeric_limits<double>::infinity()
+                    : -std::numeric_limits<double>::infinity();
+  return 100.0 * (next - base) / std::fabs(base);
+}
+}  // namespace
+
+double CountDelta::percent() const {
+  return percent_of(static_cast<double>(base), static_cast<double>(next));
+}
+double TimeDelta::percent() const { return percent_of(base, next); }
+
+const TotalDiff* ProfileDiff::total(const std::string& key) const {
+  for (const TotalDiff& t : totals) {
+    if (t.key == key) return &t;
+  }
+  return nullptr;
+}
+
+const ModuleDiff* ProfileDiff::module(const std::string& name) const {
+  for (const ModuleDiff& m : modules) {
+    if (m.name == name) return &m;
+  }
+  return nullptr;
+}
+
+namespace {
+
+bool missing(const LoadedProfile& p, const char* what) {
+  return std::find(p.missing.begin(), p.missing.end(), what) != p.missing.end();
+}
+
+CountDelta counts(uint64_t base, uint64_t next, bool known = true) {
+  CountDelta d;
+  d.base = base;
+  d.next = next;
+  d.known = known;
+  return d;
+}
+
+// A latency: medians when both sides repeated, noise when their ranges overlap; else totals.
+TimeDelta times(double base_total, const LatencySpread& bs, double next_total,
+                const LatencySpread& ns, bool known = true) {
+  TimeDelta d;
+  d.known = known;
+  if (bs.samples >= 2 && ns.samples >= 2) {
+    d.repeated = true;
+    d.base = bs.median_s;
+    d.next = ns.median_s;
+    d.noise = bs.min_s <= ns.max_s && ns.min_s <= bs.max_s;
+  } else {
+    d.base = base_total;
+    d.next = next_total;
+  }
+  return d;
+}
+
+// The name a base module has in the new profile, after the renames (a renamed module's
+// submodules move with it).
+std::string renamed(const std::string& name, const DiffOptions& o) {
+  for (const auto& [from, to] : o.renames) {
+    if (name == from) return to;
+    if (name.size() > from.size() && name.compare(0, from.size(), from) == 0 &&
+        name[from.size()] == '.')
+      return to + name.substr(from.size());
+  }
+  return name;
+}
+
+void fill(ModuleDiff& d, const ModuleStats* b, const ModuleStats* n, const LoadedProfile& bp,
+          const LoadedProfile& np) {
+  static const ModuleStats kNone;
+  const ModuleStats& x = b ? *b : kNone;
+  const ModuleStats& y = n ? *n : kNone;
+  const bool bwd = !missing(bp, "backward") && !missing(np, "backward");
+  const bool bytes = !missing(bp, "bytes") && !missing(np, "bytes");
+  d.params = counts(x.params, y.params);
+  d.calls = counts(x.calls, y.calls);
+  d.flops = counts(x.flops, y.flops);
+  d.macs = counts(x.macs, y.macs);
+  d.bwd_flops = counts(x.bwd_flops, y.bwd_flops, bwd);
+  d.bytes = counts(x.bytes, y.bytes, bytes);
+  d.latency = times(x.latency_s, x.fwd_spread, y.latency_s, y.fwd_spread);
+  d.bwd_latency = times(x.bwd_latency_s, x.bwd_spread, y.bwd_latency_s, y.bwd_spread, bwd);
+  if (!b) {
+    d.status = ModuleDiff::Status::kAdded;
+  } else if (!n) {
+    d.status = ModuleDiff::Status::kRemoved;
+  } else if (x.type != y.type || d.params.changed() || d.calls.changed() || d.flops.changed() ||
+             d.macs.changed() || d.bwd_flops.changed() || d.bytes.changed()) {
+    d.status = ModuleDiff::Status::kChanged;
+  }
+  d.base_type = b ? x.type : "";
+  d.new_type = n ? y.type : "";
+}
+
+std::string workload_inputs(const Workload& w) {
+  if (w.inputs.empty()) return "(not recorded)";
+  std::string s;
+  for (const std::string& i : w.inputs) s += (s.empty() ? "" : ", ") + i;
+  return s;
+}
+
+// One side's workload in a line.
+std::string describe(const LoadedProfile& p) {
+  const ProfileResult& r = p.result;
+  const uint64_t it = r.modules.empty() ? 0 : r.modules[0].calls;
+  std::string s = fmt::format("batch {}; {} iteration{}", r.batch_size, it, it == 1 ? "" : "s");
+  if (missing(p, "workload"))
+    return s + fmt::format("; no workload recorded (schema_version {})", p.schema_version);
+  const Workload& w = r.workload;
+  return fmt::format(
+      "inputs {}; {}; {} run{}; {} intra-op threads; LibTorch {} {}; {}; flopsprof {}",
+      workload_inputs(w), s, w.runs, w.runs == 1 ? "" : "s", w.intra_op_threads, w.libtorch_version,
+      w.build_type, w.device, w.flopsprof_version);
+}
+
+// The workloads' differences, what a side lacks, and how latency deltas should be read.
+void warnings(ProfileDiff& d, const LoadedProfile& b, const LoadedProfile& n) {
+  auto differ = [&](const std::string& what, const std::string& x, const std::string& y) {
+    if (x != y)
+      d.warnings.push_back(fmt::format("workload differs: {}: {} (base) vs {} (new)", what, x, y));
+  };
+  const ProfileResult& x = b.result;
+  const ProfileResult& y = n.result;
+  for (const LoadedProfile* p : {&b, &n}) {
+    const char* side = p == &b ? "base" : "new";
+    if (missing(*p, "workload")) {
+      d.warnings.push_back(fmt::format(
+          "{} ({}) records no workload (schema_version {}): whether both ran the same inputs, "
+          "threads and versions cannot be checked",
+          side, p->source, p->schema_version));
+    }
+    if (missing(*p, "backward"))
+      d.warnings.push_back(
+          fmt::format("{} ({}) records no backward: its deltas are unknown", side, p->source));
+    if (missing(*p, "bytes"))
+      d.warnings.push_back(
+          fmt::format("{} ({}) records no bytes moved: their deltas are unknown", side, p->source));
+  }
+  if (!missing(b, "memory") != !missing(n, "memory")) {
+    d.warnings.push_back(fmt::format("memory was tracked in {} only: the peak's delta is unknown",
+                                     missing(b, "memory") ? "new" : "base"));
+  }
+  differ("batch_size", std::to_string(x.batch_size), std::to_string(y.batch_size));
+  const uint64_t xi = x.modules.empty() ? 0 : x.modules[0].calls;
+  const uint64_t yi = y.modules.empty() ? 0 : y.modules[0].calls;
+  differ("iterations (forward calls of the root)", std::to_string(xi), std::to_string(yi));
+  if (!missing(b, "workload") && !missing(n, "workload")) {
+    const Workload& p = x.workload;
+    const Workload& q = y.workload;
+    differ("inputs", workload_inputs(p), workload_inputs(q));
+    differ("intra-op threads", std::to_string(p.intra_op_threads),
+           std::to_string(q.intra_op_threads));
+    differ("LibTorch", p.libtorch_version, q.libtorch_version);
+    differ("build type", p.build_type, q.build_type);
+    differ("device", p.device, q.device);
+    differ("flopsprof", p.flopsprof_version, q.flopsprof_version);
+    differ("profiled step", std::to_string(p.profile_step), std::to_string(q.profile_step));
+  }
+  const bool repeated = x.fwd_spread.samples >= 2 && y.fwd_spread.samples >= 2;
+  if (!repeated) {
+    d.warnings.push_back(
+        "latency deltas are single samples (no repeated runs in both profiles: profile with "
+        "`flopsprof MODEL --profile-runs N` or several iterations): run-to-run noise is not known");
+  }
+}
+
+void totals(ProfileDiff& d, const LoadedProfile& b, const LoadedProfile& n) {
+  const ProfileResult& x = b.result;
+  const ProfileResult& y = n.result;
+  const bool bwd = !missing(b, "backward") && !missing(n, "backward");
+  const bool bytes = !missing(b, "bytes") && !missing(n, "bytes");
+  auto count = [&](const char* key, uint64_t p, uint64_t q, bool known = true) {
+    TotalDiff t;
+    t.key = key;
+    t.count = counts(p, q, known);
+    d.totals.push_back(std::move(t));
+  };
+  auto time = [&](const char* key, TimeDelta td) {
+    TotalDiff t;
+    t.key = key;
+    t.is_time = true;
+    t.time = td;
+    d.totals.push_back(std::move(t));
+  };
+  count("params", x.params, y.params);
+  count("fwd_flops", x.flops, y.flops);
+  count("fwd_macs", x.macs, y.macs);
+  count("bwd_flops", x.bwd_flops, y.bwd_flops, bwd);
+  count("bwd_macs", x.bwd_macs, y.bwd_macs, bwd);
+  count("step_flops", x.step_flops, y.step_flops, bwd);
+  count("fwd_bytes", x.fwd_bytes, y.fwd_bytes, bytes);
+  time("fwd_latency_s", times(x.duration_s, x.fwd_spread, y.duration_s, y.fwd_spread));
+  time("bwd_latency_s", times(x.bwd_latency_s, x.bwd_spread, y.bwd_latency_s, y.bwd_spread, bwd));
+  time("step_latency_s",
+       times(x.step_latency_s, x.step_spread, y.step_latency_s, y.step_spread, bwd));
+  // The iteration: the sum of the parts (medians when every part repeated).
+  TimeDelta it;
+  for (const char* k : {"fwd_latency_s", "bwd_latency_s", "step_latency_s"}) {
+    const TimeDelta& p = d.total(k)->time;
+    it.known = it.known && p.known;
+    it.base += p.base;
+    it.next += p.next;
+  }
+  const TimeDelta& f = d.total("fwd_latency_s")->time;
+  const bool parts_repeated = f.repeated &&
+                              (!x.has_backward || d.total("bwd_latency_s")->time.repeated) &&
+                              (!x.has_step || d.total("step_latency_s")->time.repeated);
+  it.repeated = parts_repeated;
+  time("iter_latency_s", it);
+  TotalDiff mem;
+  mem.key = "memory.peak_bytes";
+  mem.count = counts(static_cast<uint64_t>(std::max<int64_t>(0, x.memory.peak_bytes)),
+                     static_cast<uint64_t>(std::max<int64_t>(0, y.memory.peak_bytes)),
+                     x.memory.tracked && y.memory.tracked);
+  d.totals.push_back(mem);
+}
+
+void modules(ProfileDiff& d, const LoadedProfile& b, const LoadedProfile& n, const DiffOptions& o) {
+  const ProfileResult& x = b.result;
+  const ProfileResult& y = n.result;
+  std::map<std::string, int> base_by_name;  // by new name
+  for (size_t i = 0; i < x.modules.size(); ++i) {
+    const std::string name = i == 0 ? "" : renamed(x.modules[i].name, o);
+    base_by_name.emplace(name, static_cast<int>(i));
+  }
+  std::set<int> matched;
+  std::map<std::string, int> new_by_name;
+  for (size_t i = 0; i < y.modules.size(); ++i)
+    new_by_name.emplace(y.modules[i].name, static_cast<int>(i));
+  new_by_name[""] = 0;  // the roots always match
+  for (const auto& [name, i] : base_by_name) {
+    if (new_by_name.count(name)) matched.insert(i);
+  }
+  // Each removed module goes after the new module its nearest matched base ancestor became.
+  std::vector<std::vector<int>> removed_under(y.modules.size());
+  for (size_t i = 1; i < x.modules.size(); ++i) {
+    if (matched.count(static_cast<int>(i))) continue;
+    int a = x.modules[i].parent;
+    while (a > 0 && !matched.count(a)) a = x.modules[a].parent;
+    const std::string an = a <= 0 ? "" : renamed(x.modules[a].name, o);
+    removed_under[new_by_name.at(an)].push_back(static_cast<int>(i));
+  }
+  // New tree order; a matched module's removed base descendants follow its subtree.
+  std::vector<int> open;  // new modules whose subtree is being listed
+  auto close_until = [&](int depth) {
+    while (!open.empty() && y.modules[open.back()].depth >= depth) {
+      for (int r : removed_under[open.back()]) {
+        ModuleDiff m;
+        m.name = renamed(x.modules[r].name, o);
+        m.base_name = x.modules[r].name;
+        m.depth = x.modules[r].depth;
+        fill(m, &x.modules[r], nullptr, b, n);
+        d.modules.push_back(std::move(m));
+      }
+      open.pop_back();
+    }
+  };
+  for (size_t i = 0; i < y.modules.size(); ++i) {
+    const ModuleStats& s = y.modules[i];
+    close_until(s.depth);
+    auto it = base_by_name.find(i == 0 ? "" : s.name);
+    const ModuleStats* base = it != base_by_name.end() ? &x.modules[it->second] : nullptr;
+    ModuleDiff m;
+    m.name = s.name;
+    m.base_name = base ? base->name : "";
+    m.depth = s.depth;
+    fill(m, base, &s, b, n);
+    d.modules.push_back(std::move(m));
+    open.push_back(static_cast<int>(i));
+  }
+  close_until(0);
+  const double root = d.modules.empty() ? 0 : d.modules[0].latency.delta();
+  for (ModuleDiff& m : d.modules) m.share_of_delta = root != 0 ? m.latency.delta() / root : 0;
+}
+
+void ops(ProfileDiff& d, const ProfileResult& x, const ProfileResult& y, bool bytes) {
+  std::map<std::pair<std::string, std::string>, std::pair<const OpStats*, const OpStats*>> by;
+  for (const OpStats& o : x.ops) by[{o.name, o.phase}].first = &o;
+  for (const OpStats& o : y.ops) by[{o.name, o.phase}].second = &o;
+  static const OpStats kNone;
+  for (const auto& [key, sides] : by) {
+    const OpStats& p = sides.first ? *sides.first : kNone;
+    const OpStats& q = sides.second ? *sides.second : kNone;
+    OpDiff o;
+    o.name = key.first;
+    o.phase = key.second;
+    o.calls = counts(p.calls, q.calls);
+    o.flops = counts(p.flops, q.flops);
+    o.macs = counts(p.macs, q.macs);
+    o.bytes = counts(p.bytes, q.bytes, bytes);
+    o.latency.base = p.latency_s;
+    o.latency.next = q.latency_s;
+    o.status = !sides.first    ? ModuleDiff::Status::kAdded
+               : !sides.second ? ModuleDiff::Status::kRemoved
+               : o.calls.changed() || o.flops.changed() || o.macs.changed() || o.bytes.changed()
+                   ? ModuleDiff::Status::kChanged
+                   : ModuleDiff::Status::kSame;
+    d.ops.push_back(std::move(o));
+  }
+  std::stable_sort(d.ops.begin(), d.ops.end(), [](const OpDiff& a, const OpDiff& b) {
+    return std::fabs(a.latency.delta()) > std::fabs(b.latency.delta());
+  });
+}
+
+}  // namespace
+
+ProfileDiff diff(const LoadedProfile& base, const LoadedProfile& next, const DiffOptions& options) {
+  if (base.result.modules.empty() || next.result.modules.empty())
+    throw Error("diff: a profile has no modules (is it a finished profile?)");
+  for (const auto& [from, to] : options.renames) {
+    bool found = false;
+    for (const ModuleStats& m : base.result.modules) found = found || m.name == from;
+    if (!found || from.empty() || to.empty()) {
+      throw Error(
+          fmt::format("--rename {}={}: the base profile has no module '{}'; name a module "
+                      "of the base (dotted path) and its new name",
+                      from, to, from));
+    }
+  }
+  ProfileDiff d;
+  d.base_source = base.source;
+  d.new_source = next.source;
+  d.base_workload = describe(base);
+  d.new_workload = describe(next);
+  warnings(d, base, next);
+  totals(d, base, next);
+  modules(d, base, next, options);
+  ops(d, base.result, next.result, !missing(base, "bytes") && !missing(next, "bytes"));
+  return d;
+}
+
+ProfileDiff diff(const ProfileResult& base, const ProfileResult& next, const DiffOptions& options) {
+  LoadedProfile b, n;
+  b.result = base;
+  b.source = "base";
+  b.schema_version = 2;
+  n.result = next;
+  n.source = "new";
+  n.schema_version = 2;
+  if (!base.memory.tracked) b.missing.push_back("memory");
+  if (!next.memory.tracked) n.missing.push_back("memory");
+  return diff(b, n, options);
+}
+
+ProfileResult combine_runs(const std::vector<ProfileResult>& runs) {
+  if (runs.empty()) throw Error("combine_runs: no runs given");
+  ProfileResult r = runs.front();
+  const size_t n = runs.size();
+  for (const ProfileResult& x : runs) {
+    if (x.modules.size() != r.modules.size())
+      throw Error("combine_runs: the runs profiled different models (module counts differ)");
+    for (size_t m = 0; m < r.modules.size(); ++m) {
+      if (x.modules[m].name != r.modules[m].name)
+        throw Error(fmt::format("combine_runs: the runs profiled different models ('{}' vs '{}')",
+                                r.modules[m].name, x.modules[m].name));
+    }
+  }
+  auto over = [&](auto get) {
+    std::vector<double> v;
+    v.reserve(n);
+    for (const ProfileResult& x : runs) v.push_back(get(x));
+    return detail::spread_of(std::move(v));
+  };
+  if (n < 2) return r;
+  for (size_t m = 0; m < r.modules.size(); ++m) {
+    r.modules[m].fwd_spread = over([&](const ProfileResult& x) { return x.modules[m].latency_s; });
+    if (r.has_backward)
+      r.modules[m].bwd_spread =
+          over([&](const ProfileResult& x) { return x.modules[m].bwd_latency_s; });
+  }
+  r.fwd_spread = r.modules[0].fwd_spread;
+  if (r.has_backward) r.bwd_spread = over([](const ProfileResult& x) { return x.bwd_latency_s; });
+  if (r.has_step) r.step_spread = over([](const ProfileResult& x) { return x.step_latency_s; });
+  r.workload.runs = n;
+  return r;
+}
+
+}  // namespace flopsprof

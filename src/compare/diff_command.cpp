@@ -1,0 +1,153 @@
+// `flopsprof diff BASE.json NEW.json [options]` (docs/diff.md): the comparison as text, JSON or
+// HTML, and --fail-if rules for CI. Exit 0: no rule broken; 1: a rule broken; 2: bad input.
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "flopsprof/diff.h"
+#include "flopsprof/error.h"
+#include "reports/text_file.h"
+
+namespace flopsprof {
+namespace {
+
+constexpr const char* kUsage = R"(usage: flopsprof diff BASE.json NEW.json [options]
+
+Compares two profiles written by `flopsprof MODEL --json FILE` or FlopsProfiler::save_json:
+totals, every module (matched by dotted name) and the op table, with deltas.
+
+options:
+  --depth N            deepest module level in the text (default -1: all)
+  --top N              only the N modules with the largest deltas, largest first
+  --threshold X        hide modules whose deltas are all under X: a percent of the base
+                       (5%) or a latency (0.5ms, 20us, 1e-3s)
+  --rename OLD=NEW     a module renamed between the two (its submodules follow); repeatable
+  --no-ops             leave out the op table
+  --json FILE          also write the diff as JSON
+  --html FILE          also write the diff as a self-contained HTML page
+  --fail-if RULE       exit 1 when RULE holds; repeatable. RULE: [module=NAME:]FIELD OP VALUE[%]
+                       with OP one of > >= < <= == != over the delta (new - base), e.g.
+                       latency>+5%  flops>0  params!=0  memory.peak>+10%  module=fc:latency>+20%
+                       (quote a rule in a shell: --fail-if 'latency>+5%')
+                       Fields: latency bwd_latency step_latency iter_latency flops macs
+                       bwd_flops params calls bytes memory.peak. A latency delta inside the
+                       run-to-run spread (profiles with --profile-runs N) breaks no rule.
+  -h, --help           this text
+
+exit status: 0 no rule broken, 1 a --fail-if rule broken, 2 bad input (unreadable or foreign
+JSON, a bad option, a rule that cannot be checked).
+)";
+
+struct Usage : Error {
+  using Error::Error;
+};
+
+// 5% -> percent; 0.5ms, 20us, 1e-3s, 0.002 -> seconds.
+void parse_threshold(const std::string& v, DiffTextOptions& o) {
+  std::string num = v;
+  double scale = 1;
+  bool percent = false;
+  if (!num.empty() && num.back() == '%') {
+    percent = true;
+    num.pop_back();
+  } else if (num.size() > 2 && num.compare(num.size() - 2, 2, "ms") == 0) {
+    scale = 1e-3;
+    num.resize(num.size() - 2);
+  } else if (num.size() > 2 && num.compare(num.size() - 2, 2, "us") == 0) {
+    scale = 1e-6;
+    num.resize(num.size() - 2);
+  } else if (!num.empty() && num.back() == 's') {
+    num.pop_back();
+  }
+  char* end = nullptr;
+  const double x = std::strtod(num.c_str(), &end);
+  if (num.empty() || end != num.c_str() + num.size() || x < 0)
+    throw Usage(
+        fmt::format("--threshold '{}': write a percent (5%) or a latency (0.5ms, 20us)", v));
+  (percent ? o.threshold_percent : o.threshold_s) = x * scale;
+}
+
+int parse_count(const std::string& flag, const std::string& v, int min) {
+  char* end = nullptr;
+  const long x = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || end != v.c_str() + v.size() || x < min || x > 1000000)
+    throw Usage(fmt::format("{} '{}': not a number >= {}", flag, v, min));
+  return static_cast<int>(x);
+}
+
+}  // namespace
+
+int diff_command(const std::vector<std::string>& args, std::string& out, std::string& err) {
+  try {
+    std::vector<std::string> files;
+    DiffOptions options;
+    DiffTextOptions text;
+    std::vector<GateRule> rules;
+    std::string json_file, html_file;
+    for (size_t i = 0; i < args.size(); ++i) {
+      const std::string& a = args[i];
+      auto value = [&]() -> const std::string& {
+        if (i + 1 >= args.size()) throw Usage(a + " needs a value (see flopsprof diff --help)");
+        return args[++i];
+      };
+      if (a == "-h" || a == "--help") {
+        out += kUsage;
+        return 0;
+      } else if (a == "--depth") {
+        text.depth = parse_count(a, value(), -1);
+      } else if (a == "--top") {
+        text.top = parse_count(a, value(), 1);
+      } else if (a == "--threshold") {
+        parse_threshold(value(), text);
+      } else if (a == "--rename") {
+        const std::string& v = value();
+        const size_t eq = v.find('=');
+        if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
+          throw Usage("--rename '" + v + "': write OLD=NEW (dotted module names)");
+        options.renames.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+      } else if (a == "--no-ops") {
+        text.ops = false;
+      } else if (a == "--json") {
+        json_file = value();
+      } else if (a == "--html") {
+        html_file = value();
+      } else if (a == "--fail-if") {
+        rules.push_back(parse_gate_rule(value()));
+      } else if (a.size() > 1 && a[0] == '-') {
+        throw Usage("unknown option '" + a + "' (see flopsprof diff --help)");
+      } else {
+        files.push_back(a);
+      }
+    }
+    if (files.size() != 2)
+      throw Usage(
+          fmt::format("give two profiles, BASE.json and NEW.json ({} given); usage: "
+                      "flopsprof diff BASE.json NEW.json",
+                      files.size()));
+    const LoadedProfile base = load_profile_json(files[0]);
+    const LoadedProfile next = load_profile_json(files[1]);
+    const ProfileDiff d = diff(base, next, options);
+    out += format_diff_text(d, text);
+    if (!json_file.empty()) detail::write_text_file(json_file, diff_to_json(d), "diff JSON");
+    if (!html_file.empty()) detail::write_text_file(html_file, diff_to_html(d), "diff HTML");
+    if (rules.empty()) return 0;
+    const GateResult g = check_gate(d, rules);
+    out += "\nGate\n";
+    for (const std::string& s : g.noise)
+      out += "noise:  " + s + " (inside the run-to-run spread: not counted)\n";
+    for (const std::string& s : g.broken) out += "BROKEN: " + s + "\n";
+    for (const std::string& s : g.unknown) err += "flopsprof diff: cannot check " + s + "\n";
+    if (!g.unknown.empty()) return 2;
+    if (!g.broken.empty()) {
+      err += fmt::format("flopsprof diff: {} rule(s) broken\n", g.broken.size());
+      return 1;
+    }
+    out += fmt::format("{} rule(s) checked, none broken\n", rules.size());
+    return 0;
+  } catch (const Error& e) {
+    err += std::string("flopsprof diff: ") + e.what() + "\n";
+    return 2;
+  }
+}
+
+}  // namespace flopsprof

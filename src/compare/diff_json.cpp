@@ -1,0 +1,157 @@
+// The diff as JSON (docs/json.md, "Diff").
+#include "flopsprof/diff.h"
+#include "reports/json_writer.h"
+
+namespace flopsprof {
+namespace {
+
+using detail::JsonWriter;
+
+const char* status_name(ModuleDiff::Status s) {
+  switch (s) {
+    case ModuleDiff::Status::kSame:
+      return "same";
+    case ModuleDiff::Status::kChanged:
+      return "changed";
+    case ModuleDiff::Status::kAdded:
+      return "added";
+    case ModuleDiff::Status::kRemoved:
+      return "removed";
+  }
+  return "?";
+}
+
+// `side`: 0 base, 1 new, 2 delta. Unknown quantities are null, never 0.
+void count(JsonWriter& w, const char* key, const CountDelta& c, int side) {
+  w.key(key);
+  if (!c.known) return w.null();
+  if (side == 0) return w.value(c.base);
+  if (side == 1) return w.value(c.next);
+  w.value(c.delta());
+}
+void time(JsonWriter& w, const char* key, const TimeDelta& t, int side) {
+  w.key(key);
+  if (!t.known) return w.null();
+  w.value(side == 0 ? t.base : side == 1 ? t.next : t.delta());
+}
+
+void module_side(JsonWriter& w, const ModuleDiff& m, int side) {
+  w.begin_object();
+  count(w, "params", m.params, side);
+  count(w, "calls", m.calls, side);
+  count(w, "flops", m.flops, side);
+  count(w, "macs", m.macs, side);
+  count(w, "bwd_flops", m.bwd_flops, side);
+  count(w, "bytes", m.bytes, side);
+  time(w, "latency_s", m.latency, side);
+  time(w, "bwd_latency_s", m.bwd_latency, side);
+  if (side == 2) {
+    w.key("latency_pct");
+    if (m.latency.known)
+      w.value(m.latency.percent());
+    else
+      w.null();
+    w.member("latency_noise", m.latency.noise);
+    w.member("bwd_latency_noise", m.bwd_latency.noise);
+    w.key("flops_pct");
+    w.value(m.flops.percent());
+  }
+  w.end_object();
+}
+
+}  // namespace
+
+std::string diff_to_json(const ProfileDiff& d, int indent) {
+  JsonWriter w(indent);
+  w.begin_object();
+  w.member("diff_schema_version", 1);
+  w.member("base", d.base_source);
+  w.member("new", d.new_source);
+  w.member("base_workload", d.base_workload);
+  w.member("new_workload", d.new_workload);
+  w.key("warnings");
+  w.begin_array();
+  for (const std::string& s : d.warnings) w.value(s);
+  w.end_array();
+  w.key("summary");
+  w.begin_object();
+  for (const TotalDiff& t : d.totals) {
+    w.key(t.key);
+    w.begin_object();
+    if (t.is_time) {
+      time(w, "base", t.time, 0);
+      time(w, "new", t.time, 1);
+      time(w, "delta", t.time, 2);
+      w.key("delta_pct");
+      if (t.time.known)
+        w.value(t.time.percent());
+      else
+        w.null();
+      w.member("medians", t.time.repeated);
+      w.member("noise", t.time.noise);
+    } else {
+      count(w, "base", t.count, 0);
+      count(w, "new", t.count, 1);
+      count(w, "delta", t.count, 2);
+      w.key("delta_pct");
+      if (t.count.known)
+        w.value(t.count.percent());
+      else
+        w.null();
+    }
+    w.end_object();
+  }
+  w.end_object();
+  w.key("modules");
+  w.begin_array();
+  for (const ModuleDiff& m : d.modules) {
+    w.begin_object();
+    w.member("name", m.name);
+    w.member("base_name", m.base_name);
+    w.key("type");
+    w.value(m.new_type.empty() ? m.base_type : m.new_type);
+    w.member("base_type", m.base_type);
+    w.member("new_type", m.new_type);
+    w.member("depth", m.depth);
+    w.member("status", status_name(m.status));
+    w.key("base");
+    if (m.status == ModuleDiff::Status::kAdded)
+      w.null();
+    else
+      module_side(w, m, 0);
+    w.key("new");
+    if (m.status == ModuleDiff::Status::kRemoved)
+      w.null();
+    else
+      module_side(w, m, 1);
+    w.key("delta");
+    module_side(w, m, 2);
+    w.member("share_of_delta", m.share_of_delta);
+    w.end_object();
+  }
+  w.end_array();
+  w.key("ops");
+  w.begin_array();
+  for (const OpDiff& o : d.ops) {
+    w.begin_object();
+    w.member("name", o.name);
+    w.member("phase", o.phase);
+    w.member("status", status_name(o.status));
+    for (int side = 0; side < 3; ++side) {
+      w.key(side == 0 ? "base" : side == 1 ? "new" : "delta");
+      w.begin_object();
+      count(w, "calls", o.calls, side);
+      count(w, "flops", o.flops, side);
+      count(w, "macs", o.macs, side);
+      count(w, "bytes", o.bytes, side);
+      time(w, "latency_s", o.latency, side);
+      w.end_object();
+    }
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+  return w.take();
+}
+
+}  // namespace flopsprof

@@ -1,0 +1,440 @@
+// The profile diff on hand-made profiles (torch-free): matching (added, removed, renamed, type
+// changes), exact deltas, noise from spreads, unknown quantities never taken as 0, workload
+// warnings, the JSON read back (old schema, corrupt and foreign files), the gate and the command's
+// exit codes, and the three renderings.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include "flopsprof/diff.h"
+#include "flopsprof/error.h"
+
+namespace flopsprof {
+namespace {
+
+ModuleStats mod(const std::string& name, const std::string& type, int depth, int parent,
+                uint64_t flops, uint64_t params, double latency_s) {
+  ModuleStats m;
+  m.name = name;
+  m.type = type;
+  m.depth = depth;
+  m.parent = parent;
+  m.calls = 1;
+  m.flops = flops;
+  m.macs = flops / 2;
+  m.params = params;
+  m.latency_s = latency_s;
+  return m;
+}
+
+void finish(ProfileResult& r) {
+  for (size_t i = 0; i < r.modules.size(); ++i) {
+    r.modules[i].children.clear();
+    if (r.modules[i].parent >= 0) r.modules[r.modules[i].parent].children.push_back(int(i));
+  }
+  r.flops = r.modules[0].flops;
+  r.macs = r.modules[0].macs;
+  r.params = r.modules[0].params;
+  r.duration_s = r.modules[0].latency_s;
+}
+
+// Net
+//   enc: Encoder          (fc: Linear)
+//   dec: Linear
+//   drop: Dropout
+ProfileResult base_profile() {
+  ProfileResult r;
+  r.modules.push_back(mod("", "Net", 0, -1, 3000, 300, 10e-3));
+  r.modules.push_back(mod("enc", "Encoder", 1, 0, 2000, 200, 6e-3));
+  r.modules.push_back(mod("enc.fc", "Linear", 2, 1, 2000, 200, 5e-3));
+  r.modules.push_back(mod("dec", "Linear", 1, 0, 1000, 100, 3e-3));
+  r.modules.push_back(mod("drop", "Dropout", 1, 0, 0, 0, 1e-3));
+  OpStats mm;
+  mm.name = "aten::addmm";
+  mm.calls = 2;
+  mm.flops = 3000;
+  mm.macs = 1500;
+  mm.latency_s = 8e-3;
+  mm.has_formula = true;
+  r.ops.push_back(mm);
+  r.batch_size = 4;
+  finish(r);
+  return r;
+}
+
+// The same model with the encoder renamed "encoder", its Linear widened (2000 -> 3000 FLOPs,
+// 200 -> 300 params), `drop` gone, a GELU `act` added, and `dec` unchanged.
+ProfileResult new_profile() {
+  ProfileResult r;
+  r.modules.push_back(mod("", "Net", 0, -1, 4000 + 50, 400, 12e-3));
+  r.modules.push_back(mod("encoder", "Encoder", 1, 0, 3000, 300, 8e-3));
+  r.modules.push_back(mod("encoder.fc", "Linear", 2, 1, 3000, 300, 7e-3));
+  r.modules.push_back(mod("dec", "Linear", 1, 0, 1000, 100, 3e-3));
+  r.modules.push_back(mod("act", "GELU", 1, 0, 50, 0, 0.5e-3));
+  OpStats mm = base_profile().ops[0];
+  mm.flops = 4000;
+  mm.macs = 2000;
+  mm.latency_s = 10e-3;
+  OpStats gelu;
+  gelu.name = "aten::gelu";
+  gelu.calls = 1;
+  gelu.flops = 50;
+  gelu.latency_s = 0.5e-3;
+  r.ops = {mm, gelu};
+  r.batch_size = 4;
+  finish(r);
+  return r;
+}
+
+TEST(Diff, MatchesByNameAndComputesExactDeltas) {
+  const ProfileDiff d = diff(base_profile(), new_profile());
+  // Without a rename the encoder is one module removed and one added.
+  const ModuleDiff* root = d.module("");
+  ASSERT_NE(root, nullptr);
+  EXPECT_EQ(root->status, ModuleDiff::Status::kChanged);
+  EXPECT_EQ(root->flops.delta(), 4050 - 3000);
+  EXPECT_EQ(root->params.delta(), 100);
+  EXPECT_NEAR(root->latency.delta(), 2e-3, 1e-12);
+  EXPECT_NEAR(root->flops.percent(), 100.0 * 1050 / 3000, 1e-9);
+  EXPECT_EQ(d.module("encoder")->status, ModuleDiff::Status::kAdded);
+  EXPECT_EQ(d.module("encoder.fc")->status, ModuleDiff::Status::kAdded);
+  EXPECT_EQ(d.module("enc")->status, ModuleDiff::Status::kRemoved);
+  EXPECT_EQ(d.module("enc.fc")->status, ModuleDiff::Status::kRemoved);
+  EXPECT_EQ(d.module("drop")->status, ModuleDiff::Status::kRemoved);
+  EXPECT_EQ(d.module("act")->status, ModuleDiff::Status::kAdded);
+  EXPECT_EQ(d.module("act")->flops.delta(), 50);
+  const ModuleDiff* dec = d.module("dec");
+  EXPECT_EQ(dec->status, ModuleDiff::Status::kSame);
+  EXPECT_EQ(dec->flops.delta(), 0);
+  EXPECT_EQ(dec->latency.delta(), 0);
+  // Order: the new tree, each removed module after its base parent's subtree.
+  std::vector<std::string> names;
+  for (const ModuleDiff& m : d.modules) names.push_back(m.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"", "encoder", "encoder.fc", "dec", "act", "enc",
+                                             "enc.fc", "drop"}));
+  // Totals and ops.
+  EXPECT_EQ(d.total("fwd_flops")->count.delta(), 1050);
+  EXPECT_FALSE(d.total("memory.peak_bytes")->count.known);  // tracked in neither
+  ASSERT_EQ(d.ops.size(), 2u);
+  EXPECT_EQ(d.ops[0].name, "aten::addmm");  // the largest latency delta first (+2 ms)
+  EXPECT_EQ(d.ops[0].status, ModuleDiff::Status::kChanged);
+  EXPECT_EQ(d.ops[0].flops.delta(), 1000);
+  EXPECT_EQ(d.ops[1].status, ModuleDiff::Status::kAdded);
+  // Shares of the root's latency delta (2 ms): dec 0, act +0.5 ms = 25%.
+  EXPECT_NEAR(d.module("act")->share_of_delta, 0.25, 1e-9);
+  EXPECT_NEAR(d.module("drop")->share_of_delta, -0.5, 1e-9);
+}
+
+TEST(Diff, RenamesCarrySubmodulesAndTypeChangesShowBoth) {
+  DiffOptions o;
+  o.renames = {{"enc", "encoder"}};
+  ProfileResult next = new_profile();
+  next.modules[3].type = "Bilinear";  // dec: the same path, another type
+  const ProfileDiff d = diff(base_profile(), next, o);
+  const ModuleDiff* enc = d.module("encoder");
+  ASSERT_NE(enc, nullptr);
+  EXPECT_EQ(enc->base_name, "enc");
+  EXPECT_EQ(enc->status, ModuleDiff::Status::kChanged);
+  EXPECT_EQ(enc->flops.delta(), 1000);
+  EXPECT_EQ(d.module("encoder.fc")->base_name, "enc.fc");
+  EXPECT_EQ(d.module("enc"), nullptr);
+  const ModuleDiff* dec = d.module("dec");
+  EXPECT_EQ(dec->status, ModuleDiff::Status::kChanged);
+  EXPECT_EQ(dec->base_type, "Linear");
+  EXPECT_EQ(dec->new_type, "Bilinear");
+  EXPECT_NE(format_diff_text(d).find("Linear -> Bilinear"), std::string::npos);
+  o.renames = {{"nope", "x"}};
+  EXPECT_THROW(diff(base_profile(), next, o), Error);
+}
+
+TEST(Diff, LatencyAgainstTheRunToRunSpread) {
+  ProfileResult b = base_profile(), n = base_profile();
+  auto spread = [](double lo, double med, double hi) {
+    LatencySpread s;
+    s.samples = 5;
+    s.min_s = lo;
+    s.median_s = med;
+    s.max_s = hi;
+    return s;
+  };
+  b.fwd_spread = b.modules[0].fwd_spread = spread(9e-3, 10e-3, 11e-3);
+  n.fwd_spread = n.modules[0].fwd_spread = spread(10.5e-3, 10.8e-3, 12e-3);  // overlaps: noise
+  b.modules[3].fwd_spread = spread(2.9e-3, 3e-3, 3.1e-3);
+  n.modules[3].fwd_spread = spread(3.5e-3, 3.6e-3, 3.7e-3);  // dec: apart, 20% slower
+  ProfileDiff d = diff(b, n);
+  const TimeDelta& root = d.module("")->latency;
+  EXPECT_TRUE(root.repeated);
+  EXPECT_TRUE(root.noise);
+  EXPECT_DOUBLE_EQ(root.base, 10e-3);  // medians, not totals
+  EXPECT_DOUBLE_EQ(root.next, 10.8e-3);
+  const TimeDelta& dec = d.module("dec")->latency;
+  EXPECT_FALSE(dec.noise);
+  EXPECT_NEAR(dec.percent(), 20.0, 1e-9);
+  // No "single samples" warning when both sides repeated.
+  for (const std::string& w : d.warnings)
+    EXPECT_EQ(w.find("single samples"), std::string::npos) << w;
+  // The gate: the root's +8% is noise and breaks nothing; dec's +20% is news.
+  GateResult g =
+      check_gate(d, {parse_gate_rule("latency>+5%"), parse_gate_rule("module=dec:latency>+10%")});
+  EXPECT_EQ(g.broken.size(), 1u);
+  EXPECT_EQ(g.noise.size(), 1u);
+  EXPECT_TRUE(g.unknown.empty());
+  ASSERT_FALSE(g.broken.empty());
+  EXPECT_NE(g.broken[0].find("module=dec:latency>+10%"), std::string::npos);
+  // Without repeats: single samples, said.
+  d = diff(base_profile(), base_profile());
+  bool said = false;
+  for (const std::string& w : d.warnings)
+    said = said || w.find("single samples") != std::string::npos;
+  EXPECT_TRUE(said);
+  EXPECT_FALSE(d.module("")->latency.repeated);
+}
+
+TEST(Diff, WorkloadDifferencesAreWarnings) {
+  ProfileResult b = base_profile(), n = base_profile();
+  b.workload.inputs = {"fp32[4, 8]"};
+  n.workload.inputs = {"fp32[2, 8]"};
+  n.batch_size = 2;
+  n.workload.intra_op_threads = 3;
+  n.workload.libtorch_version = "2.6.0";
+  const ProfileDiff d = diff(b, n);
+  auto has = [&](const std::string& s) {
+    for (const std::string& w : d.warnings) {
+      if (w.find(s) != std::string::npos) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(has("workload differs: batch_size: 4 (base) vs 2 (new)"));
+  EXPECT_TRUE(has("inputs: fp32[4, 8] (base) vs fp32[2, 8] (new)"));
+  EXPECT_TRUE(has("intra-op threads: 0 (base) vs 3 (new)"));
+  EXPECT_TRUE(has("LibTorch:  (base) vs 2.6.0 (new)"));
+  EXPECT_FALSE(has("build type"));
+  nlohmann::json j = nlohmann::json::parse(diff_to_json(d));
+  EXPECT_EQ(j["warnings"].size(), d.warnings.size());
+}
+
+// Both renderings on the same diff: JSON fields as documented, text lines, HTML rows escaped.
+TEST(Diff, JsonTextAndHtml) {
+  ProfileResult b = base_profile(), n = new_profile();
+  b.memory.tracked = true;
+  b.memory.peak_bytes = 1000;  // n: not tracked -> unknown, null, never 0
+  const ProfileDiff d = diff(b, n);
+  nlohmann::json j = nlohmann::json::parse(diff_to_json(d));
+  EXPECT_EQ(j["summary"]["fwd_flops"]["delta"], 1050);
+  EXPECT_TRUE(j["summary"]["memory.peak_bytes"]["delta"].is_null());
+  EXPECT_TRUE(j["summary"]["memory.peak_bytes"]["base"].is_null());
+  const nlohmann::json& mods = j["modules"];
+  ASSERT_EQ(mods.size(), d.modules.size());
+  EXPECT_EQ(mods[0]["status"], "changed");
+  EXPECT_EQ(mods[0]["delta"]["flops"], 1050);
+  EXPECT_EQ(mods[0]["base"]["params"], 300);
+  EXPECT_EQ(mods[0]["new"]["params"], 400);
+  EXPECT_EQ(mods[4]["name"], "act");
+  EXPECT_EQ(mods[4]["status"], "added");
+  EXPECT_TRUE(mods[4]["base"].is_null());
+  EXPECT_EQ(mods[7]["status"], "removed");
+  EXPECT_TRUE(mods[7]["new"].is_null());
+  EXPECT_EQ(j["ops"][1]["status"], "added");
+  const std::string text = format_diff_text(d);
+  EXPECT_NE(text.find("Modules: 1 changed, 3 added, 3 removed, 1 same"), std::string::npos) << text;
+  EXPECT_NE(text.find("memory.peak_bytes                 n/a"), std::string::npos) << text;
+  DiffTextOptions top;
+  top.top = 2;
+  const std::string t2 = format_diff_text(d, top);
+  EXPECT_NE(t2.find("(the 2 largest deltas)"), std::string::npos);
+  ProfileResult hostile = base_profile();
+  hostile.modules[1].name = "<script>alert(1)</script>";
+  const std::string html = diff_to_html(diff(hostile, n));
+  EXPECT_EQ(html.find("<script>"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+}
+
+TEST(Diff, ThresholdHidesSmallChanges) {
+  ProfileResult b = base_profile(), n = base_profile();
+  n.modules[3].latency_s = 3.03e-3;  // dec +1%
+  n.modules[2].latency_s = 6e-3;     // enc.fc +20%
+  DiffTextOptions o;
+  o.threshold_percent = 5;
+  o.ops = false;
+  const std::string t = format_diff_text(diff(b, n), o);
+  EXPECT_NE(t.find("enc.fc (Linear)"), std::string::npos) << t;
+  EXPECT_EQ(t.find("dec (Linear)"), std::string::npos) << t;
+}
+
+// A profile's JSON read back: what diff() compares survives, and every problem names the file.
+TEST(ProfileJson, ReadsBackWhatDiffCompares) {
+  ProfileResult r = new_profile();
+  r.workload.inputs = {"fp32[4, 8]"};
+  r.workload.libtorch_version = "1.13.0";
+  r.modules[1].fwd_spread.samples = 3;
+  r.modules[1].fwd_spread.min_s = 1e-3;
+  r.modules[1].fwd_spread.median_s = 2e-3;
+  r.modules[1].fwd_spread.max_s = 4e-3;
+  const LoadedProfile lp = profile_from_json(to_json(r), "new.json");
+  EXPECT_EQ(lp.schema_version, 2);
+  EXPECT_EQ(lp.source, "new.json");
+  EXPECT_EQ(lp.missing, (std::vector<std::string>{"memory"}));
+  ASSERT_EQ(lp.result.modules.size(), r.modules.size());
+  for (size_t i = 0; i < r.modules.size(); ++i) {
+    EXPECT_EQ(lp.result.modules[i].name, r.modules[i].name);
+    EXPECT_EQ(lp.result.modules[i].flops, r.modules[i].flops);
+    EXPECT_EQ(lp.result.modules[i].parent, r.modules[i].parent);
+    EXPECT_DOUBLE_EQ(lp.result.modules[i].latency_s, r.modules[i].latency_s);
+  }
+  EXPECT_EQ(lp.result.modules[1].fwd_spread.samples, 3u);
+  EXPECT_DOUBLE_EQ(lp.result.modules[1].fwd_spread.max_s, 4e-3);
+  EXPECT_EQ(lp.result.workload.inputs, r.workload.inputs);
+  EXPECT_EQ(lp.result.ops.size(), 2u);
+  // The diff of the files equals the diff of the results.
+  const ProfileDiff a = diff(base_profile(), r);
+  const ProfileDiff b = diff(profile_from_json(to_json(base_profile())), lp);
+  ASSERT_EQ(a.modules.size(), b.modules.size());
+  for (size_t i = 0; i < a.modules.size(); ++i) {
+    EXPECT_EQ(a.modules[i].status, b.modules[i].status);
+    EXPECT_EQ(a.modules[i].flops.delta(), b.modules[i].flops.delta());
+  }
+}
+
+TEST(ProfileJson, OldSchemaIsReadAndWhatItLacksIsSaid) {
+  nlohmann::json j = nlohmann::json::parse(to_json(base_profile()));
+  j["schema_version"] = 1;
+  j.erase("workload");
+  j["summary"].erase("fwd_bytes");
+  const LoadedProfile old = profile_from_json(j.dump(), "old.json");
+  EXPECT_EQ(old.schema_version, 1);
+  EXPECT_NE(std::find(old.missing.begin(), old.missing.end(), "workload"), old.missing.end());
+  EXPECT_NE(std::find(old.missing.begin(), old.missing.end(), "bytes"), old.missing.end());
+  const ProfileDiff d = diff(old, profile_from_json(to_json(base_profile()), "new.json"));
+  bool said = false;
+  for (const std::string& w : d.warnings)
+    said = said ||
+           w.find("base (old.json) records no workload (schema_version 1)") != std::string::npos;
+  EXPECT_TRUE(said);
+  EXPECT_FALSE(d.total("fwd_bytes")->count.known);  // unknown, not 0
+  EXPECT_FALSE(d.module("")->bytes.known);
+  GateResult g = check_gate(d, {parse_gate_rule("bytes>0")});
+  EXPECT_EQ(g.unknown.size(), 1u);
+}
+
+TEST(ProfileJson, CorruptOrForeignFilesAreRefusedByName) {
+  auto message = [](const std::string& text) {
+    try {
+      profile_from_json(text, "x.json");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  const std::string good = to_json(base_profile());
+  EXPECT_NE(message(good.substr(0, good.size() / 2)).find("x.json: not JSON"), std::string::npos);
+  EXPECT_NE(message("{\"traceEvents\": []}").find("x.json: no \"schema_version\""),
+            std::string::npos);
+  EXPECT_NE(message("[1, 2]").find("not a JSON object"), std::string::npos);
+  nlohmann::json j = nlohmann::json::parse(good);
+  j["modules"][1].erase("flops");
+  EXPECT_NE(message(j.dump()).find("modules[1] has no \"flops\""), std::string::npos);
+  j = nlohmann::json::parse(good);
+  j["modules"][2]["flops"] = -5;
+  EXPECT_NE(message(j.dump()).find("modules[2]: \"flops\" is not a count"), std::string::npos);
+  j = nlohmann::json::parse(good);
+  j["schema_version"] = 99;
+  EXPECT_NE(message(j.dump()).find("schema_version 99 is newer"), std::string::npos);
+  j = nlohmann::json::parse(good);
+  j["modules"][2]["depth"] = 5;
+  EXPECT_NE(message(j.dump()).find("does not follow the tree order"), std::string::npos);
+  EXPECT_THROW(load_profile_json("/nonexistent/profile.json"), Error);
+}
+
+TEST(Gate, RulesParseOrSayWhatIsWrong) {
+  GateRule r = parse_gate_rule("module=encoder.fc:latency>=+12.5%");
+  EXPECT_EQ(r.module, "encoder.fc");
+  EXPECT_EQ(r.field, "latency");
+  EXPECT_EQ(r.op, ">=");
+  EXPECT_DOUBLE_EQ(r.value, 12.5);
+  EXPECT_TRUE(r.percent);
+  r = parse_gate_rule("params!=0");
+  EXPECT_EQ(r.op, "!=");
+  EXPECT_FALSE(r.percent);
+  for (const char* bad : {"latency", "speed>1", "flops=1", "flops>abc", "module=x:memory.peak>1",
+                          "calls>0", "flops>5%%"}) {
+    EXPECT_THROW(parse_gate_rule(bad), Error) << bad;
+  }
+}
+
+TEST(Gate, ExactFieldsAndModulesInOneProfileOnly) {
+  const ProfileDiff d = diff(base_profile(), new_profile());
+  GateResult g =
+      check_gate(d, {parse_gate_rule("flops>0"), parse_gate_rule("params==100"),
+                     parse_gate_rule("module=dec:flops!=0"), parse_gate_rule("flops>+50%")});
+  EXPECT_EQ(g.broken.size(), 2u);  // +1050 FLOPs > 0; params +100 == 100; 35% is not > 50%
+  g = check_gate(d, {parse_gate_rule("module=act:flops>0"), parse_gate_rule("module=zzz:flops>0"),
+                     parse_gate_rule("memory.peak>+10%")});
+  EXPECT_EQ(g.unknown.size(), 3u);  // added module, no such module, memory not tracked
+}
+
+// The command: text on stdout, exit 0 / 1 / 2 as documented, files written.
+TEST(DiffCommand, ExitCodesAndFiles) {
+  const std::string dir = ::testing::TempDir();
+  const std::string b = dir + "diff_base.json", n = dir + "diff_new.json",
+                    bad = dir + "diff_bad.json";
+  std::ofstream(b) << to_json(base_profile());
+  std::ofstream(n) << to_json(new_profile());
+  std::ofstream(bad) << "{\"schema_version\": 2, \"summary\": ";
+  std::string out, err;
+  EXPECT_EQ(diff_command({b, n}, out, err), 0) << err;
+  EXPECT_NE(out.find("flopsprof diff: " + b + " (base) -> " + n + " (new)"), std::string::npos);
+  out.clear();
+  EXPECT_EQ(diff_command(
+                {b, n, "--fail-if", "flops>0", "--json", dir + "d.json", "--html", dir + "d.html"},
+                out, err),
+            1);
+  EXPECT_NE(out.find("BROKEN: flops>0: 3000 -> 4050 (+1050, +35.00%)"), std::string::npos) << out;
+  std::ifstream jf(dir + "d.json");
+  EXPECT_EQ(nlohmann::json::parse(jf)["summary"]["fwd_flops"]["delta"], 1050);
+  std::ifstream hf(dir + "d.html");
+  EXPECT_TRUE(hf.good());
+  out.clear();
+  EXPECT_EQ(
+      diff_command({b, n, "--fail-if", "flops<0", "--fail-if", "module=dec:params!=0"}, out, err),
+      0);
+  EXPECT_NE(out.find("2 rule(s) checked, none broken"), std::string::npos);
+  err.clear();
+  EXPECT_EQ(diff_command({b, bad}, out, err), 2);
+  EXPECT_NE(err.find(bad + ": not JSON"), std::string::npos) << err;
+  err.clear();
+  EXPECT_EQ(diff_command({b}, out, err), 2);
+  EXPECT_EQ(diff_command({b, n, "--fail-if", "speed>1"}, out, err), 2);
+  EXPECT_EQ(diff_command({b, n, "--fail-if", "memory.peak>0"}, out, err), 2);
+  EXPECT_EQ(diff_command({b, n, "--top", "0"}, out, err), 2);
+  EXPECT_EQ(diff_command({b, n, "--threshold", "abc"}, out, err), 2);
+  EXPECT_EQ(diff_command({b, n, "--rename", "enc=encoder", "--threshold", "0.5ms", "--depth", "1"},
+                         out, err),
+            0);
+  std::remove(b.c_str());
+  std::remove(n.c_str());
+  std::remove(bad.c_str());
+}
+
+TEST(CombineRuns, SpreadsOverRepeatedProfiles) {
+  std::vector<ProfileResult> runs(3, base_profile());
+  runs[1].modules[3].latency_s = 5e-3;
+  runs[2].modules[3].latency_s = 4e-3;
+  runs[1].modules[0].latency_s = 12e-3;
+  const ProfileResult r = combine_runs(runs);
+  EXPECT_EQ(r.workload.runs, 3u);
+  EXPECT_EQ(r.modules[3].fwd_spread.samples, 3u);
+  EXPECT_DOUBLE_EQ(r.modules[3].fwd_spread.min_s, 3e-3);
+  EXPECT_DOUBLE_EQ(r.modules[3].fwd_spread.median_s, 4e-3);
+  EXPECT_DOUBLE_EQ(r.modules[3].fwd_spread.max_s, 5e-3);
+  EXPECT_DOUBLE_EQ(r.fwd_spread.median_s, 10e-3);
+  EXPECT_DOUBLE_EQ(r.modules[3].latency_s, 3e-3);  // the first run's numbers
+  runs[2].modules[4].name = "other";
+  EXPECT_THROW(combine_runs(runs), Error);
+  EXPECT_THROW(combine_runs({}), Error);
+}
+
+}  // namespace
+}  // namespace flopsprof
