@@ -78,6 +78,30 @@ TEST(Compare, WidenedLayerAndAddedOpFromTheShapes) {
     }
   }
   EXPECT_TRUE(mm);
+  // Each module's own ops: every op once across the modules (their FLOPs sum to the model's),
+  // and the diff within a module: the root's own mm added, fc1's own op with fc1's delta.
+  for (const flopsprof::ProfileResult* r : {&base, &next}) {
+    uint64_t own = 0;
+    for (const flopsprof::ModuleStats& m : r->modules) {
+      for (const flopsprof::OpStats& op : m.ops) own += op.flops;
+    }
+    EXPECT_EQ(own, r->flops);
+  }
+  bool root_mm = false;
+  for (const flopsprof::OpDiff& op : root->ops) {
+    if (op.status == flopsprof::DiffStatus::kAdded) {
+      EXPECT_EQ(op.name, "aten::mm");
+      EXPECT_EQ(op.flops.next, 2u * 3 * 4 * 4);
+      root_mm = true;
+    }
+  }
+  EXPECT_TRUE(root_mm);
+  uint64_t fc1_delta = 0;
+  for (const flopsprof::OpDiff& op : fc1->ops) {
+    EXPECT_NE(op.status, flopsprof::DiffStatus::kAdded) << op.name;  // the same ops, wider
+    fc1_delta += op.flops.delta();
+  }
+  EXPECT_EQ(fc1_delta, 1632u - 816u);
   // Same inputs, threads, versions: no workload warning.
   for (const std::string& w : d.warnings)
     EXPECT_EQ(w.find("workload differs"), std::string::npos) << w;

@@ -252,6 +252,47 @@ TEST(Diff, JsonTextAndHtml) {
   EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
 }
 
+// A module's own ops, matched by name: shown under it with --ops, in the JSON always; a side
+// from a file without per-module ops leaves them out rather than calling every op added.
+TEST(Diff, OpsWithinAModule) {
+  ProfileResult b = base_profile(), n = base_profile();
+  OpStats addmm;
+  addmm.name = "aten::addmm";
+  addmm.calls = 1;
+  addmm.flops = 1000;
+  addmm.latency_s = 2e-3;
+  b.modules[3].ops = {addmm};
+  addmm.flops = 1600;
+  OpStats gelu;
+  gelu.name = "aten::gelu";
+  gelu.calls = 1;
+  gelu.flops = 40;
+  n.modules[3].ops = {addmm, gelu};
+  const ProfileDiff d = diff(b, n);
+  const ModuleDiff* dec = d.module("dec");
+  ASSERT_EQ(dec->ops.size(), 2u);
+  EXPECT_EQ(dec->ops[0].name, "aten::addmm");  // +0 latency each: name order kept
+  EXPECT_EQ(dec->ops[0].status, DiffStatus::kChanged);
+  EXPECT_EQ(dec->ops[0].flops.delta(), 600);
+  EXPECT_EQ(dec->ops[1].status, DiffStatus::kAdded);
+  DiffTextOptions o;
+  o.module_ops = true;
+  const std::string text = format_diff_text(d, o);
+  EXPECT_NE(text.find("aten::gelu"), std::string::npos) << text;
+  EXPECT_EQ(format_diff_text(d).find("aten::gelu"), std::string::npos);  // model table: none
+  nlohmann::json j = nlohmann::json::parse(diff_to_json(d));
+  EXPECT_EQ(j["modules"][3]["ops"][1]["status"], "added");
+  EXPECT_EQ(j["modules"][3]["ops"][0]["delta"]["flops"], 600);
+  // Read back: the slim per-module rows survive; a file without them gives no op deltas.
+  const LoadedProfile lb = profile_from_json(to_json(b)), ln = profile_from_json(to_json(n));
+  EXPECT_EQ(diff(lb, ln).module("dec")->ops.size(), 2u);
+  nlohmann::json old = nlohmann::json::parse(to_json(b));
+  for (auto& m : old["modules"]) m.erase("ops");
+  const LoadedProfile lo = profile_from_json(old.dump());
+  EXPECT_NE(std::find(lo.missing.begin(), lo.missing.end(), "module_ops"), lo.missing.end());
+  EXPECT_TRUE(diff(lo, ln).module("dec")->ops.empty());
+}
+
 TEST(Diff, ThresholdHidesSmallChanges) {
   ProfileResult b = base_profile(), n = base_profile();
   n.modules[3].latency_s = 3.03e-3;  // dec +1%

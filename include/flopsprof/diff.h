@@ -17,7 +17,8 @@ struct LoadedProfile {
   int schema_version = 0;
   std::string source;  ///< the file it came from ("<string>" for text)
   /// What the file does not record, never taken as 0: "workload" (schema_version 1),
-  /// "memory" (not tracked), "bytes", "backward" (no backward keys). diff() marks the
+  /// "memory" (not tracked), "bytes", "backward" (no backward keys), "module_ops" (no
+  /// per-module op tables). diff() marks the
   /// quantities that rest on them unknown and says so in its warnings.
   std::vector<std::string> missing;
 };
@@ -59,12 +60,23 @@ struct TimeDelta {
   double percent() const;  ///< as CountDelta::percent
 };
 
+/// kSame: a module with the same type and the same exact quantities (FLOPs, MACs, params, calls,
+/// backward FLOPs, bytes), an op with the same calls, FLOPs, MACs and bytes; latency may still
+/// differ (its own delta and noise flag). kChanged: the type or an exact quantity differs.
+/// kAdded / kRemoved: in one profile only.
+enum class DiffStatus { kSame, kChanged, kAdded, kRemoved };
+
+/// One op, matched by name and phase (the model's op table) or by name (a module's own ops).
+struct OpDiff {
+  std::string name, phase;
+  DiffStatus status = DiffStatus::kSame;
+  CountDelta calls, flops, macs, bytes;
+  TimeDelta latency;  ///< totals (ops carry no spread)
+};
+
 /// One module of either profile, matched by dotted name (after DiffOptions::renames).
 struct ModuleDiff {
-  /// kSame: same type and the same exact quantities (FLOPs, MACs, params, calls, backward FLOPs,
-  /// bytes); latency may still differ (its own delta and noise flag). kChanged: the type or an
-  /// exact quantity differs. kAdded / kRemoved: in one profile only.
-  enum class Status { kSame, kChanged, kAdded, kRemoved };
+  using Status = DiffStatus;
   Status status = Status::kSame;
   std::string name;                 ///< dotted name in the new profile (the base's when removed)
   std::string base_name;            ///< its name in the base (differs when renamed)
@@ -75,14 +87,9 @@ struct ModuleDiff {
   /// Its share of the root's latency delta (forward): delta / the root's delta; 0 when the root's
   /// delta is 0.
   double share_of_delta = 0;
-};
-
-/// One op of the op table, matched by name and phase.
-struct OpDiff {
-  std::string name, phase;
-  ModuleDiff::Status status = ModuleDiff::Status::kSame;
-  CountDelta calls, flops, macs, bytes;
-  TimeDelta latency;  ///< totals (ops carry no spread)
+  /// Its own forward ops (not its submodules'), matched by name, by |latency delta|. Empty for a
+  /// side from a file without per-module ops (written before they were recorded).
+  std::vector<OpDiff> ops;
 };
 
 /// One line of the totals.
@@ -130,7 +137,8 @@ struct DiffTextOptions {
   int top = 0;                   ///< > 0: only the N modules with the largest deltas, largest first
   double threshold_percent = 0;  ///< hide modules whose every delta is under this % of its base
   double threshold_s = 0;        ///< and whose latency delta is under this many seconds
-  bool ops = true;               ///< the op table's deltas
+  bool ops = true;               ///< the model's op table's deltas
+  bool module_ops = false;       ///< each shown module's own ops' deltas under it (--ops)
 };
 
 /// Text for a terminal: header and warnings, totals side by side, the modules (tree order, or

@@ -46,6 +46,27 @@ struct Workload {
   uint64_t runs = 1;              ///< repeated profiles this one stands for (the command's --runs)
 };
 
+/// One op name, over the whole forward.
+struct OpStats {
+  std::string name;  ///< "aten::addmm"
+  /// "forward" (the model's forward), "outside" (forward work outside the model: data
+  /// preparation, loss, metrics, clipping), "backward", "recompute" or "step".
+  std::string phase = "forward";
+  bool has_formula = false;  ///< false: counted as n/a, listed with its time
+  uint64_t calls = 0;  ///< calls that were counted or listed (not those nested in a counted op)
+  uint64_t flops = 0;
+  uint64_t macs = 0;
+  double latency_s = 0;    ///< host time of those calls, inclusive
+  double uncovered_s = 0;  ///< no-formula ops: self time not inside any counted op
+  /// Bytes of its calls that count bytes (docs/report.md, "Bytes moved"; ops without a formula
+  /// too). Calls whose writes no rule derives count their reads only (`written_unknown`), or
+  /// with memory tracking the bytes allocated while they ran (`written_from_allocations`).
+  uint64_t bytes = 0, bytes_read = 0, bytes_written = 0;
+  uint64_t written_unknown = 0, written_from_allocations = 0;  ///< calls
+  DType dtype = DType::kUnknown;  ///< the dtype most of its FLOPs (else bytes) were in
+  RooflinePoint roofline;         ///< FLOPs (n/a without a formula), bytes, over latency_s
+};
+
 /// One module of the profiled model, inclusive of its submodules.
 struct ModuleStats {
   std::string name;           ///< dotted name ("encoder.layer.3"); "" for the root model
@@ -108,6 +129,9 @@ struct ModuleStats {
   /// Its forward and its backward (recompute included) on the roofline: FLOPs and bytes over
   /// the device time when measured, else the host latency.
   RooflinePoint roofline, bwd_roofline;
+  /// Its own forward ops (not its submodules'), one row per op name, by latency: name, calls,
+  /// FLOPs, MACs, latency and bytes (phase "forward"). What `flopsprof diff --ops` compares.
+  std::vector<OpStats> ops;
   /// Its forward latency per forward call of the root (its calls in that iteration summed), and
   /// its backward per backward pass; samples 0 with one iteration only.
   LatencySpread fwd_spread, bwd_spread;
@@ -167,26 +191,6 @@ struct MemoryStats {
   std::vector<MemorySample> trace;  ///< the footprint, one sample per allocation or free
 };
 
-/// One op name, over the whole forward.
-struct OpStats {
-  std::string name;  ///< "aten::addmm"
-  /// "forward" (the model's forward), "outside" (forward work outside the model: data
-  /// preparation, loss, metrics, clipping), "backward", "recompute" or "step".
-  std::string phase = "forward";
-  bool has_formula = false;  ///< false: counted as n/a, listed with its time
-  uint64_t calls = 0;  ///< calls that were counted or listed (not those nested in a counted op)
-  uint64_t flops = 0;
-  uint64_t macs = 0;
-  double latency_s = 0;    ///< host time of those calls, inclusive
-  double uncovered_s = 0;  ///< no-formula ops: self time not inside any counted op
-  /// Bytes of its calls that count bytes (docs/report.md, "Bytes moved"; ops without a formula
-  /// too). Calls whose writes no rule derives count their reads only (`written_unknown`), or
-  /// with memory tracking the bytes allocated while they ran (`written_from_allocations`).
-  uint64_t bytes = 0, bytes_read = 0, bytes_written = 0;
-  uint64_t written_unknown = 0, written_from_allocations = 0;  ///< calls
-  DType dtype = DType::kUnknown;  ///< the dtype most of its FLOPs (else bytes) were in
-  RooflinePoint roofline;         ///< FLOPs (n/a without a formula), bytes, over latency_s
-};
 
 /// Work the profile observed that ran outside the model's forward (docs/training.md, "Outside the
 /// model"): data preparation, `to(device)`, the loss, metrics, `clip_grad_norm_`, other models.

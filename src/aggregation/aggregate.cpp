@@ -51,6 +51,13 @@ DType dominant(const FlopsByDtype& v) {
   return v[best] > 0 ? static_cast<DType>(best) : DType::kUnknown;
 }
 
+// A module's own forward op of one name (its submodules' apart).
+struct ModuleOpAcc {
+  uint64_t calls = 0, flops = 0, macs = 0, read = 0, written = 0;
+  int64_t ns = 0;
+  bool has_formula = false;
+};
+
 struct ModuleAcc {
   uint64_t flops = 0, macs = 0, calls = 0, na_ops = 0;
   uint64_t inferred_ops = 0, inferred_flops = 0;  // placed by inference
@@ -353,6 +360,7 @@ class Aggregator {
       if (c.bytes != OpCount::kBytesKnown) ++r.bytes_written_unknown_calls;
       add_bytes(ph, m, out_fwd, c);
     }
+    if (ph == Phase::kForward && !out_fwd && m >= 0) add_module_op(m, e.name_id, dur, c, fc);
     if (fc) add_saturating(op.by_dtype[static_cast<size_t>(c.dtype)], fc->flops, overflow);
     if (c.has_bytes()) {
       add_saturating(op.bytes_by_dtype[static_cast<size_t>(c.dtype)], c.bytes_total(), overflow);
@@ -399,6 +407,48 @@ class Aggregator {
       default:
         break;
     }
+  }
+
+  // A forward op into its module's own op table (an ignored module's goes to its nearest listed
+  // ancestor, as its FLOPs do).
+  void add_module_op(int m, uint32_t name, int64_t dur, const OpCount& c, const FlopCount* fc) {
+    while (m > 0 && tree.nodes[m].ignored) m = tree.nodes[m].parent;
+    ModuleOpAcc& a = module_ops[{m, name}];
+    ++a.calls;
+    a.ns += dur;
+    a.has_formula = a.has_formula || c.state != OpCount::kNone;
+    if (fc) {
+      add_saturating(a.flops, fc->flops, overflow);
+      add_saturating(a.macs, fc->macs, overflow);
+    }
+    if (c.has_bytes()) {
+      add_saturating(a.read, c.bytes_read, overflow);
+      add_saturating(a.written, c.bytes_written, overflow);
+    }
+  }
+
+  // Each module's own forward ops, by latency.
+  std::vector<std::vector<OpStats>> own_ops() const {
+    std::vector<std::vector<OpStats>> own(num_modules);
+    for (const auto& [key, a] : module_ops) {
+      OpStats s;
+      s.name = in.names->name(key.second);
+      s.has_formula = a.has_formula;
+      s.calls = a.calls;
+      s.flops = a.flops;
+      s.macs = a.macs;
+      s.latency_s = static_cast<double>(a.ns) * s_per_tick;
+      s.bytes_read = a.read;
+      s.bytes_written = a.written;
+      s.bytes = a.read + a.written < a.read ? UINT64_MAX : a.read + a.written;
+      own[key.first].push_back(std::move(s));
+    }
+    for (auto& v : own) {
+      std::sort(v.begin(), v.end(), [](const OpStats& a, const OpStats& b) {
+        return a.latency_s != b.latency_s ? a.latency_s > b.latency_s : a.name < b.name;
+      });
+    }
+    return own;
   }
 
   // Forward work outside the model: top-level ops and their time, FLOPs.
@@ -663,6 +713,7 @@ class Aggregator {
   // Modules in tree order, ignored ones folded away; the model's totals.
   void module_table() {
     remap.assign(num_modules, -1);
+    std::vector<std::vector<OpStats>> own = own_ops();
     for (int t = 0; t < num_modules; ++t) {
       const ModuleNode& node = tree.nodes[t];
       if (node.ignored) continue;
@@ -690,6 +741,7 @@ class Aggregator {
       s.bwd_flops = acc[t].bwd_flops;
       s.bwd_macs = acc[t].bwd_macs;
       s.bwd_latency_s = static_cast<double>(acc[t].bwd_ns) * s_per_tick;
+      s.ops = std::move(own[t]);
       s.fwd_spread = fwd_iters.spread(t, s_per_tick);
       s.bwd_spread = bwd_iters.spread(t, s_per_tick);
       s.recompute_flops = acc[t].re_flops;
@@ -1002,6 +1054,7 @@ class Aggregator {
   std::vector<ModuleAcc> acc;
   ByteAcc fwd_bytes, bwd_bytes, step_bytes;
   std::map<std::pair<int, uint32_t>, OpAcc> ops;  // (op-table phase, name id)
+  std::map<std::pair<int, uint32_t>, ModuleOpAcc> module_ops;  // (module, name id): own forward
   const double s_per_tick;
   bool overflow = false;
   OutsideStats& outside;

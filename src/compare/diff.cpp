@@ -95,6 +95,9 @@ std::string renamed(const std::string& name, const DiffOptions& o) {
   return name;
 }
 
+std::vector<OpDiff> match_ops(const std::vector<OpStats>& x, const std::vector<OpStats>& y,
+                              bool bytes);
+
 void fill(ModuleDiff& d, const ModuleStats* b, const ModuleStats* n, const LoadedProfile& bp,
           const LoadedProfile& np) {
   static const ModuleStats kNone;
@@ -120,6 +123,8 @@ void fill(ModuleDiff& d, const ModuleStats* b, const ModuleStats* n, const Loade
   }
   d.base_type = b ? x.type : "";
   d.new_type = n ? y.type : "";
+  if (!missing(bp, "module_ops") && !missing(np, "module_ops"))
+    d.ops = match_ops(x.ops, y.ops, bytes);
 }
 
 std::string workload_inputs(const Workload& w) {
@@ -303,11 +308,14 @@ void modules(ProfileDiff& d, const LoadedProfile& b, const LoadedProfile& n, con
   for (ModuleDiff& m : d.modules) m.share_of_delta = root != 0 ? m.latency.delta() / root : 0;
 }
 
-void ops(ProfileDiff& d, const ProfileResult& x, const ProfileResult& y, bool bytes) {
+// Ops of two tables matched by (name, phase), largest |latency delta| first.
+std::vector<OpDiff> match_ops(const std::vector<OpStats>& x, const std::vector<OpStats>& y,
+                              bool bytes) {
   std::map<std::pair<std::string, std::string>, std::pair<const OpStats*, const OpStats*>> by;
-  for (const OpStats& o : x.ops) by[{o.name, o.phase}].first = &o;
-  for (const OpStats& o : y.ops) by[{o.name, o.phase}].second = &o;
+  for (const OpStats& o : x) by[{o.name, o.phase}].first = &o;
+  for (const OpStats& o : y) by[{o.name, o.phase}].second = &o;
   static const OpStats kNone;
+  std::vector<OpDiff> out;
   for (const auto& [key, sides] : by) {
     const OpStats& p = sides.first ? *sides.first : kNone;
     const OpStats& q = sides.second ? *sides.second : kNone;
@@ -320,16 +328,17 @@ void ops(ProfileDiff& d, const ProfileResult& x, const ProfileResult& y, bool by
     o.bytes = counts(p.bytes, q.bytes, bytes);
     o.latency.base = p.latency_s;
     o.latency.next = q.latency_s;
-    o.status = !sides.first    ? ModuleDiff::Status::kAdded
-               : !sides.second ? ModuleDiff::Status::kRemoved
+    o.status = !sides.first    ? DiffStatus::kAdded
+               : !sides.second ? DiffStatus::kRemoved
                : o.calls.changed() || o.flops.changed() || o.macs.changed() || o.bytes.changed()
-                   ? ModuleDiff::Status::kChanged
-                   : ModuleDiff::Status::kSame;
-    d.ops.push_back(std::move(o));
+                   ? DiffStatus::kChanged
+                   : DiffStatus::kSame;
+    out.push_back(std::move(o));
   }
-  std::stable_sort(d.ops.begin(), d.ops.end(), [](const OpDiff& a, const OpDiff& b) {
+  std::stable_sort(out.begin(), out.end(), [](const OpDiff& a, const OpDiff& b) {
     return std::fabs(a.latency.delta()) > std::fabs(b.latency.delta());
   });
+  return out;
 }
 
 }  // namespace
@@ -355,7 +364,8 @@ ProfileDiff diff(const LoadedProfile& base, const LoadedProfile& next, const Dif
   warnings(d, base, next);
   totals(d, base, next);
   modules(d, base, next, options);
-  ops(d, base.result, next.result, !missing(base, "bytes") && !missing(next, "bytes"));
+  d.ops = match_ops(base.result.ops, next.result.ops,
+                    !missing(base, "bytes") && !missing(next, "bytes"));
   return d;
 }
 

@@ -22,7 +22,8 @@ options:
   --threshold X        hide modules whose deltas are all under X: a percent of the base
                        (5%) or a latency (0.5ms, 20us, 1e-3s)
   --rename OLD=NEW     a module renamed between the two (its submodules follow); repeatable
-  --no-ops             leave out the op table
+  --no-ops             leave out the model's op table
+  --ops                under each module, its own ops' deltas (matched by name)
   --json FILE          also write the diff as JSON
   --html FILE          also write the diff as a self-contained HTML page
   --fail-if RULE       exit 1 when RULE holds; repeatable. RULE: [module=NAME:]FIELD OP VALUE[%]
@@ -107,6 +108,8 @@ int diff_command(const std::vector<std::string>& args, std::string& out, std::st
         options.renames.emplace_back(v.substr(0, eq), v.substr(eq + 1));
       } else if (a == "--no-ops") {
         text.ops = false;
+      } else if (a == "--ops") {
+        text.module_ops = true;
       } else if (a == "--json") {
         json_file = value();
       } else if (a == "--html") {

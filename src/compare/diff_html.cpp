@@ -4,69 +4,17 @@
 
 #include <fmt/format.h>
 
+#include "compare/diff_format.h"
 #include "flopsprof/diff.h"
 
 namespace flopsprof {
 namespace {
 
-std::string escape(const std::string& s) {
-  std::string o;
-  o.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        o += "&amp;";
-        break;
-      case '<':
-        o += "&lt;";
-        break;
-      case '>':
-        o += "&gt;";
-        break;
-      case '"':
-        o += "&quot;";
-        break;
-      case '\'':
-        o += "&#39;";
-        break;
-      default:
-        o += c;
-    }
-  }
-  return o;
-}
-
-const char* status_name(ModuleDiff::Status s) {
-  switch (s) {
-    case ModuleDiff::Status::kSame:
-      return "same";
-    case ModuleDiff::Status::kChanged:
-      return "changed";
-    case ModuleDiff::Status::kAdded:
-      return "added";
-    case ModuleDiff::Status::kRemoved:
-      return "removed";
-  }
-  return "?";
-}
-
-std::string pct(double p) {
-  if (std::isinf(p)) return p > 0 ? "new" : "gone";
-  return fmt::format("{:+.1f}%", p);
-}
-
-std::string count_delta(const CountDelta& c) {
-  if (!c.known) return "n/a";
-  const int64_t d = c.delta();
-  if (d == 0) return "0";
-  return (d > 0 ? "+" : "-") + number_to_string(std::fabs(static_cast<double>(d)));
-}
-
-std::string time_delta(const TimeDelta& t) {
-  if (!t.known) return "n/a";
-  return (t.delta() >= 0 ? "+" : "-") + duration_to_string(std::fabs(t.delta())) +
-         (t.noise ? " ~" : "");
-}
+using detail::count_delta_text;
+using detail::html_escape;
+using detail::percent_text;
+using detail::status_name;
+using detail::time_delta_text;
 
 // A row's classes: its status, then "slower"/"faster" for a latency change outside the noise,
 // "more-work"/"less-work" for a FLOPs change.
@@ -80,11 +28,11 @@ std::string row_classes(const ModuleDiff& m) {
   return c;
 }
 
-constexpr const char* kStyle = R"(
+constexpr const char* kDiffStyle = R"(
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222}
 h1{font-size:20px}h2{font-size:16px;margin-top:28px}
 table{border-collapse:collapse}td,th{padding:2px 10px;text-align:right;white-space:nowrap}
-th{border-bottom:1px solid #999}td.name{text-align:left}
+th{border-bottom:1px solid #999}td.name,td.type{text-align:left}
 tr.slower td{background:#fde2e1}tr.faster td{background:#e2f5e4}
 tr.more-work td.flops{background:#fbd9a9;font-weight:600}tr.less-work td.flops{background:#cfe8fb;font-weight:600}
 tr.changed td.status{font-weight:700;color:#b45309}
@@ -97,32 +45,34 @@ tr.added td{background:#dbeafe}tr.removed td{background:#eee;color:#777;text-dec
 std::string diff_to_html(const ProfileDiff& d) {
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
   h += "<title>flopsprof diff</title><style>";
-  h += kStyle;
+  h += kDiffStyle;
   h += "</style></head><body data-ready=\"1\">\n";
   h += fmt::format("<h1>flopsprof diff: <code>{}</code> (base) &rarr; <code>{}</code> (new)</h1>\n",
-                   escape(d.base_source), escape(d.new_source));
-  h += fmt::format("<p>base: {}<br>new: {}</p>\n", escape(d.base_workload), escape(d.new_workload));
+                   html_escape(d.base_source), html_escape(d.new_source));
+  h += fmt::format("<p>base: {}<br>new: {}</p>\n", html_escape(d.base_workload),
+                   html_escape(d.new_workload));
   h += "<ul id=\"warnings\">";
-  for (const std::string& w : d.warnings) h += "<li class=\"warn\">" + escape(w) + "</li>";
+  for (const std::string& w : d.warnings) h += "<li class=\"warn\">" + html_escape(w) + "</li>";
   h += "</ul>\n<h2>Totals</h2>\n<table id=\"totals\"><tr><th>total</th><th>base</th><th>new</th>"
        "<th>delta</th><th>%</th></tr>\n";
   for (const TotalDiff& t : d.totals) {
+    if (detail::unused_training_total(t)) continue;
     std::string b = "n/a", n = "n/a", dl = "n/a", p;
     if (t.is_time && t.time.known) {
       b = duration_to_string(t.time.base);
       n = duration_to_string(t.time.next);
-      dl = time_delta(t.time);
-      p = pct(t.time.percent());
+      dl = time_delta_text(t.time);
+      p = percent_text(t.time.percent());
     } else if (!t.is_time && t.count.known) {
       b = number_to_string(static_cast<double>(t.count.base));
       n = number_to_string(static_cast<double>(t.count.next));
-      dl = count_delta(t.count);
-      p = pct(t.count.percent());
+      dl = count_delta_text(t.count);
+      p = percent_text(t.count.percent());
     }
     h += fmt::format(
         "<tr data-key=\"{}\"><td "
         "class=\"name\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-        escape(t.key), escape(t.key), b, n, dl, p);
+        html_escape(t.key), html_escape(t.key), b, n, dl, p);
   }
   h += "</table>\n<h2>Modules</h2>\n<p class=\"legend\"><span "
        "style=\"background:#fde2e1\">slower</span>"
@@ -151,13 +101,14 @@ std::string diff_to_html(const ProfileDiff& d) {
         "<td class=\"latency\">{}</td><td>{}</td><td>{:.1f}%</td><td "
         "class=\"flops\">{}</td><td>{}</td>"
         "<td>{}</td><td>{}</td></tr>\n",
-        row_classes(m), escape(m.name), status_name(m.status), status_name(m.status),
-        10 + 16 * m.depth, escape(name), escape(type),
+        row_classes(m), html_escape(m.name), status_name(m.status), status_name(m.status),
+        10 + 16 * m.depth, html_escape(name), html_escape(type),
         m.status == ModuleDiff::Status::kAdded ? "-" : duration_to_string(m.latency.base),
         m.status == ModuleDiff::Status::kRemoved ? "-" : duration_to_string(m.latency.next),
-        time_delta(m.latency), both ? pct(m.latency.percent()) : "", 100 * m.share_of_delta,
-        count_delta(m.flops), both && m.flops.changed() ? pct(m.flops.percent()) : "",
-        count_delta(m.params), count_delta(m.calls));
+        time_delta_text(m.latency), both ? percent_text(m.latency.percent()) : "",
+        100 * m.share_of_delta, count_delta_text(m.flops),
+        both && m.flops.changed() ? percent_text(m.flops.percent()) : "",
+        count_delta_text(m.params), count_delta_text(m.calls));
   }
   h += "</table>\n<h2>Ops</h2>\n<table id=\"ops\"><tr><th>status</th><th "
        "style=\"text-align:left\">op</th>"
@@ -168,9 +119,9 @@ std::string diff_to_html(const ProfileDiff& d) {
         "<tr class=\"{}\"><td>{}</td><td "
         "class=\"name\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
         "<td>{}</td><td>{}</td></tr>\n",
-        status_name(o.status), status_name(o.status), escape(o.name), escape(o.phase),
+        status_name(o.status), status_name(o.status), html_escape(o.name), html_escape(o.phase),
         duration_to_string(o.latency.base), duration_to_string(o.latency.next),
-        time_delta(o.latency), count_delta(o.flops), count_delta(o.calls));
+        time_delta_text(o.latency), count_delta_text(o.flops), count_delta_text(o.calls));
   }
   h += "</table>\n</body></html>\n";
   return h;

@@ -1,4 +1,5 @@
 // The diff as JSON (docs/json.md, "Diff").
+#include "compare/diff_format.h"
 #include "flopsprof/diff.h"
 #include "reports/json_writer.h"
 
@@ -6,20 +7,7 @@ namespace flopsprof {
 namespace {
 
 using detail::JsonWriter;
-
-const char* status_name(ModuleDiff::Status s) {
-  switch (s) {
-    case ModuleDiff::Status::kSame:
-      return "same";
-    case ModuleDiff::Status::kChanged:
-      return "changed";
-    case ModuleDiff::Status::kAdded:
-      return "added";
-    case ModuleDiff::Status::kRemoved:
-      return "removed";
-  }
-  return "?";
-}
+using detail::status_name;
 
 // `side`: 0 base, 1 new, 2 delta. Unknown quantities are null, never 0.
 void count(JsonWriter& w, const char* key, const CountDelta& c, int side) {
@@ -33,6 +21,30 @@ void time(JsonWriter& w, const char* key, const TimeDelta& t, int side) {
   w.key(key);
   if (!t.known) return w.null();
   w.value(side == 0 ? t.base : side == 1 ? t.next : t.delta());
+}
+
+// Op deltas as "ops": [{ name, (phase), status, base, new, delta }].
+void ops(JsonWriter& w, const std::vector<OpDiff>& list, bool phase) {
+  w.key("ops");
+  w.begin_array();
+  for (const OpDiff& o : list) {
+    w.begin_object();
+    w.member("name", o.name);
+    if (phase) w.member("phase", o.phase);
+    w.member("status", status_name(o.status));
+    for (int side = 0; side < 3; ++side) {
+      w.key(side == 0 ? "base" : side == 1 ? "new" : "delta");
+      w.begin_object();
+      count(w, "calls", o.calls, side);
+      count(w, "flops", o.flops, side);
+      count(w, "macs", o.macs, side);
+      count(w, "bytes", o.bytes, side);
+      time(w, "latency_s", o.latency, side);
+      w.end_object();
+    }
+    w.end_object();
+  }
+  w.end_array();
 }
 
 void module_side(JsonWriter& w, const ModuleDiff& m, int side) {
@@ -127,29 +139,11 @@ std::string diff_to_json(const ProfileDiff& d, int indent) {
     w.key("delta");
     module_side(w, m, 2);
     w.member("share_of_delta", m.share_of_delta);
+    ops(w, m.ops, false);
     w.end_object();
   }
   w.end_array();
-  w.key("ops");
-  w.begin_array();
-  for (const OpDiff& o : d.ops) {
-    w.begin_object();
-    w.member("name", o.name);
-    w.member("phase", o.phase);
-    w.member("status", status_name(o.status));
-    for (int side = 0; side < 3; ++side) {
-      w.key(side == 0 ? "base" : side == 1 ? "new" : "delta");
-      w.begin_object();
-      count(w, "calls", o.calls, side);
-      count(w, "flops", o.flops, side);
-      count(w, "macs", o.macs, side);
-      count(w, "bytes", o.bytes, side);
-      time(w, "latency_s", o.latency, side);
-      w.end_object();
-    }
-    w.end_object();
-  }
-  w.end_array();
+  ops(w, d.ops, true);
   w.end_object();
   return w.take();
 }

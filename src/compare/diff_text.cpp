@@ -4,44 +4,18 @@
 
 #include <fmt/format.h>
 
+#include "compare/diff_format.h"
 #include "flopsprof/diff.h"
 
 namespace flopsprof {
 namespace {
 
-const char* status_name(ModuleDiff::Status s) {
-  switch (s) {
-    case ModuleDiff::Status::kSame:
-      return "same";
-    case ModuleDiff::Status::kChanged:
-      return "changed";
-    case ModuleDiff::Status::kAdded:
-      return "added";
-    case ModuleDiff::Status::kRemoved:
-      return "removed";
-  }
-  return "?";
-}
-
-std::string pct(double p) {
-  if (std::isinf(p)) return p > 0 ? "new" : "gone";
-  return fmt::format("{:+.1f}%", p);
-}
+using detail::count_delta_text;
+using detail::percent_text;
+using detail::status_name;
+using detail::time_delta_text;
 
 std::string count(uint64_t v) { return number_to_string(static_cast<double>(v)); }
-
-std::string signed_count(const CountDelta& c) {
-  if (!c.known) return "n/a";
-  const int64_t d = c.delta();
-  if (d == 0) return "0";
-  return (d > 0 ? "+" : "-") + number_to_string(std::fabs(static_cast<double>(d)));
-}
-
-std::string signed_time(const TimeDelta& t) {
-  if (!t.known) return "n/a";
-  const double d = t.delta();
-  return (d >= 0 ? "+" : "-") + duration_to_string(std::fabs(d)) + (t.noise ? " ~" : "");
-}
 
 bool is_time_key(const TotalDiff& t) { return t.is_time; }
 
@@ -75,11 +49,7 @@ std::string format_diff_text(const ProfileDiff& d, const DiffTextOptions& o) {
   for (const std::string& w : d.warnings) s += "warning: " + w + "\n";
   s += "\nTotals                         base            new          delta        delta %\n";
   for (const TotalDiff& t : d.totals) {
-    // Backward and step lines only where a profile has them.
-    const bool training = t.key.rfind("bwd_", 0) == 0 || t.key.rfind("step_", 0) == 0;
-    if (training && (t.is_time ? t.time.known && t.time.base == 0 && t.time.next == 0
-                               : t.count.known && t.count.base == 0 && t.count.next == 0))
-      continue;
+    if (detail::unused_training_total(t)) continue;  // backward and step where a profile has them
     if (is_time_key(t)) {
       const TimeDelta& x = t.time;
       if (!x.known) {
@@ -87,7 +57,7 @@ std::string format_diff_text(const ProfileDiff& d, const DiffTextOptions& o) {
         continue;
       }
       s += fmt::format("{:<22} {:>14} {:>14} {:>14} {:>14}{}\n", t.key, duration_to_string(x.base),
-                       duration_to_string(x.next), signed_time(x), pct(x.percent()),
+                       duration_to_string(x.next), time_delta_text(x), percent_text(x.percent()),
                        x.repeated ? "  (medians)" : "");
     } else {
       const CountDelta& c = t.count;
@@ -96,7 +66,7 @@ std::string format_diff_text(const ProfileDiff& d, const DiffTextOptions& o) {
         continue;
       }
       s += fmt::format("{:<22} {:>14} {:>14} {:>14} {:>14}\n", t.key, count(c.base), count(c.next),
-                       signed_count(c), pct(c.percent()));
+                       count_delta_text(c), percent_text(c.percent()));
     }
   }
   size_t n[4] = {0, 0, 0, 0};
@@ -135,9 +105,20 @@ std::string format_diff_text(const ProfileDiff& d, const DiffTextOptions& o) {
         status_name(m->status),
         m->status == ModuleDiff::Status::kAdded ? "-" : duration_to_string(m->latency.base),
         m->status == ModuleDiff::Status::kRemoved ? "-" : duration_to_string(m->latency.next),
-        signed_time(m->latency), both ? pct(m->latency.percent()) : "", 100 * m->share_of_delta,
-        signed_count(m->flops), both && m->flops.changed() ? pct(m->flops.percent()) : "",
-        signed_count(m->macs), signed_count(m->params), signed_count(m->calls), name, type);
+        time_delta_text(m->latency), both ? percent_text(m->latency.percent()) : "",
+        100 * m->share_of_delta, count_delta_text(m->flops),
+        both && m->flops.changed() ? percent_text(m->flops.percent()) : "",
+        count_delta_text(m->macs), count_delta_text(m->params), count_delta_text(m->calls), name,
+        type);
+    if (!o.module_ops) continue;
+    for (const OpDiff& op : m->ops) {  // its own ops, by latency delta
+      s += fmt::format(
+          "  {:<6} {:>11} {:>11} {:>13} {:>8} {:>7} {:>11} {:>8} {:>10} {:>9} {:>6}  {}{}\n",
+          status_name(op.status), duration_to_string(op.latency.base),
+          duration_to_string(op.latency.next), time_delta_text(op.latency), "", "",
+          count_delta_text(op.flops), "", count_delta_text(op.macs), "", count_delta_text(op.calls),
+          std::string(o.top > 0 ? 2 : 2 * m->depth + 2, ' '), op.name);
+    }
   }
   if (o.ops && !d.ops.empty()) {
     s += "\nOps (by name and phase; by latency delta)\n";
@@ -149,8 +130,8 @@ std::string format_diff_text(const ProfileDiff& d, const DiffTextOptions& o) {
       ++listed;
       s += fmt::format("{:<8} {:>11} {:>11} {:>13} {:>11} {:>8}  {} [{}]\n", status_name(op.status),
                        duration_to_string(op.latency.base), duration_to_string(op.latency.next),
-                       signed_time(op.latency), signed_count(op.flops), signed_count(op.calls),
-                       op.name, op.phase);
+                       time_delta_text(op.latency), count_delta_text(op.flops),
+                       count_delta_text(op.calls), op.name, op.phase);
     }
   }
   return s;

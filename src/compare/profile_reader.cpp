@@ -105,7 +105,8 @@ class Reader {
     summary(object(j, "summary", "the profile"), lp);
     workload(j, lp);
     modules(array(j, "modules", "the profile"), r);
-    ops(array(j, "ops", "the profile"), r);
+    if (!j["modules"][0].contains("ops")) lp.missing.push_back("module_ops");
+    r.ops = ops(array(j, "ops", "the profile"), "ops", true);
     auto mem = j.find("memory");
     if (mem != j.end() && mem->is_object()) {
       r.memory.tracked = true;
@@ -198,6 +199,7 @@ class Reader {
       if (has(o, "bytes")) m.bytes = count(o, "bytes", w);
       m.fwd_spread = spread(o, "fwd_spread", w);
       m.bwd_spread = spread(o, "bwd_spread", w);
+      if (has(o, "ops")) m.ops = ops(array(o, "ops", w), w + ".ops", false);
       if (i == 0 && (m.depth != 0 || !m.name.empty()))
         fail("modules[0] is not the root (name \"\", depth 0)");
       // The parent: the nearest earlier module one level up (tree order).
@@ -214,14 +216,17 @@ class Reader {
     }
   }
 
-  void ops(const json& list, ProfileResult& r) {
+  // An op table's rows: the model's (`phase` and the rest) or a module's own (`with_phase` false:
+  // the slim rows, all forward).
+  std::vector<OpStats> ops(const json& list, const std::string& where, bool with_phase) {
+    std::vector<OpStats> out;
     for (size_t i = 0; i < list.size(); ++i) {
       const json& o = list[i];
-      const std::string w = fmt::format("ops[{}]", i);
+      const std::string w = fmt::format("{}[{}]", where, i);
       if (!o.is_object()) fail(w + " is not an object");
       OpStats op;
       op.name = text(o, "name", w);
-      op.phase = text(o, "phase", w);
+      if (with_phase) op.phase = text(o, "phase", w);
       op.calls = count(o, "calls", w);
       op.flops = count(o, "flops", w);
       op.macs = count(o, "macs", w);
@@ -229,8 +234,9 @@ class Reader {
       if (has(o, "has_formula"))
         op.has_formula = o["has_formula"].is_boolean() && o["has_formula"].get<bool>();
       if (has(o, "bytes")) op.bytes = count(o, "bytes", w);
-      r.ops.push_back(std::move(op));
+      out.push_back(std::move(op));
     }
+    return out;
   }
 
   std::string source_;

@@ -244,6 +244,19 @@ void write_modules(JsonWriter& w, const ProfileResult& r) {
     roofline(w, "bwd_", m.bwd_roofline);
     spread(w, "fwd_spread", m.fwd_spread);
     spread(w, "bwd_spread", m.bwd_spread);
+    w.key("ops");  // its own forward ops, slim: the op table has the rest
+    w.begin_array();
+    for (const OpStats& op : m.ops) {
+      w.begin_object();
+      w.member("name", op.name);
+      w.member("calls", op.calls);
+      w.member("flops", op.flops);
+      w.member("macs", op.macs);
+      w.member("latency_s", op.latency_s);
+      w.member("bytes", op.bytes);
+      w.end_object();
+    }
+    w.end_array();
     if (r.gpu.measured) {
       w.member("device_fwd_s", m.device_fwd_s);
       w.member("device_bwd_s", m.device_bwd_s);

@@ -1,0 +1,75 @@
+#include "compare/diff_format.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace flopsprof::detail {
+
+const char* status_name(DiffStatus s) {
+  switch (s) {
+    case DiffStatus::kSame:
+      return "same";
+    case DiffStatus::kChanged:
+      return "changed";
+    case DiffStatus::kAdded:
+      return "added";
+    case DiffStatus::kRemoved:
+      return "removed";
+  }
+  return "?";
+}
+
+std::string percent_text(double p) {
+  if (std::isinf(p)) return p > 0 ? "new" : "gone";
+  return fmt::format("{:+.1f}%", p);
+}
+
+std::string count_delta_text(const CountDelta& c) {
+  if (!c.known) return "n/a";
+  const int64_t d = c.delta();
+  if (d == 0) return "0";
+  return (d > 0 ? "+" : "-") + number_to_string(std::fabs(static_cast<double>(d)));
+}
+
+std::string time_delta_text(const TimeDelta& t) {
+  if (!t.known) return "n/a";
+  const double d = t.delta();
+  return (d >= 0 ? "+" : "-") + duration_to_string(std::fabs(d)) + (t.noise ? " ~" : "");
+}
+
+bool unused_training_total(const TotalDiff& t) {
+  const bool training = t.key.rfind("bwd_", 0) == 0 || t.key.rfind("step_", 0) == 0;
+  if (!training) return false;
+  return t.is_time ? t.time.known && t.time.base == 0 && t.time.next == 0
+                   : t.count.known && t.count.base == 0 && t.count.next == 0;
+}
+
+std::string html_escape(const std::string& s) {
+  std::string o;
+  o.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        o += "&amp;";
+        break;
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
+      case '\'':
+        o += "&#39;";
+        break;
+      default:
+        o += c;
+    }
+  }
+  return o;
+}
+
+}  // namespace flopsprof::detail

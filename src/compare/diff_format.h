@@ -1,0 +1,23 @@
+// How the diff's writers (text, JSON, HTML) name and show its values: one place for each.
+#pragma once
+
+#include <string>
+
+#include "flopsprof/diff.h"
+
+namespace flopsprof::detail {
+
+/// "same", "changed", "added", "removed" (the JSON's `status`).
+const char* status_name(DiffStatus s);
+/// "+5.0%", "-12.3%"; "new" for +infinity (from 0), "gone" for -infinity.
+std::string percent_text(double percent);
+/// "+528", "-1.20 K", "0"; "n/a" when unknown.
+std::string count_delta_text(const CountDelta& c);
+/// "+41.44 us", "-801.00 ns", with " ~" inside the run-to-run spread; "n/a" when unknown.
+std::string time_delta_text(const TimeDelta& t);
+/// A backward or step total both profiles have none of (both 0): the text and HTML leave it out.
+bool unused_training_total(const TotalDiff& t);
+/// Text for HTML element content or an attribute value: & < > " ' escaped.
+std::string html_escape(const std::string& s);
+
+}  // namespace flopsprof::detail
