@@ -66,10 +66,21 @@ void start_observing(Session* session, bool all_threads);
 /// Safe while other threads run ops. Idempotent.
 void stop_observing(Session* session) noexcept;
 
+/// Opens a step record of `session` on the calling thread: an explicit one (step_scope()), or
+/// with `optimizer` an optimizer's step() observed at its function. Session 0 in the handle when
+/// it could not be recorded. Closed by close_step_record.
+ScopeHandle open_step_record(Session& session, bool optimizer) noexcept;
+/// Ends the record `handle` opened in the profile of `slot`, if that profile still runs.
+void close_step_record(int slot, ScopeHandle& handle) noexcept;
 /// Opens a step record (an optimizer's step() observed at its function) in every running profile
 /// whose thread is not already inside a step (step_scope()); closed by close_step_records.
 void open_step_records(ScopeHandles& handles) noexcept;
 void close_step_records(ScopeHandles& handles) noexcept;
+
+/// While a profile runs or forward hooks are registered, scopes record (g_scope_demand): each
+/// recording and each hook takes a share at its start and gives it back at its end.
+void demand_scopes() noexcept;
+void release_scopes() noexcept;
 
 /// Whether every callback in `callbacks` is flopsprof's own observer of c10d collectives (which
 /// ignores any other user scope): a module scope then opens no user-scope record of its own.

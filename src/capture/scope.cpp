@@ -16,6 +16,9 @@ namespace detail {
 
 std::atomic<int> g_scope_demand{0};
 
+void demand_scopes() noexcept { g_scope_demand.fetch_add(1, std::memory_order_relaxed); }
+void release_scopes() noexcept { g_scope_demand.fetch_sub(1, std::memory_order_relaxed); }
+
 bool foreign_observers_active() noexcept { return at::hasCallbacks(); }
 
 const char* open_scope_records(const torch::nn::Module* module, ScopeHandles& handles,
@@ -76,18 +79,35 @@ void close_scope_records(ScopeHandles& handles) noexcept {
   end_records<&ThreadBuffer::close_scope_record>(handles);
 }
 
-void open_step_records(ScopeHandles& handles) noexcept {
+ScopeHandle open_step_record(Session& s, bool optimizer) noexcept {
+  ScopeHandle h;
+  CallbackGuard guard;  // the memory observer may record on this thread meanwhile
+  ThreadBuffer* b = guard.ok() ? s.thread_buffer() : nullptr;
+  if (b == nullptr) return h;
+  if (optimizer && b->step_depth > 0) return h;  // inside step_scope(): that is the step
+  h.index = b->begin_step(s.now(), optimizer);
+  if (h.index < 0) return h;
+  h.buffer = b;
+  h.session = s.id;
+  return h;
+}
+
+void close_step_record(int slot, ScopeHandle& h) noexcept {
+  if (h.session == 0 || slot < 0) return;
   CallbackGuard guard;
-  for (int k = 0; k < kMaxSessions && guard.ok(); ++k) {
+  Session* s = guard.ok() ? g_sessions[slot].load(std::memory_order_acquire) : nullptr;
+  if (s != nullptr && s->id == h.session) {
+    static_cast<ThreadBuffer*>(h.buffer)->end_step(h.index, s->now());
+  }
+  h = ScopeHandle{};
+}
+
+void open_step_records(ScopeHandles& handles) noexcept {
+  for (int k = 0; k < kMaxSessions; ++k) {
+    CallbackGuard guard;
+    if (!guard.ok()) return;
     Session* s = g_sessions[k].load(std::memory_order_acquire);
-    if (s == nullptr) continue;
-    ThreadBuffer* b = s->thread_buffer();
-    if (b == nullptr || b->step_depth > 0) continue;  // inside step_scope(): that is the step
-    ScopeHandle& h = handles[k];
-    h.index = b->begin_step(s->now(), /*optimizer=*/true);
-    if (h.index < 0) continue;
-    h.buffer = b;
-    h.session = s->id;
+    if (s != nullptr) handles[k] = open_step_record(*s, /*optimizer=*/true);
   }
 }
 
@@ -115,7 +135,7 @@ HookHandle add_hook(const std::shared_ptr<torch::nn::Module>& module, ForwardHoo
   std::lock_guard<std::mutex> lock(g_hooks_mu);
   uint64_t id = g_next_hook_id++;
   g_hooks.push_back(HookEntry{id, module.get(), module, std::move(hook), pre});
-  g_scope_demand.fetch_add(1, std::memory_order_relaxed);
+  demand_scopes();
   return HookHandle(id);
 }
 
@@ -140,7 +160,7 @@ bool HookHandle::remove() {
   for (auto it = detail::g_hooks.begin(); it != detail::g_hooks.end(); ++it) {
     if (it->id == id_) {
       detail::g_hooks.erase(it);
-      detail::g_scope_demand.fetch_sub(1, std::memory_order_relaxed);
+      detail::release_scopes();
       return true;
     }
   }

@@ -11,8 +11,8 @@
 #include <ATen/record_function.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <torch/version.h>
 #include <torch/cuda.h>
+#include <torch/version.h>
 
 #include "aggregation/device_peaks.h"
 #include "capture/device_events.h"
@@ -20,6 +20,7 @@
 #include "capture/memory.h"
 #include "capture/module_index.h"
 #include "capture/observer.h"
+#include "capture/recording.h"
 #include "flopsprof/config.h"
 #include "flopsprof/machine.h"
 #include "flopsprof/meta.h"
@@ -38,109 +39,23 @@ struct FlopsProfiler::Impl {
   std::shared_ptr<Timer> timer;
   std::vector<std::string> ignore;
   std::unique_ptr<detail::ModelIndex> index;
-  std::unique_ptr<detail::Session> session;  // the running profile's
-  // The last stopped profile, kept (for the Chrome trace) until the next start. Its session owns
-  // the thread buffers that hold the records; the next session reuses them (Session::recycle).
-  struct Collected {
-    std::unique_ptr<detail::Session> session;
-    int64_t stop = 0, origin = 0;
-    double ns_per_tick = 1.0;
-    std::string timer;
+  std::unique_ptr<detail::Recording> recording;  // capture: sessions, records, device timing
+  // What the facade derived from the last stopped recording: its analysis (computed once at
+  // stop_profile()) and the profiler's own spans for the trace.
+  struct Stopped {
+    detail::Analysis analysis;
     std::vector<detail::InternalSpan> internal;
-    std::optional<detail::GpuCollection> gpu;
-    detail::Analysis analysis;  // attribution and op counts, computed once at stop_profile()
-  } collected;
-  // The device timing chosen at start_profile(): its CUPTI backend while one runs (`cupti`), what
-  // was chosen and why (`timing`, `reason`), the device's name.
-  detail::GpuSelection gpu;
-  std::unique_ptr<detail::DeviceEvents> events;   // active device-event timing, if any
+  } stopped;
   std::optional<ProfileResult> result;            // after stop_profile()
   mutable std::optional<ProfileResult> snapshot;  // while running
-  bool running = false;
   int iterations = 0;
-  int64_t wall0_ns = 0;  // wall clock (ns since the epoch) when the profile's clock started
-  int step = 0;          // the iteration the profile started in (the traces' ProfilerStep#N)
+  int step = 0;  // the iteration the profile started in (the traces' ProfilerStep#N)
   struct RankInfo {
     int rank = 0, world_size = 1;
     std::string backend;
   };
   std::optional<RankInfo> rank;
   double compute_ns = 0;  // how long stop_profile() took to compute the results
-
-  static uint64_t next_session_id() {
-    static std::atomic<uint64_t> next{1};
-    return next.fetch_add(1);
-  }
-
-  void begin() {
-    auto s = std::make_unique<detail::Session>();
-    s->id = next_session_id();
-    s->timer = timer.get();
-    s->host_clock = detail::is_host_timer(timer.get());
-    s->tsc = s->host_clock && detail::invariant_tsc();
-    s->start_clock();
-    wall0_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                   std::chrono::system_clock::now().time_since_epoch())
-                   .count();
-    step = iterations;
-    s->owners.build(index->owner_entries);
-    s->module_index = index->by_ptr;
-    s->scope_names = index->scope_names;
-    if (collected.session) s->reuse_buffers(*collected.session);
-    collected = Collected{};
-    timer->on_start();
-    detail::g_scope_demand.fetch_add(1, std::memory_order_relaxed);
-    try {
-      gpu = detail::select_gpu_timing(timing_request());
-      if (gpu.events) {
-        const auto t = static_cast<c10::DeviceType>(gpu.device_type);
-        events = std::make_unique<detail::DeviceEvents>(
-            t, static_cast<c10::DeviceIndex>(gpu.device_index), detail::event_elapsed(t));
-      }
-      s->gpu = gpu.cupti.get();
-      s->events = events.get();
-      detail::start_observing(s.get(), options.threads == ProfilerOptions::Threads::kAll);
-      if (options.track_memory) detail::install_memory_observer(*s);
-    } catch (...) {  // all or nothing: nothing stays registered or started
-      detail::stop_observing(s.get());
-      detail::g_scope_demand.fetch_sub(1, std::memory_order_relaxed);
-      if (gpu.cupti) gpu.cupti->stop();
-      gpu.cupti.reset();
-      drop_events(s->buffers);
-      s->recycle();
-      collected.session = std::move(s);  // only for its buffers
-      throw;
-    }
-    session = std::move(s);
-    running = true;
-  }
-
-  // Ends the running session, discarding its records and keeping its thread buffers (memory and
-  // name caches) for the next one.
-  void release_session() noexcept {
-    if (!session) return;
-    session->recycle();
-    if (collected.session) session->reuse_buffers(*collected.session);
-    collected = Collected{};
-    collected.session = std::move(session);
-  }
-
-  // Drops the last stopped profile's records, keeping its thread buffers for the next session.
-  void discard_collected() noexcept {
-    std::unique_ptr<detail::Session> old = std::move(collected.session);
-    collected = Collected{};
-    if (old) old->recycle();
-    collected.session = std::move(old);
-  }
-
-  // Destroys the device events still held by `buffers` (a discarded or failed profile).
-  void drop_events(const std::vector<std::unique_ptr<detail::ThreadBuffer>>& buffers) noexcept {
-    if (!events) return;
-    std::vector<detail::ThreadBuffer*> bs;
-    for (const auto& b : buffers) bs.push_back(b.get());
-    events->discard(bs);
-    events.reset();
-  }
 
   // The device timing the options and the model ask for (a profile is started: the module index
   // exists).
@@ -161,71 +76,21 @@ struct FlopsProfiler::Impl {
     return r;
   }
 
-  void halt() noexcept {
-    if (options.track_memory) detail::uninstall_memory_observer();
-    detail::stop_observing(session.get());  // returns when no thread can still use the session
-    detail::g_scope_demand.fetch_sub(1, std::memory_order_relaxed);
-    running = false;
-  }
-
-  std::string timer_name() const {
-    return session && session->tsc ? std::string(timer->name()) + " (calibrated TSC)"
-                                   : timer->name();
-  }
-
-  // The records to read: copies of the live session's, taken safely while other threads keep
-  // recording (while running), or the last stopped profile's.
-  struct Records {
-    std::vector<std::unique_ptr<detail::ThreadEvents>> copies;
-    std::vector<const detail::ThreadEvents*> threads;
-  };
-  Records records() const {
-    Records r;
-    if (running) {
-      r.copies = detail::snapshot_records(*session);
-      for (const auto& c : r.copies) r.threads.push_back(c.get());
-    } else {
-      if (collected.session) {
-        for (const auto& b : collected.session->buffers) r.threads.push_back(b.get());
-      }
-    }
-    return r;
-  }
-
   // The aggregation input over the live session's records (while running) or the last stopped
   // profile's, with the problems seen while collecting.
-  detail::AggregateInput input(const Records& records, int64_t stop_tick, double ns_per_tick,
-                               const std::string& timer_label) const {
+  detail::AggregateInput input(const detail::RecordsView& records, int64_t stop_tick,
+                               double ns_per_tick, const std::string& timer_label) const {
     detail::AggregateInput in;
-    if (!running && collected.gpu) in.gpu = &*collected.gpu;
+    const detail::Collection& c = recording->collected();
+    if (!recording->running() && c.gpu) in.gpu = &*c.gpu;
     in.tree = &index->tree;
     in.names = &detail::NameTable::instance();
     in.stop_tick = stop_tick;
     in.timer = timer_label;
     in.ns_per_tick = ns_per_tick;
     in.track_memory = options.track_memory;
-    uint64_t open = 0, errors = 0, dropped = 0;
-    for (const detail::ThreadEvents* b : records.threads) {
-      in.threads.push_back(b);
-      for (const detail::RawEvent& e : b->events) open += e.end_tick == 0;
-      errors += b->capture_errors;
-      dropped += b->dropped_args;
-    }
-    if (open > 0) {
-      in.problems.push_back(fmt::format(
-          "{} op(s) had not finished when the profile was read; their end was taken as that time",
-          open));
-    }
-    if (errors > 0) {
-      in.problems.push_back(fmt::format(
-          "{} op(s) or scope(s) could not be recorded (their arguments could not be read)",
-          errors));
-    }
-    if (dropped > 0) {
-      in.problems.push_back(
-          fmt::format("{} op(s) had more than {} arguments; the rest were not captured", dropped,
-                      detail::kMaxCapturedArgs));
-    }
+    in.threads = records.threads;
+    in.problems = detail::capture_problems(records);
     return in;
   }
 
@@ -247,6 +112,7 @@ struct FlopsProfiler::Impl {
     detail::PeaksTarget target;
     target.device_type = t.device_type;
     target.device_index = t.device_index;
+    const detail::GpuSelection& gpu = recording->gpu();
     if (gpu.properties) target.known = detail::gpu_peaks(*gpu.properties, gpu.tf32);
     target.meta = index->meta;
     std::string problem;
@@ -276,7 +142,7 @@ struct FlopsProfiler::Impl {
   // (current()), kept while the records stay as they were (their fingerprint), so that readers
   // called back to back, and a trace written while running, analyse once.
   struct Live {
-    Records records;
+    detail::RecordsView records;
     std::vector<uint64_t> fingerprint;
     int64_t now = 0;  // the snapshot's end of open spans
     detail::Analysis analysis;
@@ -288,14 +154,15 @@ struct FlopsProfiler::Impl {
   }
 
   const ProfileResult& current() const {
-    if (running) {
+    if (recording && recording->running()) {
       // Analysed once per state of the records: readers called back to back share the result
       // (spans still open then end at the first of those reads).
-      Records recs = records();
+      detail::RecordsView recs = recording->records();
       std::vector<uint64_t> fingerprint = detail::records_fingerprint(recs.threads);
       if (snapshot && live && fingerprint == live->fingerprint) return *snapshot;
-      const int64_t now = session->now();
-      detail::AggregateInput in = input(recs, now, session->ns_per_tick(), timer_name());
+      const int64_t now = recording->now();
+      detail::AggregateInput in =
+          input(recs, now, recording->ns_per_tick(), recording->timer_name());
       detail::Analysis a = detail::analyze(in);
       in.machine = peaks(a, /*measure=*/false, in);
       snapshot = compute(in, a);
@@ -317,6 +184,7 @@ FlopsProfiler::FlopsProfiler(std::shared_ptr<torch::nn::Module> model, ProfilerO
   impl_->model = std::move(model);
   impl_->options = std::move(options);
   impl_->timer = impl_->options.timer ? impl_->options.timer : make_host_timer();
+  impl_->recording = std::make_unique<detail::Recording>(impl_->timer);
 }
 
 FlopsProfiler::~FlopsProfiler() {
@@ -327,117 +195,77 @@ FlopsProfiler::~FlopsProfiler() {
 }
 
 void FlopsProfiler::start_profile(const std::vector<std::string>& ignore_modules) {
-  if (impl_->running) {
+  if (impl_->recording->running()) {
     throw Error("start_profile() called while a profile is running; call stop_profile() first");
   }
   // Built first: a bad ignore list throws here and leaves the profiler as it was.
   auto index = std::make_unique<detail::ModelIndex>(
       detail::build_model_index(*impl_->model, ignore_modules));
   impl_->ignore = ignore_modules;
-  impl_->index = std::move(index);
   impl_->result.reset();
   impl_->drop_snapshot();
-  impl_->begin();
+  impl_->stopped = Impl::Stopped{};
+  impl_->step = impl_->iterations;
+  detail::RecordingSetup setup;
+  setup.all_threads = impl_->options.threads == ProfilerOptions::Threads::kAll;
+  setup.track_memory = impl_->options.track_memory;
+  impl_->index = std::move(index);
+  setup.timing = impl_->timing_request();
+  impl_->recording->start(*impl_->index, setup);
 }
 
 void FlopsProfiler::stop_profile() {
-  if (!impl_->running) {
+  detail::Recording& rec = *impl_->recording;
+  if (!rec.running()) {
     throw Error("stop_profile() called but no profile is running; call start_profile() first");
   }
-  if (impl_->timing_request().device_type == static_cast<int>(c10::DeviceType::CUDA) &&
-      torch::cuda::is_available()) {
-    at::DisableRecordFunctionGuard no_record;
-    torch::cuda::synchronize();  // the single synchronization of the profile
-  }
-  detail::Session& s = *impl_->session;
-  const int64_t stop_tick = s.now();
-  impl_->halt();
+  rec.stop();
   impl_->drop_snapshot();  // the live records' copies
-  impl_->timer->on_stop();
-  auto& c = impl_->collected;
-  detail::GpuSelection& gpu = impl_->gpu;
-  if (gpu.cupti) {  // the single flush of the device records
-    const int64_t host = s.now(), device = gpu.cupti->device_now_ns();
-    c.gpu = gpu.cupti->stop();
-    c.gpu->gpu_origin_ns = device;
-    c.gpu->host_origin = host;
-    gpu.cupti.reset();
-  } else if (!gpu.timing.empty()) {  // on a device without CUPTI: say why, once
-    c.gpu = detail::GpuCollection{};
-    c.gpu->backend = gpu.timing;
-    c.gpu->reason = gpu.reason;
-    if (impl_->events) {  // after the one synchronization: read every event once
-      impl_->events->synchronize();
-      std::vector<detail::ThreadBuffer*> bs;
-      for (const auto& b : s.buffers) bs.push_back(b.get());
-      impl_->events->resolve(bs, &*c.gpu);
-      impl_->events.reset();
-    }
-  }
-  if (c.gpu && !gpu.device.empty()) c.gpu->device = gpu.device;
-  c.stop = stop_tick;
-  c.origin = s.tick0;
-  c.ns_per_tick = s.ns_per_tick();
-  c.timer = impl_->timer_name();
-  c.session = std::move(impl_->session);  // `s` lives on in it
+  const detail::Collection& c = rec.collected();
   auto t0 = std::chrono::steady_clock::now();
   double peaks_ns = 0;
   {
-    detail::AggregateInput in = impl_->input(impl_->records(), c.stop, c.ns_per_tick, c.timer);
-    c.analysis = detail::analyze(in);
+    detail::AggregateInput in = impl_->input(rec.records(), c.stop, c.ns_per_tick, c.timer);
+    impl_->stopped.analysis = detail::analyze(in);
     const auto p0 = std::chrono::steady_clock::now();
-    in.machine = impl_->peaks(c.analysis, /*measure=*/true, in);
+    in.machine = impl_->peaks(impl_->stopped.analysis, /*measure=*/true, in);
     peaks_ns =
         std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - p0).count();
-    impl_->result = impl_->compute(in, c.analysis);
+    impl_->result = impl_->compute(in, impl_->stopped.analysis);
   }
   impl_->compute_ns =
       std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() -
       peaks_ns;
-  c.internal.push_back(
-      detail::InternalSpan{"flopsprof: stop_profile (computing results)", stop_tick, stop_tick});
+  impl_->stopped.internal.push_back(
+      detail::InternalSpan{"flopsprof: stop_profile (computing results)", c.stop, c.stop});
 }
 
 void FlopsProfiler::reset_profile() {
   impl_->drop_snapshot();
   impl_->result.reset();
-  impl_->discard_collected();
-  if (impl_->running) {
-    impl_->halt();
-    if (impl_->gpu.cupti) impl_->gpu.cupti->stop();  // its records belong to the discarded part
-    impl_->gpu.cupti.reset();
-    impl_->drop_events(impl_->session->buffers);
-    impl_->release_session();
-    impl_->begin();
-  }
+  impl_->stopped = Impl::Stopped{};
+  impl_->recording->restart();  // drops what was collected; while running, starts again
+  if (impl_->recording->running()) impl_->step = impl_->iterations;
 }
 
 void FlopsProfiler::end_profile() {
-  if (impl_->running) impl_->halt();
-  if (impl_->gpu.cupti) impl_->gpu.cupti->stop();
-  impl_->gpu.cupti.reset();
-  if (impl_->session) impl_->drop_events(impl_->session->buffers);
-  impl_->session.reset();
-  impl_->collected = Impl::Collected{};
+  impl_->recording->end();
+  impl_->stopped = Impl::Stopped{};
   impl_->index.reset();
   impl_->result.reset();
   impl_->drop_snapshot();
 }
 
-bool FlopsProfiler::is_running() const { return impl_->running; }
+bool FlopsProfiler::is_running() const { return impl_->recording->running(); }
 
 StepScope FlopsProfiler::step_scope() {
   StepScope scope;
-  if (!impl_->running) return scope;  // inert outside a profile (e.g. warm-up iterations)
-  detail::CallbackGuard guard;        // the memory observer may record on this thread meanwhile
-  detail::Session* s = impl_->session.get();
-  detail::ThreadBuffer* b = guard.ok() ? s->thread_buffer() : nullptr;
-  if (b == nullptr) return scope;
-  scope.record_ = b->begin_step(s->now());
-  if (scope.record_ < 0) return scope;
-  scope.buffer_ = b;
-  scope.session_ = s->id;
-  scope.slot_ = s->slot;
+  detail::ScopeHandle h = impl_->recording->open_step();
+  if (h.session == 0) return scope;
+  scope.buffer_ = h.buffer;
+  scope.session_ = h.session;
+  scope.record_ = h.index;
+  scope.slot_ = impl_->recording->slot();
   return scope;
 }
 
@@ -454,13 +282,8 @@ StepScope& StepScope::operator=(StepScope&& other) noexcept {
 
 void StepScope::end() noexcept {
   if (buffer_ == nullptr) return;
-  detail::CallbackGuard guard;
-  detail::Session* s = guard.ok() && slot_ >= 0
-                           ? detail::g_sessions[slot_].load(std::memory_order_acquire)
-                           : nullptr;
-  if (s != nullptr && s->id == session_) {
-    static_cast<detail::ThreadBuffer*>(buffer_)->end_step(record_, s->now());
-  }
+  detail::ScopeHandle h{buffer_, session_, record_};
+  detail::close_step_record(slot_, h);
   buffer_ = nullptr;
 }
 
@@ -468,7 +291,7 @@ IterationScope FlopsProfiler::iteration() {
   IterationScope scope;
   const int n = ++impl_->iterations;
   if (impl_->options.profile_step <= 0 || n != impl_->options.profile_step) return scope;
-  if (impl_->running) {
+  if (impl_->recording->running()) {
     --impl_->iterations;
     throw Error(
         "iteration(): a profile is already running; with ProfilerOptions::profile_step the "
@@ -545,24 +368,24 @@ std::string FlopsProfiler::chrome_trace(int level) const {
   int64_t step_end = 0;
   std::vector<detail::InternalSpan> internal;
   auto t0 = std::chrono::steady_clock::now();
-  Impl::Records stopped;
-  const Impl::Records* recs = &stopped;
-  if (impl_->running) {  // the records and analysis current() just read
+  detail::RecordsView stopped;
+  const detail::RecordsView* recs = &stopped;
+  const detail::Recording& rec = *impl_->recording;
+  if (rec.running()) {  // the records and analysis current() just read
     const Impl::Live& live = *impl_->live;
-    const detail::Session& s = *impl_->session;
-    clock = {s.tick0, s.ns_per_tick()};
+    clock = {rec.origin(), rec.ns_per_tick()};
     step_end = live.now;
     recs = &live.records;
     trace = detail::build_trace(
-        impl_->input(live.records, live.now, clock.ns_per_tick, impl_->timer_name()),
-        live.analysis);
+        impl_->input(live.records, live.now, clock.ns_per_tick, rec.timer_name()), live.analysis);
   } else {
-    const auto& c = impl_->collected;
-    stopped = impl_->records();
+    const detail::Collection& c = rec.collected();
+    stopped = rec.records();
     clock = {c.origin, c.ns_per_tick};
     step_end = c.stop;
-    trace = detail::build_trace(impl_->input(stopped, c.stop, c.ns_per_tick, c.timer), c.analysis);
-    internal = c.internal;
+    trace = detail::build_trace(impl_->input(stopped, c.stop, c.ns_per_tick, c.timer),
+                                impl_->stopped.analysis);
+    internal = impl_->stopped.internal;
   }
   if (level >= 2 && !internal.empty()) {
     // The time stop_profile() spent computing, shown after the stop mark (steady ns -> ticks).
@@ -579,11 +402,11 @@ std::string FlopsProfiler::chrome_trace(int level) const {
   for (const detail::ThreadEvents* b : recs->threads) ids.push_back(b->thread_id);
   detail::TraceMeta meta;
   // kineto's shared time base: every rank's timestamps are wall-clock time since one base.
-  meta.base_time_ns = detail::kineto_base_time_ns(impl_->wall0_ns);
-  clock.origin_ns = impl_->wall0_ns - meta.base_time_ns;
+  meta.base_time_ns = detail::kineto_base_time_ns(rec.wall0_ns());
+  clock.origin_ns = rec.wall0_ns() - meta.base_time_ns;
   meta.step = impl_->step;
   meta.step_end = step_end;
-  meta.device = impl_->gpu.device;
+  meta.device = rec.gpu().device;
   if (impl_->rank) {
     meta.distributed = true;
     meta.rank = impl_->rank->rank;
@@ -608,7 +431,7 @@ void FlopsProfiler::set_rank(int rank, int world_size, const std::string& backen
 }
 
 void FlopsProfiler::attach_distributed(DistributedStats stats) {
-  if (impl_->running || !impl_->result) {
+  if (impl_->recording->running() || !impl_->result) {
     throw Error("attach_distributed: no stopped profile; call stop_profile() first");
   }
   impl_->result->world_size = stats.world_size;
@@ -683,8 +506,8 @@ torch::Tensor make_input(const std::vector<int64_t>& shape, const ModelProfileOp
 
 std::string describe_input(const torch::Tensor& t) {
   if (!t.defined()) return "undefined";
-  std::string s = fmt::format("{}[{}]", dtype_name(to_dtype(t.scalar_type())),
-                              fmt::join(t.sizes(), ", "));
+  std::string s =
+      fmt::format("{}[{}]", dtype_name(to_dtype(t.scalar_type())), fmt::join(t.sizes(), ", "));
   if (!t.device().is_cpu()) s += " on " + t.device().str();
   return s;
 }

@@ -1,0 +1,212 @@
+#include "capture/recording.h"
+
+#include <chrono>
+#include <utility>
+
+#include <ATen/record_function.h>
+#include <fmt/format.h>
+#include <torch/cuda.h>
+
+#include "capture/memory.h"
+#include "capture/observer.h"
+
+namespace flopsprof::detail {
+namespace {
+
+uint64_t next_session_id() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1);
+}
+
+}  // namespace
+
+Recording::Recording(std::shared_ptr<Timer> timer) : timer_(std::move(timer)) {}
+
+Recording::~Recording() { end(); }
+
+void Recording::start(const ModelIndex& index, const RecordingSetup& setup) {
+  index_ = &index;
+  setup_ = setup;
+  begin();
+}
+
+void Recording::begin() {
+  auto s = std::make_unique<Session>();
+  s->id = next_session_id();
+  s->timer = timer_.get();
+  s->host_clock = is_host_timer(timer_.get());
+  s->tsc = s->host_clock && invariant_tsc();
+  s->start_clock();
+  wall0_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                  std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+  s->owners.build(index_->owner_entries);
+  s->module_index = index_->by_ptr;
+  s->scope_names = index_->scope_names;
+  if (collected_.session) s->reuse_buffers(*collected_.session);
+  collected_ = Collection{};
+  timer_->on_start();
+  demand_scopes();
+  try {
+    gpu_ = select_gpu_timing(setup_.timing);
+    if (gpu_.events) {
+      const auto t = static_cast<c10::DeviceType>(gpu_.device_type);
+      events_ = std::make_unique<DeviceEvents>(t, static_cast<c10::DeviceIndex>(gpu_.device_index),
+                                               event_elapsed(t));
+    }
+    s->gpu = gpu_.cupti.get();
+    s->events = events_.get();
+    start_observing(s.get(), setup_.all_threads);
+    if (setup_.track_memory) install_memory_observer(*s);
+  } catch (...) {  // all or nothing: nothing stays registered or started
+    stop_observing(s.get());
+    release_scopes();
+    if (gpu_.cupti) gpu_.cupti->stop();
+    gpu_.cupti.reset();
+    drop_events(s->buffers);
+    s->recycle();
+    collected_.session = std::move(s);  // only for its buffers
+    throw;
+  }
+  session_ = std::move(s);
+  running_ = true;
+}
+
+void Recording::halt() noexcept {
+  if (setup_.track_memory) uninstall_memory_observer();
+  stop_observing(session_.get());  // returns when no thread can still use the session
+  release_scopes();
+  running_ = false;
+}
+
+void Recording::stop() {
+  if (setup_.timing.device_type == static_cast<int>(c10::DeviceType::CUDA) &&
+      torch::cuda::is_available()) {
+    at::DisableRecordFunctionGuard no_record;
+    torch::cuda::synchronize();  // the single synchronization of the profile
+  }
+  Session& s = *session_;
+  const int64_t stop_tick = s.now();
+  halt();
+  timer_->on_stop();
+  Collection& c = collected_;
+  if (gpu_.cupti) {  // the single flush of the device records
+    const int64_t host = s.now(), device = gpu_.cupti->device_now_ns();
+    c.gpu = gpu_.cupti->stop();
+    c.gpu->gpu_origin_ns = device;
+    c.gpu->host_origin = host;
+    gpu_.cupti.reset();
+  } else if (!gpu_.timing.empty()) {  // on a device without CUPTI: say why, once
+    c.gpu = GpuCollection{};
+    c.gpu->backend = gpu_.timing;
+    c.gpu->reason = gpu_.reason;
+    if (events_) {  // after the one synchronization: read every event once
+      events_->synchronize();
+      std::vector<ThreadBuffer*> bs;
+      for (const auto& b : s.buffers) bs.push_back(b.get());
+      events_->resolve(bs, &*c.gpu);
+      events_.reset();
+    }
+  }
+  if (c.gpu && !gpu_.device.empty()) c.gpu->device = gpu_.device;
+  c.stop = stop_tick;
+  c.origin = s.tick0;
+  c.ns_per_tick = s.ns_per_tick();
+  c.timer = timer_name();
+  c.session = std::move(session_);  // `s` lives on in it
+}
+
+void Recording::restart() {
+  discard();
+  if (!running_) return;
+  halt();
+  if (gpu_.cupti) gpu_.cupti->stop();  // its records belong to the discarded part
+  gpu_.cupti.reset();
+  drop_events(session_->buffers);
+  release_session();
+  begin();
+}
+
+void Recording::discard() noexcept {
+  std::unique_ptr<Session> old = std::move(collected_.session);
+  collected_ = Collection{};
+  if (old) old->recycle();
+  collected_.session = std::move(old);
+}
+
+void Recording::end() noexcept {
+  if (running_) halt();
+  if (gpu_.cupti) gpu_.cupti->stop();
+  gpu_.cupti.reset();
+  if (session_) drop_events(session_->buffers);
+  session_.reset();
+  collected_ = Collection{};
+  index_ = nullptr;
+}
+
+// Ends the running session, discarding its records and keeping its thread buffers (memory and
+// name caches) for the next one.
+void Recording::release_session() noexcept {
+  if (!session_) return;
+  session_->recycle();
+  if (collected_.session) session_->reuse_buffers(*collected_.session);
+  collected_ = Collection{};
+  collected_.session = std::move(session_);
+}
+
+// Destroys the device events still held by `buffers` (a discarded or failed profile).
+void Recording::drop_events(const std::vector<std::unique_ptr<ThreadBuffer>>& buffers) noexcept {
+  if (!events_) return;
+  std::vector<ThreadBuffer*> bs;
+  for (const auto& b : buffers) bs.push_back(b.get());
+  events_->discard(bs);
+  events_.reset();
+}
+
+std::string Recording::timer_name() const {
+  return session_ && session_->tsc ? std::string(timer_->name()) + " (calibrated TSC)"
+                                   : timer_->name();
+}
+
+RecordsView Recording::records() const {
+  RecordsView r;
+  if (running_) {
+    r.copies = snapshot_records(*session_);
+    for (const auto& c : r.copies) r.threads.push_back(c.get());
+  } else if (collected_.session) {
+    for (const auto& b : collected_.session->buffers) r.threads.push_back(b.get());
+  }
+  return r;
+}
+
+std::vector<std::string> capture_problems(const RecordsView& records) {
+  std::vector<std::string> problems;
+  uint64_t open = 0, errors = 0, dropped = 0;
+  for (const ThreadEvents* b : records.threads) {
+    for (const RawEvent& e : b->events) open += e.end_tick == 0;
+    errors += b->capture_errors;
+    dropped += b->dropped_args;
+  }
+  if (open > 0) {
+    problems.push_back(fmt::format(
+        "{} op(s) had not finished when the profile was read; their end was taken as that time",
+        open));
+  }
+  if (errors > 0) {
+    problems.push_back(fmt::format(
+        "{} op(s) or scope(s) could not be recorded (their arguments could not be read)", errors));
+  }
+  if (dropped > 0) {
+    problems.push_back(
+        fmt::format("{} op(s) had more than {} arguments; the rest were not captured", dropped,
+                    kMaxCapturedArgs));
+  }
+  return problems;
+}
+
+ScopeHandle Recording::open_step() {
+  if (!running_) return {};  // inert outside a profile (e.g. warm-up iterations)
+  return open_step_record(*session_, /*optimizer=*/false);
+}
+
+}  // namespace flopsprof::detail

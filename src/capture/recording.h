@@ -1,0 +1,110 @@
+// One profiler's recording: the capture stage's whole lifecycle (start, stop, restart, discard,
+// end), its records, its clock, its device timing and device records. The facade
+// (src/profiler/profiler.cpp) only calls it; nothing else starts or stops callbacks for a profile.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "capture/device_events.h"
+#include "capture/gpu_backend.h"
+#include "capture/module_index.h"
+#include "capture/session.h"
+#include "records/events.h"
+#include "records/gpu.h"
+
+namespace flopsprof::detail {
+
+/// How a recording observes the program (from ProfilerOptions).
+struct RecordingSetup {
+  bool all_threads = true;    ///< every thread, or the calling thread and those it propagates to
+  bool track_memory = false;  ///< c10's memory-reporting observer
+  GpuTimingRequest timing;    ///< the device to time, and how
+};
+
+/// A stopped recording's records: its session (which owns the thread buffers that hold them),
+/// its clock and the device records flushed once at the stop.
+struct Collection {
+  std::unique_ptr<Session> session;
+  int64_t stop = 0, origin = 0;  ///< timestamps (session units)
+  double ns_per_tick = 1.0;
+  std::string timer;  ///< the clock's name ("... (calibrated TSC)")
+  std::optional<GpuCollection> gpu;
+};
+
+/// The records to read: copies of a running session's (taken while other threads keep
+/// recording), or a stopped one's in place.
+struct RecordsView {
+  std::vector<std::unique_ptr<ThreadEvents>> copies;
+  std::vector<const ThreadEvents*> threads;
+};
+
+/// The problems seen while collecting `records`: ops still open when read, ops or scopes that
+/// could not be recorded, ops with more arguments than captured. One line each, or none.
+std::vector<std::string> capture_problems(const RecordsView& records);
+
+/// Not thread-safe: one profiler's calls, as FlopsProfiler's. The callbacks it registers run on
+/// every observed thread and never touch this object, only the session.
+class Recording {
+ public:
+  explicit Recording(std::shared_ptr<Timer> timer);
+  ~Recording();
+  Recording(const Recording&) = delete;
+  Recording& operator=(const Recording&) = delete;
+
+  /// Starts observing `index`'s model (kept by the caller until end() or the next start) with
+  /// `setup`: all or nothing; on an error nothing stays registered or started, and it throws.
+  /// The previous recording's records are dropped, their thread buffers reused.
+  void start(const ModelIndex& index, const RecordingSetup& setup);
+  /// Stops observing; on a CUDA device synchronizes once first; flushes CUPTI's records or reads
+  /// the device events once. The records are then collected().
+  void stop();
+  /// While running: drops what was recorded and starts again with the same index and setup.
+  void restart();
+  /// Drops the collected records (keeping their thread buffers for the next start).
+  void discard() noexcept;
+  /// Stops whatever runs and drops everything (nothing stays registered).
+  void end() noexcept;
+
+  bool running() const { return running_; }
+  /// The last stopped recording's (empty before the first stop, after discard() and end()).
+  const Collection& collected() const { return collected_; }
+  /// The running session's records (copies), or the collected ones.
+  RecordsView records() const;
+  /// The running session's clock: now, its origin and its rate.
+  int64_t now() const { return session_->now(); }
+  int64_t origin() const { return session_->tick0; }
+  double ns_per_tick() const { return session_->ns_per_tick(); }
+  /// The running session's slot (StepScope's lookup), -1 when not running.
+  int slot() const { return session_ ? session_->slot : -1; }
+  /// The clock's name, "(calibrated TSC)" added when timestamps are TSC ticks.
+  std::string timer_name() const;
+  /// Wall clock (ns since the epoch) when the last start's clock started.
+  int64_t wall0_ns() const { return wall0_ns_; }
+  /// The device timing chosen at start (its device name, properties, timing and reason).
+  const GpuSelection& gpu() const { return gpu_; }
+  /// Opens an optimizer-step record of this recording on the calling thread (FlopsProfiler::
+  /// step_scope); a handle with session 0 when not running or it could not be recorded.
+  ScopeHandle open_step();
+
+ private:
+  void begin();
+  void halt() noexcept;
+  void release_session() noexcept;
+  void drop_events(const std::vector<std::unique_ptr<ThreadBuffer>>& buffers) noexcept;
+
+  std::shared_ptr<Timer> timer_;
+  const ModelIndex* index_ = nullptr;
+  RecordingSetup setup_;
+  std::unique_ptr<Session> session_;  // the running recording's
+  Collection collected_;
+  GpuSelection gpu_;
+  std::unique_ptr<DeviceEvents> events_;  // active device-event timing, if any
+  bool running_ = false;
+  int64_t wall0_ns_ = 0;
+};
+
+}  // namespace flopsprof::detail
