@@ -103,9 +103,8 @@ void close_step_record(int slot, ScopeHandle& h) noexcept {
 }
 
 void open_step_records(ScopeHandles& handles) noexcept {
-  for (int k = 0; k < kMaxSessions; ++k) {
-    CallbackGuard guard;
-    if (!guard.ok()) return;
+  CallbackGuard guard;  // open_step_record's own guard nests in it
+  for (int k = 0; k < kMaxSessions && guard.ok(); ++k) {
     Session* s = g_sessions[k].load(std::memory_order_acquire);
     if (s != nullptr) handles[k] = open_step_record(*s, /*optimizer=*/true);
   }
