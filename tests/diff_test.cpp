@@ -412,8 +412,15 @@ TEST(Gate, ExactFieldsAndModulesInOneProfileOnly) {
                      parse_gate_rule("module=dec:flops!=0"), parse_gate_rule("flops>+50%")});
   EXPECT_EQ(g.broken.size(), 2u);  // +1050 FLOPs > 0; params +100 == 100; 35% is not > 50%
   g = check_gate(d, {parse_gate_rule("module=act:flops>0"), parse_gate_rule("module=zzz:flops>0"),
-                     parse_gate_rule("memory.peak>+10%")});
-  EXPECT_EQ(g.unknown.size(), 3u);  // added module, no such module, memory not tracked
+                     parse_gate_rule("memory.peak>+10%"), parse_gate_rule("module=drop:calls<0")});
+  // An added module had none of it in the base (0 -> 50 FLOPs), a removed one none in the new
+  // (calls 1 -> 0): both checked. No such module, memory not tracked: cannot be checked.
+  ASSERT_EQ(g.broken.size(), 2u);
+  EXPECT_NE(g.broken[0].find("module=act:flops>0: 0 -> 50 (+50, +inf%)"), std::string::npos)
+      << g.broken[0];
+  EXPECT_NE(g.broken[1].find("module=drop:calls<0: 1 -> 0 (-1, -100.00%)"), std::string::npos)
+      << g.broken[1];
+  EXPECT_EQ(g.unknown.size(), 2u);
 }
 
 // The command: text on stdout, exit 0 / 1 / 2 as documented, files written.

@@ -171,7 +171,8 @@ struct GateResult {
   std::vector<std::string> broken;   ///< rules that hold, each with the values that break it
   std::vector<std::string> noise;    ///< latency rules that would break but the delta is noise
   std::vector<std::string> unknown;  ///< rules that cannot be checked (a side lacks the field, a
-                                     ///< module in neither profile): bad input, exit 2
+                                     ///< module in neither profile): bad input, exit 2. A module in
+                                     ///< one profile only is checked against 0 on the other side.
 };
 GateResult check_gate(const ProfileDiff& d, const std::vector<GateRule>& rules);
 
