@@ -52,7 +52,7 @@ options:
   --warmup N             unprofiled forwards first (default 1; the first forward of a TorchScript
                          model runs one-off ops outside any module)
   --runs N               also time N unprofiled runs and print their median latency (default 0)
-  --profile-runs N       profile N runs (default 1): the report is the first run's, and the JSON
+  --profile-runs N       profile N runs (default 1): the report and trace are the first run's; the JSON
                          keeps every module's latency spread over the N (min, median, max), which
                          `flopsprof diff` uses to tell a change from noise
   --backward             profile a training step: forward, loss = sum of the outputs, backward
@@ -652,20 +652,26 @@ int run(int argc, char** argv) {
     popts.inputs.push_back(v.isTensor() ? flopsprof::detail::describe_input(v.toTensor())
                                         : v.tagKind());
   }
-  // --profile-runs: one profile per run (the last one kept for the trace), their spread kept.
+  // --profile-runs: one profile per run, their spread kept; the first run is the report's and
+  // the trace's.
   std::vector<flopsprof::ProfileResult> runs;
-  std::unique_ptr<flopsprof::FlopsProfiler> prof;
+  flopsprof::FlopsProfiler prof(model.tree(), popts);
   for (int i = 0; i < o.profile_runs; ++i) {
     if (o.backward && i > 0) {
       for (at::Tensor p : module.parameters()) p.mutable_grad() = torch::Tensor();
     }
-    prof = std::make_unique<flopsprof::FlopsProfiler>(model.tree(), popts);
-    profile_step(o, step, model, *prof);
-    runs.push_back(prof->result());
+    if (i == 0) {
+      profile_step(o, step, model, prof);
+      runs.push_back(prof.result());
+    } else {
+      flopsprof::FlopsProfiler again(model.tree(), popts);
+      profile_step(o, step, model, again);
+      runs.push_back(again.result());
+    }
   }
   warn_about_hierarchy(module, model);
   std::vector<double> times = time_runs(o, step, device);
-  write_outputs(o, flopsprof::combine_runs(runs), *prof, std::move(times));
+  write_outputs(o, flopsprof::combine_runs(runs), prof, std::move(times));
   return 0;
 }
 
