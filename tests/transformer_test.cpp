@@ -13,8 +13,11 @@
 
 #include "flopsprof/flopsprof.h"
 #include "models/gpt.h"
+#include "test_modules.h"
 
 namespace {
+
+using flopsprof_test::module;
 
 models::GptConfig small() {
   models::GptConfig c;
@@ -47,13 +50,6 @@ uint64_t matmul_flops(const flopsprof::ProfileResult& r) {
     if (op.phase == "forward" && kMatmuls.count(op.name)) f += op.flops;
   }
   return f;
-}
-
-const flopsprof::ModuleStats& module(const flopsprof::ProfileResult& r, const std::string& name) {
-  for (const flopsprof::ModuleStats& m : r.modules) {
-    if (m.name == name) return m;
-  }
-  throw std::runtime_error("no module " + name);
 }
 
 TEST(Transformer, PrefillMatchesTheClosedFormAndTheTiedHeadCountsOnce) {

@@ -38,6 +38,22 @@ std::string time_delta_text(const TimeDelta& t) {
   return (d >= 0 ? "+" : "-") + duration_to_string(std::fabs(d)) + (t.noise ? " ~" : "");
 }
 
+bool in_both(const ModuleDiff& m) {
+  return m.status == DiffStatus::kSame || m.status == DiffStatus::kChanged;
+}
+
+std::string module_label(const ModuleDiff& m) {
+  std::string name = m.name.empty() ? "(root)" : m.name;
+  if (!m.base_name.empty() && m.base_name != m.name) name += " (was " + m.base_name + ")";
+  return name;
+}
+
+std::string type_label(const ModuleDiff& m) {
+  if (m.base_type == m.new_type || m.base_type.empty()) return m.new_type;
+  if (m.new_type.empty()) return m.base_type;
+  return m.base_type + " -> " + m.new_type;
+}
+
 bool unused_training_total(const TotalDiff& t) {
   const bool training = t.key.rfind("bwd_", 0) == 0 || t.key.rfind("step_", 0) == 0;
   if (!training) return false;

@@ -15,6 +15,12 @@ std::string percent_text(double percent);
 std::string count_delta_text(const CountDelta& c);
 /// "+41.44 us", "-801.00 ns", with " ~" inside the run-to-run spread; "n/a" when unknown.
 std::string time_delta_text(const TimeDelta& t);
+/// Whether the module is in both profiles (same or changed): its percents are defined.
+bool in_both(const ModuleDiff& m);
+/// "(root)" or its name, with " (was <base name>)" when renamed.
+std::string module_label(const ModuleDiff& m);
+/// Its type, "Linear -> Bilinear" when it changed under the same name.
+std::string type_label(const ModuleDiff& m);
 /// A backward or step total both profiles have none of (both 0): the text and HTML leave it out.
 bool unused_training_total(const TotalDiff& t);
 /// Text for HTML element content or an attribute value: & < > " ' escaped.

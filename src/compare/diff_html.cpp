@@ -12,16 +12,18 @@ namespace {
 
 using detail::count_delta_text;
 using detail::html_escape;
+using detail::in_both;
+using detail::module_label;
 using detail::percent_text;
 using detail::status_name;
 using detail::time_delta_text;
+using detail::type_label;
 
 // A row's classes: its status, then "slower"/"faster" for a latency change outside the noise,
 // "more-work"/"less-work" for a FLOPs change.
 std::string row_classes(const ModuleDiff& m) {
   std::string c = status_name(m.status);
-  const bool both =
-      m.status == ModuleDiff::Status::kSame || m.status == ModuleDiff::Status::kChanged;
+  const bool both = in_both(m);
   if (both && m.latency.known && !m.latency.noise && m.latency.delta() != 0)
     c += m.latency.delta() > 0 ? " slower" : " faster";
   if (both && m.flops.changed()) c += m.flops.delta() > 0 ? " more-work" : " less-work";
@@ -87,13 +89,9 @@ std::string diff_to_html(const ProfileDiff& d) {
        "<th>latency</th><th>new</th><th>delta</th><th>%</th><th>share</th><th>FLOPs delta</th>"
        "<th>%</th><th>params delta</th><th>calls delta</th></tr>\n";
   for (const ModuleDiff& m : d.modules) {
-    const bool both =
-        m.status == ModuleDiff::Status::kSame || m.status == ModuleDiff::Status::kChanged;
-    const std::string type = m.base_type == m.new_type || m.base_type.empty() ? m.new_type
-                             : m.new_type.empty()                             ? m.base_type
-                                                  : m.base_type + " \xe2\x86\x92 " + m.new_type;
-    std::string name = m.name.empty() ? "(root)" : m.name;
-    if (!m.base_name.empty() && m.base_name != m.name) name += " (was " + m.base_name + ")";
+    const bool both = in_both(m);
+    const std::string type = type_label(m);
+    const std::string name = module_label(m);
     h += fmt::format(
         "<tr class=\"{}\" data-name=\"{}\" data-status=\"{}\"><td class=\"status\">{}</td>"
         "<td class=\"name\" style=\"padding-left:{}px\">{}</td><td "

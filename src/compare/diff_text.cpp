@@ -11,9 +11,12 @@ namespace flopsprof {
 namespace {
 
 using detail::count_delta_text;
+using detail::in_both;
+using detail::module_label;
 using detail::percent_text;
 using detail::status_name;
 using detail::time_delta_text;
+using detail::type_label;
 
 std::string count(uint64_t v) { return number_to_string(static_cast<double>(v)); }
 
@@ -92,14 +95,9 @@ std::string format_diff_text(const ProfileDiff& d, const DiffTextOptions& o) {
                    "status", "latency", "new", "delta", "%", "share", "flops delta", "%",
                    "macs delta", "params", "calls", "module");
   for (const ModuleDiff* m : shown) {
-    std::string name =
-        std::string(o.top > 0 ? 0 : 2 * m->depth, ' ') + (m->name.empty() ? "(root)" : m->name);
-    if (!m->base_name.empty() && m->base_name != m->name) name += " (was " + m->base_name + ")";
-    const std::string type = m->base_type == m->new_type || m->base_type.empty() ? m->new_type
-                             : m->new_type.empty()                               ? m->base_type
-                                                   : m->base_type + " -> " + m->new_type;
-    const bool both =
-        m->status == ModuleDiff::Status::kSame || m->status == ModuleDiff::Status::kChanged;
+    const std::string name = std::string(o.top > 0 ? 0 : 2 * m->depth, ' ') + module_label(*m);
+    const std::string type = type_label(*m);
+    const bool both = in_both(*m);
     s += fmt::format(
         "{:<8} {:>11} {:>11} {:>13} {:>8} {:>6.1f}% {:>11} {:>8} {:>10} {:>9} {:>6}  {} ({})\n",
         status_name(m->status),
