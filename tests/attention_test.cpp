@@ -75,6 +75,61 @@ TEST(Attention2x, SdpaCpuFlashKernelCountsAsFlopCounterMode) {
 #endif
 }
 
+// Causal masks counted both ways (docs/report.md, "Causal attention"). q, k, v [1, 2, 1024, 4]:
+// B = 2 heads, L = S = 1024, E = Ev = 4. Dense: 2 * 1,048,576 pairs; the causal (top-left) mask
+// keeps 1024 * 1025 / 2 = 524,800 per head. Forward 2(E + Ev) + 1 = 17 FLOPs a pair, backward
+// 2(3E + 2Ev) + 1 = 41. The forward's kernel runs inside the composite op, unobserved (counted as
+// computed whole, and said so); the backward's CPU flash kernel is observed, and skips whole key
+// blocks: 256 * (512 + 512 + 1024 + 1024) = 786,432 pairs computed per head.
+TEST(Attention2x, CausalMaskCountedDenseCausalAndAsTheKernelRan) {
+#if TORCH_VERSION_MAJOR < 2
+  GTEST_SKIP() << kNeeds2x;
+#else
+  const uint64_t heads = 2, dense = 1024 * 1024, causal = 1024 * 1025 / 2, ran = 786432;
+  for (auto convention :
+       {flopsprof::AttentionConvention::kDense, flopsprof::AttentionConvention::kCausal}) {
+    Sdpa sdpa(true);
+    torch::manual_seed(0);
+    torch::Tensor q = torch::randn({1, 2, 1024, 4}, torch::requires_grad());
+    torch::Tensor k = torch::randn({1, 2, 1024, 4}, torch::requires_grad());
+    torch::Tensor v = torch::randn({1, 2, 1024, 4}, torch::requires_grad());
+    flopsprof::ProfilerOptions po;
+    po.attention = convention;
+    FlopsProfiler prof(sdpa, po);
+    prof.start_profile();
+    torch::Tensor out = sdpa->forward(q, k, v);
+    out.backward(torch::ones_like(out));
+    prof.stop_profile();
+    const flopsprof::ProfileResult& r = prof.result();
+    const bool is_causal = convention == flopsprof::AttentionConvention::kCausal;
+    EXPECT_EQ(r.attention, convention);
+    EXPECT_EQ(r.masked_flops, heads * (dense - causal) * 17);
+    EXPECT_EQ(r.bwd_masked_flops, heads * (dense - causal) * 41);
+    EXPECT_EQ(r.flops, heads * (is_causal ? causal : dense) * 17);
+    EXPECT_EQ(r.bwd_flops, heads * (is_causal ? causal : dense) * 41);
+    EXPECT_EQ(r.dense_flops(r.flops, r.masked_flops), heads * dense * 17);
+    EXPECT_EQ(r.causal_flops(r.flops, r.masked_flops), heads * causal * 17);
+    // Forward: kernel unobserved, taken as whole; backward: the CPU flash kernel's blocks.
+    EXPECT_EQ(r.skipped_flops, 0u);
+    EXPECT_EQ(r.kernel_unknown_calls, 1u);
+    EXPECT_EQ(r.kernel_flops(r.bwd_flops, r.bwd_masked_flops, r.bwd_skipped_flops),
+              heads * ran * 41);
+    const flopsprof::ModuleStats& root = prof.get_module("");
+    EXPECT_EQ(root.masked_flops, r.masked_flops);
+    const std::string text = prof.model_profile_string();
+    EXPECT_NE(text.find(is_causal ? "causal: fwd flops leave out" : "dense: fwd flops include"),
+              std::string::npos)
+        << text.substr(0, 3000);
+    const std::string json = prof.to_json();
+    EXPECT_NE(json.find(std::string("\"attention_convention\": \"") +
+                        (is_causal ? "causal" : "dense") + "\""),
+              std::string::npos);
+    EXPECT_NE(json.find("\"fwd_flops_causal\": " + std::to_string(heads * causal * 17)),
+              std::string::npos);
+  }
+#endif
+}
+
 // v[2,3,7,4] (Ev != E): the CPU flash kernel declines, the math backend runs; its backward is four
 // bmm. FlopCounterMode (math backend): forward 5040 = 2*210*(8 + 4); backward 10080 =
 // 2*210*(8 + 8 + 4 + 4) (dQ, dK, dP, dV; the math backend keeps P, nothing is recomputed).

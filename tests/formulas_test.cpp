@@ -391,6 +391,90 @@ TEST(AttentionFormula, FusedKernelsCountAsFlopCounterMode) {
   }
 }
 
+// Causal masks (SDPA's is_causal: top-left aligned, query i sees keys 0..i). Per (batch, head),
+// pairs kept: L(L+1)/2 when L <= S, S(S+1)/2 + (L - S)S when L > S. A masked pair costs what a
+// pair costs: forward 2(E + Ev) + 1 FLOPs (two GEMMs and the softmax), backward 2(3E + 2Ev) + 1.
+TEST(AttentionFormula, CausalMaskedPairsTopLeft) {
+  auto sdpa = [](int64_t l, int64_t s, bool causal) {
+    // scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal): B*H = 2*3 = 6, E 8
+    return count("aten::scaled_dot_product_attention", Args()
+                                                           .tensor({2, 3, l, 8})
+                                                           .tensor({2, 3, s, 8})
+                                                           .tensor({2, 3, s, 8})
+                                                           .none()
+                                                           .d(0.0)
+                                                           .b(causal));
+  };
+  // L = S = 5: kept 15 of 25, masked 10 per head; 6 heads: 60 pairs of 2*16 + 1 = 33 FLOPs.
+  FlopCount sq = sdpa(5, 5, true);
+  EXPECT_EQ(sq.flops, 6u * 25 * 33);  // the dense count is unchanged
+  EXPECT_EQ(sq.masked_macs, 60u * 16);
+  EXPECT_EQ(sq.masked_flops, 60u * 33);
+  EXPECT_TRUE(sq.kernel_unknown);  // the composite op: its kernel runs unobserved
+  EXPECT_EQ(sq.skipped_flops, 0u);
+  // L = 4 < S = 10: kept 4*5/2 = 10 of 40, masked 30.
+  EXPECT_EQ(sdpa(4, 10, true).masked_flops, 6u * 30 * 33);
+  // L = 10 > S = 4: kept 4*5/2 + 6*4 = 34 of 40, masked 6.
+  EXPECT_EQ(sdpa(10, 4, true).masked_flops, 6u * 6 * 33);
+  // Not causal: nothing masked, the kernel question does not arise.
+  FlopCount dense = sdpa(5, 5, false);
+  EXPECT_EQ(dense.masked_flops, 0u);
+  EXPECT_FALSE(dense.kernel_unknown);
+  // The math backend computes the whole square: nothing skipped, its kernel known.
+  FlopCount math = count(
+      "aten::_scaled_dot_product_attention_math",
+      Args().tensor({2, 3, 5, 8}).tensor({2, 3, 5, 8}).tensor({2, 3, 5, 8}).none().d(0.0).b(true));
+  EXPECT_EQ(math.masked_flops, 60u * 33);
+  EXPECT_EQ(math.skipped_flops, 0u);
+  EXPECT_FALSE(math.kernel_unknown);
+}
+
+// PyTorch 2.6's CPU flash kernel (FlashAttentionKernel.cpp): query blocks of 256 (L >= 768), key
+// blocks of 512 (S >= 512); with is_causal, query block [m, m + 256) computes whole key blocks up
+// to the one holding key m + 255. L = S = 1024, one head: blocks 0 and 1 compute keys [0, 512),
+// blocks 2 and 3 all 1024 keys: 256 * (512 + 512 + 1024 + 1024) = 786,432 pairs of 1,048,576;
+// the causal count is 1024 * 1025 / 2 = 524,800.
+TEST(AttentionFormula, CpuFlashKernelSkipsWholeKeyBlocks) {
+  // _scaled_dot_product_flash_attention_for_cpu(q, k, v, dropout_p, is_causal), E = 4
+  Args q_k_v =
+      Args().tensor({1, 1, 1024, 4}).tensor({1, 1, 1024, 4}).tensor({1, 1, 1024, 4}).d(0.0).b(true);
+  FlopCount c = count("aten::_scaled_dot_product_flash_attention_for_cpu", q_k_v);
+  const uint64_t per_pair = 2 * (4 + 4) + 1;
+  EXPECT_EQ(c.flops, 1048576u * per_pair);
+  EXPECT_EQ(c.masked_flops, (1048576u - 524800u) * per_pair);
+  EXPECT_EQ(c.skipped_flops, (1048576u - 786432u) * per_pair);
+  EXPECT_FALSE(c.kernel_unknown);
+  // Its backward (grad_out, q, k, v, out, logsumexp, dropout_p, is_causal): the same blocks,
+  // 2(3E + 2Ev) + 1 = 41 FLOPs a pair.
+  Args backward = Args()
+                      .tensor({1, 1, 1024, 4})
+                      .tensor({1, 1, 1024, 4})
+                      .tensor({1, 1, 1024, 4})
+                      .tensor({1, 1, 1024, 4})
+                      .tensor({1, 1, 1024, 4})
+                      .tensor({1, 1, 1024})
+                      .d(0.0)
+                      .b(true);
+  FlopCount b = count("aten::_scaled_dot_product_flash_attention_for_cpu_backward", backward);
+  EXPECT_EQ(b.masked_flops, (1048576u - 524800u) * 41);
+  EXPECT_EQ(b.skipped_flops, (1048576u - 786432u) * 41);
+  // L = S = 100 (query blocks of 32, one key block of 100): every block computes all 100 keys,
+  // nothing skipped although 4,950 pairs are masked.
+  FlopCount small = count(
+      "aten::_scaled_dot_product_flash_attention_for_cpu",
+      Args().tensor({1, 1, 100, 4}).tensor({1, 1, 100, 4}).tensor({1, 1, 100, 4}).d(0.0).b(true));
+  EXPECT_EQ(small.masked_flops, 4950u * per_pair);
+  EXPECT_EQ(small.skipped_flops, 0u);
+  // L = S = 600 (query blocks of 64, key blocks of 512): the 8 blocks starting at m <= 448 need
+  // keys below 512 only (m + 64 <= 512) and compute 512; the block at 512 and the last, 576..599
+  // (24 rows), compute all 600.
+  // computed = 8*64*512 + 64*600 + 24*600 = 262,144 + 38,400 + 14,400 = 314,944 of 360,000.
+  FlopCount mid = count(
+      "aten::_scaled_dot_product_flash_attention_for_cpu",
+      Args().tensor({1, 1, 600, 4}).tensor({1, 1, 600, 4}).tensor({1, 1, 600, 4}).d(0.0).b(true));
+  EXPECT_EQ(mid.skipped_flops, (360000u - 314944u) * per_pair);
+}
+
 TEST(AttentionFormula, CudaKernelsTakeHeadsAfterLength) {
   // _flash_attention_forward(query[B, L, H, E], key[B, S, H, E], value[B, S, H, Ev]): the same
   // attention as above, laid out [2,5,3,8] / [2,7,3,8]: 2*MACs = 6720; backward 16800.

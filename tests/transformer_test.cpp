@@ -11,6 +11,8 @@
 
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "flopsprof/flopsprof.h"
 #include "models/gpt.h"
 #include "test_modules.h"
@@ -84,6 +86,35 @@ TEST(Transformer, PrefillMatchesTheClosedFormAndTheTiedHeadCountsOnce) {
   EXPECT_EQ(own, 4u * t * t * d);
 }
 
+// Hand-written attention (the only kind LibTorch 1.13 has) is the matmuls it runs: the causal
+// convention changes nothing there (no op carries a causal mask), and the report says which
+// convention the numbers use.
+TEST(Transformer, HandWrittenAttentionCountsAsItRunsUnderEitherConvention) {
+  const models::GptConfig c = small();
+  torch::manual_seed(0);
+  models::Gpt gpt(c);
+  torch::NoGradGuard no_grad;
+  auto prompt = torch::randint(0, c.vocab, {1, 16}, torch::kLong);
+  uint64_t flops[2] = {0, 0};
+  for (int k = 0; k < 2; ++k) {
+    flopsprof::ProfilerOptions po;
+    po.attention =
+        k == 0 ? flopsprof::AttentionConvention::kDense : flopsprof::AttentionConvention::kCausal;
+    flopsprof::FlopsProfiler prof(gpt.ptr(), po);
+    models::KvCache cache;
+    prof.start_profile();
+    gpt->forward(prompt, cache);
+    prof.stop_profile();
+    const flopsprof::ProfileResult& r = prof.result();
+    flops[k] = r.flops;
+    EXPECT_EQ(r.masked_flops, 0u);
+    EXPECT_EQ(matmul_flops(r), closed_form(c, 16, 16));
+    const std::string text = prof.model_profile_string();
+    EXPECT_EQ(text.find("attention convention") != std::string::npos, k == 1);
+  }
+  EXPECT_EQ(flops[0], flops[1]);
+}
+
 TEST(Transformer, DecodeStepsWithAKvCacheMatchTheClosedForm) {
   const models::GptConfig c = small();
   torch::manual_seed(0);
@@ -103,6 +134,183 @@ TEST(Transformer, DecodeStepsWithAKvCacheMatchTheClosedForm) {
   EXPECT_EQ(matmul_flops(r), expected);
   EXPECT_EQ(module(r, "").calls, static_cast<uint64_t>(steps));
   EXPECT_EQ(r.fwd_spread.samples, static_cast<uint64_t>(steps));  // latency per decode step
+}
+
+// Generation profiled once, its phases named: a prefill of B x t tokens, then decode steps of B
+// tokens each. Each region gets the work that began in its windows; tokens come from the token
+// ids (wte's indices [B, t]; wpe's positions [1, t] are fewer).
+TEST(Regions, PrefillAndDecodeSplitTheTotalsAndEveryModule) {
+  const models::GptConfig c = small();
+  torch::manual_seed(0);
+  models::Gpt gpt(c);
+  torch::NoGradGuard no_grad;
+  const int64_t b = 2, t = 16, steps = 4;
+  flopsprof::ProfilerOptions po;
+  po.roofline.set_peak_flops(1e12);  // given: MFU and MBU follow from them by hand
+  po.roofline.peak_bandwidth = 1e10;
+  flopsprof::FlopsProfiler prof(gpt.ptr(), po);
+  models::KvCache cache;
+  prof.start_profile();
+  torch::Tensor token;
+  {
+    auto r = prof.region("prefill");
+    token = gpt->prefill(torch::randint(0, c.vocab, {b, t}, torch::kLong), cache);
+  }
+  for (int64_t i = 0; i < steps; ++i) {
+    auto r = prof.region("decode");
+    token = gpt->decode(token, cache);
+  }
+  prof.stop_profile();
+  const flopsprof::ProfileResult& r = prof.result();
+  ASSERT_EQ(r.regions.size(), 2u);
+  const flopsprof::RegionStats& pre = r.regions[0];
+  const flopsprof::RegionStats& dec = r.regions[1];
+  EXPECT_EQ(pre.name, "prefill");
+  EXPECT_EQ(dec.name, "decode");
+  EXPECT_EQ(pre.windows, 1u);
+  EXPECT_EQ(dec.windows, static_cast<uint64_t>(steps));
+  EXPECT_EQ(dec.spread.samples, static_cast<uint64_t>(steps));
+  // Every op ran in a region: the regions' FLOPs add up to the totals.
+  EXPECT_EQ(pre.flops + dec.flops, r.flops);
+  EXPECT_EQ(pre.macs + dec.macs, r.macs);
+  EXPECT_GT(pre.outside_flops + dec.outside_flops, 0u);  // argmax after each forward
+  // Tokens: B x t for the prefill, B per decode step.
+  EXPECT_EQ(pre.tokens, static_cast<uint64_t>(b * t));
+  EXPECT_EQ(dec.tokens, static_cast<uint64_t>(b * steps));
+  EXPECT_EQ(pre.tokens_source, "embedding indices");
+  EXPECT_DOUBLE_EQ(dec.tokens_per_s, static_cast<double>(b * steps) / dec.duration_s);
+  EXPECT_DOUBLE_EQ(dec.latency_per_token_s, dec.duration_s / static_cast<double>(b * steps));
+  EXPECT_DOUBLE_EQ(pre.flops_per_token, static_cast<double>(pre.flops) / (b * t));
+  EXPECT_DOUBLE_EQ(pre.first_s, pre.duration_s);  // one window: the time to first token
+  // Per module: fc1 (d -> mlp, no bias) is 2 * tokens * d * mlp FLOPs in each region, with one
+  // call per window; the root's share is the region's forward.
+  const uint64_t d = c.d_model;
+  const flopsprof::ModuleStats& fc1 = module(r, "blocks.1.fc1");
+  ASSERT_EQ(fc1.regions.size(), 2u);
+  EXPECT_EQ(fc1.regions[0].flops, 2u * b * t * d * c.mlp);
+  EXPECT_EQ(fc1.regions[1].flops, 2u * b * steps * d * c.mlp);
+  EXPECT_EQ(fc1.regions[0].calls, 1u);
+  EXPECT_EQ(fc1.regions[1].calls, static_cast<uint64_t>(steps));
+  EXPECT_EQ(fc1.regions[0].flops + fc1.regions[1].flops, fc1.flops);
+  const flopsprof::ModuleStats& root = module(r, "");
+  EXPECT_EQ(root.regions[0].flops, pre.flops);
+  EXPECT_EQ(root.regions[1].flops, dec.flops);
+  EXPECT_EQ(root.regions[1].calls, static_cast<uint64_t>(steps));
+  // The attention's QK^T and PV in decode step i: 4 * B * (t + i + 1) * d per layer, in the
+  // decode region's share of the attention module (its q, k, v, o Linears: 2 * B * (2 d^2 +
+  // 2 d kv) per step).
+  const uint64_t kv = c.kv_heads * (d / c.heads);
+  uint64_t qk_pv = 0;
+  for (int64_t i = 0; i < steps; ++i) qk_pv += 4u * b * (t + i + 1) * d;
+  const flopsprof::ModuleStats& attn = module(r, "blocks.0.attn");
+  uint64_t projections = 0;
+  for (const char* p : {"blocks.0.attn.q", "blocks.0.attn.k", "blocks.0.attn.v", "blocks.0.attn.o"})
+    projections += module(r, p).regions[1].flops;
+  EXPECT_EQ(projections, steps * 2u * b * (2 * d * d + 2 * d * kv));
+  EXPECT_GE(attn.regions[1].flops - projections, qk_pv);  // + softmax, scale, mask (listed ops)
+  // Utilisation against the given peaks: FLOP/s over 1e12, bytes/s over 1e10.
+  EXPECT_NEAR(dec.mfu, static_cast<double>(dec.flops) / dec.duration_s / 1e12, 1e-12);
+  EXPECT_NEAR(dec.mbu, static_cast<double>(dec.bytes) / dec.duration_s / 1e10, 1e-12);
+  EXPECT_GT(dec.bytes, 0u);
+  EXPECT_NEAR(fc1.regions[1].mfu,
+              static_cast<double>(fc1.regions[1].flops) / fc1.regions[1].latency_s / 1e12, 1e-12);
+  // The reports carry them.
+  const std::string text = prof.model_profile_string();
+  EXPECT_NE(text.find("Regions"), std::string::npos);
+  EXPECT_NE(text.find("time to first token"), std::string::npos);
+  const nlohmann::json j = nlohmann::json::parse(prof.to_json());
+  ASSERT_EQ(j["regions"].size(), 2u);
+  EXPECT_EQ(j["regions"][1]["name"], "decode");
+  EXPECT_EQ(j["regions"][1]["tokens"], b * steps);
+  EXPECT_EQ(j["regions"][0]["flops"], pre.flops);
+  bool found = false;
+  for (const auto& m : j["modules"]) {
+    if (m["name"] == "blocks.1.fc1") {
+      found = true;
+      EXPECT_EQ(m["regions"]["decode"]["flops"], fc1.regions[1].flops);
+      EXPECT_EQ(m["regions"]["prefill"]["calls"], 1);
+    }
+  }
+  EXPECT_TRUE(found);
+  const std::string page = prof.html();
+  EXPECT_NE(page.find("\"regions\""), std::string::npos);
+}
+
+// A training step in one region: its backward and recompute-free FLOPs; tokens given; work
+// outside every region in none.
+TEST(Regions, GivenTokensBackwardAndWorkOutsideEveryRegion) {
+  torch::manual_seed(0);
+  auto net =
+      torch::nn::Sequential(torch::nn::Linear(8, 16), torch::nn::ReLU(), torch::nn::Linear(16, 4));
+  flopsprof::FlopsProfiler prof(net.ptr());
+  prof.start_profile();
+  net->forward(torch::randn({3, 8}));  // outside every region
+  {
+    auto r = prof.region("train", 3);
+    net->forward(torch::randn({3, 8})).sum().backward();
+    r.add_tokens(2);  // given: 3 + 2
+  }
+  prof.stop_profile();
+  const flopsprof::ProfileResult& r = prof.result();
+  ASSERT_EQ(r.regions.size(), 1u);
+  const flopsprof::RegionStats& g = r.regions[0];
+  // One forward of 3 x (8 -> 16 -> 4) with biases: 2*3*8*16 + 3*16 + 3*16 (relu) + 2*3*16*4 + 3*4.
+  const uint64_t fwd = 2 * 3 * 8 * 16 + 3 * 16 + 3 * 16 + 2 * 3 * 16 * 4 + 3 * 4;
+  // The sum() after the last layer (3 x 4 = 12 FLOPs) is given to the model by op order, marked.
+  EXPECT_EQ(module(r, "").inferred_flops, 12u);
+  EXPECT_EQ(r.flops, 2 * fwd + 12);
+  EXPECT_EQ(g.flops, fwd + 12);
+  EXPECT_EQ(g.bwd_flops, r.bwd_flops);  // the only backward ran in the region
+  EXPECT_GT(g.bwd_flops, 0u);
+  EXPECT_EQ(g.tokens, 5u);
+  EXPECT_EQ(g.tokens_source, "given");
+  EXPECT_DOUBLE_EQ(g.flops_per_token, static_cast<double>(g.flops + g.bwd_flops) / 5);
+  EXPECT_EQ(module(r, "0").regions[0].calls, 1u);
+  EXPECT_EQ(module(r, "0").calls, 2u);
+}
+
+TEST(Regions, OverlapAndEmptyNamesThrowAndInertWithoutAProfile) {
+  auto net = torch::nn::Linear(4, 4);
+  flopsprof::FlopsProfiler prof(net.ptr());
+  {
+    auto r = prof.region("idle");  // no profile: inert
+    net->forward(torch::randn({1, 4}));
+  }
+  prof.start_profile();
+  {
+    auto a = prof.region("prefill");
+    try {
+      auto b = prof.region("decode");
+      ADD_FAILURE() << "overlapping regions accepted";
+    } catch (const flopsprof::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("\"prefill\" is still open"), std::string::npos)
+          << e.what();
+    }
+    EXPECT_THROW(prof.region(""), flopsprof::Error);
+    net->forward(torch::randn({1, 4}));
+  }
+  auto open = prof.region("tail");  // still open at the stop: ends there
+  net->forward(torch::randn({1, 4}));
+  prof.stop_profile();
+  open.end();  // after the stop: nothing to close
+  const flopsprof::ProfileResult& r = prof.result();
+  ASSERT_EQ(r.regions.size(), 2u);
+  EXPECT_EQ(r.regions[0].name, "prefill");
+  EXPECT_EQ(r.regions[1].name, "tail");
+  EXPECT_EQ(r.regions[0].flops, 2u * 4 * 4 + 4);
+  EXPECT_EQ(r.regions[1].flops, 2u * 4 * 4 + 4);
+  EXPECT_EQ(r.regions[1].tokens, 0u);  // no embedding, none given: unknown, not 0 tokens/s
+  EXPECT_EQ(r.regions[1].tokens_per_s, 0.0);
+  // reset_profile() drops the windows so far.
+  prof.start_profile();
+  {
+    auto g = prof.region("x");
+    net->forward(torch::randn({1, 4}));
+    prof.reset_profile();
+  }
+  net->forward(torch::randn({1, 4}));
+  prof.stop_profile();
+  EXPECT_TRUE(prof.result().regions.empty());
 }
 
 }  // namespace

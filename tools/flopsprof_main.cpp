@@ -64,6 +64,11 @@ options:
   --peak-bandwidth B     the machine's peak memory bandwidth, bytes/s (20e9, 3.35T); also
                          FLOPSPROF_PEAK_BANDWIDTH. Unless given, a CPU's peaks are measured once
                          (a few hundred ms) and cached, a GPU's come from its properties
+  --attention dense|causal
+                         how attention under a causal mask (SDPA's is_causal) counts in FLOPs,
+                         MACs and MFU: every query against every key (dense, the default, as
+                         FlopCounterMode) or only the pairs the mask keeps (causal); the JSON has
+                         both, and what the kernels ran
   --no-roofline          no peaks measured, no roofline columns in the text (bytes stay in JSON)
   --json FILE            also write the profile as JSON
   --html FILE            also write the self-contained HTML report
@@ -177,6 +182,7 @@ struct Options {
   std::string json, html, trace;
   bool quiet = false;
   flopsprof::RooflineOptions roofline;
+  flopsprof::AttentionConvention attention = flopsprof::AttentionConvention::kDense;
 };
 
 Options parse_args(int argc, char** argv) {
@@ -227,6 +233,15 @@ Options parse_args(int argc, char** argv) {
         o.roofline.peak_bandwidth = flopsprof::parse_peak_bandwidth(value());
       } catch (const flopsprof::Error& e) {
         fail(std::string("--peak-bandwidth: ") + e.what());
+      }
+    } else if (a == "--attention") {
+      const std::string v = value();
+      if (v == "dense") {
+        o.attention = flopsprof::AttentionConvention::kDense;
+      } else if (v == "causal") {
+        o.attention = flopsprof::AttentionConvention::kCausal;
+      } else {
+        fail("--attention: '" + v + "' is not a convention; use dense or causal");
       }
     } else if (a == "--no-roofline") {
       o.roofline.enabled = false;
@@ -648,6 +663,7 @@ int run(int argc, char** argv) {
   flopsprof::ProfilerOptions popts;
   popts.batch_size = inputs.batch;
   popts.roofline = o.roofline;
+  popts.attention = o.attention;
   for (const c10::IValue& v : inputs.values) {
     popts.inputs.push_back(v.isTensor() ? flopsprof::detail::describe_input(v.toTensor())
                                         : v.tagKind());
@@ -680,7 +696,8 @@ int run(int argc, char** argv) {
 int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "diff") {  // flopsprof diff BASE.json NEW.json
     std::string out, err;
-    const int code = flopsprof::diff_command(std::vector<std::string>(argv + 2, argv + argc), out, err);
+    const int code =
+        flopsprof::diff_command(std::vector<std::string>(argv + 2, argv + argc), out, err);
     std::cout << out << std::flush;
     std::cerr << err;
     return code;

@@ -122,6 +122,16 @@ class OpInputs {
 struct FlopCount {
   uint64_t flops = 0;
   uint64_t macs = 0;
+  /// Attention under a causal mask (docs/report.md, "Causal attention"): of `flops` and `macs`
+  /// (the dense count: every query against every key), the part on (query, key) pairs the mask
+  /// discards. The causal convention counts `flops - masked_flops`. 0 for every other op.
+  uint64_t masked_flops = 0, masked_macs = 0;
+  /// Of `flops`, what the kernel never computed (fully masked blocks a flash kernel skips):
+  /// what ran is `flops - skipped_flops`. 0 where the kernel computes every pair.
+  uint64_t skipped_flops = 0;
+  /// The kernel that ran is not known from this op (it dispatches to one of several, or the
+  /// kernel's blocking is not modelled): `skipped_flops` is 0 and what ran may be less.
+  bool kernel_unknown = false;
 };
 
 /// A formula: a pure function of the op's inputs. Return `std::nullopt` when the inputs are not

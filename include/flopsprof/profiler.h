@@ -76,6 +76,9 @@ struct ProfilerOptions {
   /// then cached per machine: flopsprof/machine.h) and a GPU's come from its properties; given
   /// values (e.g. datasheet figures) win, and `enabled = false` skips them.
   RooflineOptions roofline;
+  /// How attention under a causal mask counts in FLOPs, MACs and MFU (docs/report.md, "Causal
+  /// attention"); the JSON carries the dense, causal and kernel counts whatever is chosen.
+  AttentionConvention attention = AttentionConvention::kDense;
 };
 
 class FlopsProfiler;
@@ -126,6 +129,37 @@ class IterationScope {
  private:
   friend class FlopsProfiler;
   FlopsProfiler* profiler_ = nullptr;
+};
+
+namespace detail {
+class Recording;
+}  // namespace detail
+
+/// One window of a named region (a phase such as "prefill" or "decode"), from
+/// `FlopsProfiler::region()`: every op that begins on any thread while it is open counts toward
+/// the region, in ProfileResult::regions and each module's ModuleStats::regions. Inert when no
+/// profile is running; a window still open at stop_profile() ends there; reset_profile() drops
+/// the windows so far (an open one too: its scope becomes inert). Movable, not copyable; ends at
+/// destruction or `end()`. Open, feed and end it from the thread that calls the profiler.
+class RegionScope {
+ public:
+  RegionScope() = default;
+  RegionScope(RegionScope&& other) noexcept { *this = std::move(other); }
+  RegionScope& operator=(RegionScope&& other) noexcept;
+  RegionScope(const RegionScope&) = delete;
+  RegionScope& operator=(const RegionScope&) = delete;
+  ~RegionScope() { end(); }
+  /// Ends the window now (idempotent).
+  void end() noexcept;
+  /// Adds `tokens` to this window's tokens (e.g. the tokens a decode step produced, known only
+  /// after it ran). Windows given tokens do not take them from the embedding's indices.
+  void add_tokens(uint64_t tokens) noexcept;
+
+ private:
+  friend class FlopsProfiler;
+  std::weak_ptr<detail::Recording> recording_;
+  int index_ = -1;
+  uint64_t generation_ = 0;
 };
 
 /// Per-module FLOPs, MACs, parameters and latency of a `torch::nn::Module`, with DeepSpeed's API.
@@ -184,6 +218,14 @@ class FlopsProfiler {
   /// Marks the optimizer step of a training iteration: `{ auto s = prof.step_scope(); opt.step();
   /// }`.
   [[nodiscard]] StepScope step_scope();
+  /// Opens a window of the region `name` until the returned scope ends: `{ auto r =
+  /// prof.region("decode"); model->step(tok); }`. A region may be opened many times (each decode
+  /// step a window); its numbers are summed over its windows, with their spread. `tokens`: the
+  /// tokens this window processes (0: the largest indices of its aten::embedding ops on the
+  /// model's weights, batch x sequence; or add them later with RegionScope::add_tokens()). Costs
+  /// a clock read; nothing per op. Throws `Error` for an empty name, or while another region's
+  /// window is open (regions do not overlap). Inert (no throw) when no profile is running.
+  [[nodiscard]] RegionScope region(std::string name, uint64_t tokens = 0);
   /// Marks one training iteration: `auto it = prof.iteration();` at the top of the loop body.
   /// With `ProfilerOptions::profile_step = N`, iteration N is profiled (started and stopped by
   /// the scope; warm-up iterations are not). Throws `Error` if a manual profile is running.

@@ -22,6 +22,16 @@ struct KernelStats {
   double gpu_s = 0;  ///< sum of its durations, seconds
 };
 
+/// How attention under a causal mask counts in the headline numbers (docs/report.md, "Causal
+/// attention"). Whatever the convention, the profile also carries the other count and what the
+/// kernels ran.
+enum class AttentionConvention : uint8_t {
+  kDense,   ///< every query against every key: FlopCounterMode's, PaLM's 6N + 12LHQT (default)
+  kCausal,  ///< only the (query, key) pairs the mask keeps: FlashAttention's, Megatron's
+};
+/// "dense", "causal"
+const char* convention_name(AttentionConvention convention);
+
 /// Latency per iteration where a profile saw several: each forward call of the root model (a
 /// loop that profiled several iterations), each backward pass, each optimizer step, or each of
 /// the command's repeated profiles (`flopsprof MODEL --runs N`). `samples` 0: one iteration
@@ -67,6 +77,21 @@ struct OpStats {
   RooflinePoint roofline;         ///< FLOPs (n/a without a formula), bytes, over latency_s
 };
 
+/// One module's work in one region (ModuleStats::regions, indexed as ProfileResult::regions):
+/// its forward calls that began in the region's windows and the forward ops placed in it there
+/// (inclusive of its submodules, as ModuleStats), and its backward work there.
+struct ModuleRegionStats {
+  uint64_t calls = 0;
+  double latency_s = 0;  ///< sum of those calls' spans, seconds
+  uint64_t flops = 0, macs = 0;
+  uint64_t bytes = 0;  ///< bytes its forward ops there moved (read + written)
+  FlopsByDtype flops_by_dtype{};
+  uint64_t bwd_flops = 0;  ///< backward ops there linked to its forward ops
+  /// Its forward there against the machine's ceilings (0: unknown, or no time): FLOP/s over the
+  /// peak of each op's dtype (mfu), bytes/s over the peak bandwidth (mbu).
+  double mfu = 0, mbu = 0;
+};
+
 /// One module of the profiled model, inclusive of its submodules.
 struct ModuleStats {
   std::string name;           ///< dotted name ("encoder.layer.3"); "" for the root model
@@ -103,6 +128,10 @@ struct ModuleStats {
   uint64_t maybe_missing_ops = 0;
   uint64_t maybe_missing_flops = 0;
   FlopsByDtype flops_by_dtype{};
+  /// Of its forward under a causal mask: FLOPs on the pairs the mask discards (in `flops` under
+  /// the dense convention, not under the causal one) and FLOPs its kernels skipped (docs/
+  /// report.md, "Causal attention"). Dense, causal and kernel counts follow from these.
+  uint64_t masked_flops = 0, skipped_flops = 0;
   uint64_t bwd_flops = 0;  ///< measured: backward ops linked to this subtree's forward ops
   uint64_t bwd_macs = 0;
   double bwd_latency_s = 0;      ///< sum of the durations of its autograd nodes, seconds
@@ -135,6 +164,43 @@ struct ModuleStats {
   /// Its forward latency per forward call of the root (its calls in that iteration summed), and
   /// its backward per backward pass; samples 0 with one iteration only.
   LatencySpread fwd_spread, bwd_spread;
+  /// Its work per region (empty without regions), indexed as ProfileResult::regions.
+  std::vector<ModuleRegionStats> regions;
+};
+
+/// A phase of the run the caller named (FlopsProfiler::region(): "prefill", "decode"): its
+/// windows' wall time and every op that began inside one of them, on any thread. Regions never
+/// overlap; work outside every region is in none (the totals still count it).
+struct RegionStats {
+  std::string name;
+  uint64_t windows = 0;   ///< times the region was opened
+  double duration_s = 0;  ///< wall time of its windows, summed, seconds
+  double first_s = 0;     ///< its first window's wall time (a prefill's: time to first token)
+  LatencySpread spread;   ///< per window; samples 0 with one window
+  uint64_t flops = 0;     ///< the model's forward FLOPs there (as ProfileResult::flops)
+  uint64_t macs = 0;
+  FlopsByDtype flops_by_dtype{};
+  uint64_t bwd_flops = 0;        ///< measured backward FLOPs there (recompute excluded)
+  uint64_t recompute_flops = 0;  ///< forward ops re-run in backward there
+  uint64_t outside_flops = 0;    ///< forward FLOPs outside the model there (sampling, a loss)
+  uint64_t bytes = 0;  ///< bytes the model's forward, backward and recompute ops there moved
+  /// Tokens the region processed (0: unknown): given (FlopsProfiler::region's `tokens`,
+  /// RegionScope::add_tokens) or, per window without any given, the largest element count among
+  /// the indices of its aten::embedding ops on the model's weights (the token ids: batch x
+  /// sequence). A window that runs the model on several inputs needs its tokens given.
+  /// `tokens_source`: "given", "embedding indices", "given and embedding indices", or "" when
+  /// unknown.
+  uint64_t tokens = 0;
+  std::string tokens_source;
+  double tokens_per_s = 0;         ///< tokens / duration_s (0: unknown)
+  double flops_per_token = 0;      ///< (flops + bwd_flops) / tokens
+  double latency_per_token_s = 0;  ///< duration_s / tokens
+  /// Model FLOPs utilisation: (forward + backward FLOPs, in the profile's convention) per second
+  /// of its windows over the peak of each op's dtype (sum over dtypes of FLOPs / peak, over
+  /// duration_s); hfu counts what the hardware ran instead: the recompute and the masked pairs
+  /// the kernels computed in, the blocks they skipped out. mbu: bytes per second over the peak
+  /// bandwidth. 0: the peaks are unknown (ProfileResult::machine says where they came from).
+  double mfu = 0, hfu = 0, mbu = 0;
 };
 
 /// Device activity of a model on a GPU (absent on CPU-only runs). Timing, in fallback order:
@@ -190,7 +256,6 @@ struct MemoryStats {
   uint64_t frees = 0;
   std::vector<MemorySample> trace;  ///< the footprint, one sample per allocation or free
 };
-
 
 /// Work the profile observed that ran outside the model's forward (docs/training.md, "Outside the
 /// model"): data preparation, `to(device)`, the loss, metrics, `clip_grad_norm_`, other models.
@@ -289,6 +354,14 @@ struct ProfileResult {
   uint64_t flops = 0;  ///< forward FLOPs, each op counted once
   uint64_t macs = 0;
   FlopsByDtype flops_by_dtype{};
+  /// The convention of every FLOP and MAC count of the profile (ProfilerOptions::attention).
+  AttentionConvention attention = AttentionConvention::kDense;
+  /// Causal masks: of the forward's (backward's) dense count, the FLOPs on masked pairs and the
+  /// FLOPs the kernels skipped; calls with a causal mask whose kernel's skipping is not known (a
+  /// composite SDPA op, a CUDA kernel: what ran is taken as dense for them).
+  uint64_t masked_flops = 0, skipped_flops = 0;
+  uint64_t bwd_masked_flops = 0, bwd_skipped_flops = 0;
+  uint64_t kernel_unknown_calls = 0;
   double duration_s = 0;              ///< forward latency of the root module, seconds
   double no_formula_s = 0;            ///< forward time spent in ops without a formula, seconds
   uint64_t threads = 0;               ///< threads on which ops were observed
@@ -330,6 +403,9 @@ struct ProfileResult {
   LatencySpread fwd_spread, bwd_spread, step_spread;
   /// What ran: inputs, threads, versions, device (compared by flopsprof/diff.h).
   Workload workload;
+  /// The regions the caller named (FlopsProfiler::region()), in the order first opened; each
+  /// module's share in ModuleStats::regions.
+  std::vector<RegionStats> regions;
 
   OutsideStats outside;  ///< work observed outside the model's forward
   /// c10d collectives issued while profiling, per module and phase (empty without any).
@@ -346,6 +422,17 @@ struct ProfileResult {
   int data_parallel_size = 1;
   int model_parallel_size = 1;
 
+  /// A forward count (`flops` of the profile or a module, with its `masked` and `skipped`) in the
+  /// dense convention, the causal one, and as the kernels ran it.
+  uint64_t dense_flops(uint64_t counted, uint64_t masked) const {
+    return attention == AttentionConvention::kCausal ? counted + masked : counted;
+  }
+  uint64_t causal_flops(uint64_t counted, uint64_t masked) const {
+    return dense_flops(counted, masked) - masked;
+  }
+  uint64_t kernel_flops(uint64_t counted, uint64_t masked, uint64_t skipped) const {
+    return dense_flops(counted, masked) - skipped;
+  }
   /// fwd + bwd + step latency, seconds.
   double iteration_latency_s() const { return duration_s + bwd_latency_s + step_latency_s; }
   /// DeepSpeed's backward estimate: 2 x forward FLOPs, plus recomputation (saturates at

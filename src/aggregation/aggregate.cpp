@@ -13,6 +13,7 @@
 #include <fmt/ranges.h>
 
 #include "aggregation/collectives.h"
+#include "aggregation/regions.h"
 #include "aggregation/spread.h"
 #include "formulas/registry.h"
 
@@ -64,6 +65,7 @@ struct ModuleAcc {
   uint64_t own_inferred_ops = 0, own_inferred_flops = 0;
   uint64_t maybe_missing_ops = 0, maybe_missing_flops = 0;  // the other side of guesses
   uint64_t bwd_flops = 0, bwd_macs = 0, re_flops = 0, re_macs = 0;
+  uint64_t masked = 0, skipped = 0;  // causal masks (forward)
   int64_t ns = 0, bwd_ns = 0;
   int64_t mem_alloc = 0, mem_held = 0;
   FlopsByDtype by_dtype{};
@@ -209,7 +211,7 @@ std::vector<MemoryPoint> memory_timeline(const AggregateInput& in, bool* saturat
 }
 
 Analysis analyze(const AggregateInput& in) {
-  Analysis a{attribute(in), count_ops(in.threads, *in.names), {}, false, {}, {}};
+  Analysis a{attribute(in), count_ops(in.threads, *in.names, in.attention), {}, false, {}, {}};
   a.memory = memory_timeline(in, &a.memory_saturated);
   a.collectives = collective_calls(in, a.attribution);
   if (in.gpu != nullptr) {
@@ -261,6 +263,7 @@ class Aggregator {
         bwd_iters(num_modules, backward_passes()) {
     r.timer = in.timer;
     r.problems = in.problems;
+    r.attention = in.attention;
   }
 
   // The iterations latency spreads are taken over: the root's forward calls, the model's
@@ -486,6 +489,15 @@ class Aggregator {
 
   // A forward op of module m (inclusive up the tree); inferred placements counted apart.
   void add_forward(const RawEvent& e, int m, bool inferred, const FlopCount* fc, DType dt) {
+    if (fc && (fc->masked_flops > 0 || fc->skipped_flops > 0)) {
+      add_saturating(r.masked_flops, fc->masked_flops, overflow);
+      add_saturating(r.skipped_flops, fc->skipped_flops, overflow);
+      r.kernel_unknown_calls += fc->kernel_unknown ? 1 : 0;
+      for (int a = m; a >= 0; a = tree.nodes[a].parent) {
+        add_saturating(acc[a].masked, fc->masked_flops, overflow);
+        add_saturating(acc[a].skipped, fc->skipped_flops, overflow);
+      }
+    }
     if (fc) {
       add_saturating(r.flops, fc->flops, overflow);
       add_saturating(r.macs, fc->macs, overflow);
@@ -521,6 +533,9 @@ class Aggregator {
     }
     add_saturating(r.bwd_flops, fc.flops, overflow);
     add_saturating(r.bwd_macs, fc.macs, overflow);
+    add_saturating(r.bwd_masked_flops, fc.masked_flops, overflow);
+    add_saturating(r.bwd_skipped_flops, fc.skipped_flops, overflow);
+    r.kernel_unknown_calls += fc.kernel_unknown ? 1 : 0;
     if (m < 0) add_saturating(r.autograd_flops, fc.flops, overflow);
     for (int a = m; a >= 0; a = tree.nodes[a].parent) {
       add_saturating(acc[a].bwd_flops, fc.flops, overflow);
@@ -738,6 +753,8 @@ class Aggregator {
       s.maybe_missing_ops = acc[t].maybe_missing_ops;
       s.maybe_missing_flops = acc[t].maybe_missing_flops;
       s.flops_by_dtype = acc[t].by_dtype;
+      s.masked_flops = acc[t].masked;
+      s.skipped_flops = acc[t].skipped;
       s.bwd_flops = acc[t].bwd_flops;
       s.bwd_macs = acc[t].bwd_macs;
       s.bwd_latency_s = static_cast<double>(acc[t].bwd_ns) * s_per_tick;
@@ -1053,7 +1070,7 @@ class Aggregator {
   const int num_modules;
   std::vector<ModuleAcc> acc;
   ByteAcc fwd_bytes, bwd_bytes, step_bytes;
-  std::map<std::pair<int, uint32_t>, OpAcc> ops;  // (op-table phase, name id)
+  std::map<std::pair<int, uint32_t>, OpAcc> ops;               // (op-table phase, name id)
   std::map<std::pair<int, uint32_t>, ModuleOpAcc> module_ops;  // (module, name id): own forward
   const double s_per_tick;
   bool overflow = false;
@@ -1093,6 +1110,7 @@ ProfileResult aggregate(const AggregateInput& in, const Analysis& analysis) {
   a.inference_problems();
   a.op_table();
   a.finish();
+  split_by_region(in, analysis, a.r);
   return std::move(a.r);
 }
 }  // namespace flopsprof::detail

@@ -25,6 +25,8 @@ struct AggregateInput : AttributionInput {
   std::string timer;
   std::vector<std::string> problems;  ///< seen during collection
   MachinePeaks machine;               ///< the roofline's ceilings (unknown: sources empty)
+  std::vector<RegionWindow> regions;  ///< the caller's region windows (open ones: end 0)
+  AttentionConvention attention = AttentionConvention::kDense;  ///< of the counts
 };
 
 /// One allocation or free in the memory timeline of all threads.

@@ -112,7 +112,8 @@ void count_bytes(const std::string& name, const BytesFn& rule, bool metadata,
 
 }  // namespace
 
-OpCounts count_ops(const std::vector<const ThreadEvents*>& threads, const NameLookup& names) {
+OpCounts count_ops(const std::vector<const ThreadEvents*>& threads, const NameLookup& names,
+                   AttentionConvention convention) {
   OpCounts out;
   struct Rules {
     FormulaFn formula;
@@ -159,6 +160,10 @@ OpCounts count_ops(const std::vector<const ThreadEvents*>& threads, const NameLo
         std::optional<FlopCount> fc = r.formula(OpInputs(args.data(), args.size()));
         c.state = fc ? OpCount::kCounted : OpCount::kDeclined;
         if (fc) c.fc = *fc;
+        if (fc && convention == AttentionConvention::kCausal) {
+          c.fc.flops -= std::min(c.fc.flops, c.fc.masked_flops);
+          c.fc.macs -= std::min(c.fc.macs, c.fc.masked_macs);
+        }
       } catch (const std::exception& ex) {
         c.state = OpCount::kFailed;
         ++out.errors[fmt::format("{}: {}", names.name(e.name_id), ex.what())];

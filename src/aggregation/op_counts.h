@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "flopsprof/formulas.h"
+#include "flopsprof/report.h"
 #include "records/events.h"
 
 namespace flopsprof::detail {
@@ -54,7 +55,10 @@ struct OpCounts {
 /// counts bytes (one call per op; each formula and rule looked up once per name). Ops whose
 /// writes no rule derives take them from the memory records, when memory was tracked. Pure but
 /// for the formula registry.
-OpCounts count_ops(const std::vector<const ThreadEvents*>& threads, const NameLookup& names);
+/// Under the causal `convention`, an attention op's masked pairs leave its FLOPs and MACs (its
+/// `masked_*` stay, so the dense count can be told).
+OpCounts count_ops(const std::vector<const ThreadEvents*>& threads, const NameLookup& names,
+                   AttentionConvention convention = AttentionConvention::kDense);
 
 /// The formula inputs of one event, as views into its thread's storage.
 std::vector<ArgView> arg_views(const ThreadEvents& thread, const RawEvent& event);

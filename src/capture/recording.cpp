@@ -1,5 +1,6 @@
 #include "capture/recording.h"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -9,6 +10,7 @@
 
 #include "capture/memory.h"
 #include "capture/observer.h"
+#include "flopsprof/error.h"
 
 namespace flopsprof::detail {
 namespace {
@@ -69,6 +71,8 @@ void Recording::begin() {
     throw;
   }
   session_ = std::move(s);
+  regions_.clear();
+  ++generation_;
   running_ = true;
 }
 
@@ -90,6 +94,12 @@ void Recording::stop() {
   halt();
   timer_->on_stop();
   Collection& c = collected_;
+  for (RegionWindow& w : regions_) {
+    if (w.end_tick == 0) w.end_tick = stop_tick;  // a window still open ends with the profile
+  }
+  c.regions = std::move(regions_);
+  regions_.clear();
+  ++generation_;
   if (gpu_.cupti) {  // the single flush of the device records
     const int64_t host = s.now(), device = gpu_.cupti->device_now_ns();
     c.gpu = gpu_.cupti->stop();
@@ -136,6 +146,8 @@ void Recording::discard() noexcept {
 
 void Recording::end() noexcept {
   if (running_) halt();
+  regions_.clear();
+  ++generation_;
   if (gpu_.cupti) gpu_.cupti->stop();
   gpu_.cupti.reset();
   if (session_) drop_events(session_->buffers);
@@ -202,6 +214,39 @@ std::vector<std::string> capture_problems(const RecordsView& records) {
                     kMaxCapturedArgs));
   }
   return problems;
+}
+
+int Recording::open_region(std::string name, uint64_t tokens) {
+  if (!running_) return -1;  // inert outside a profile (e.g. warm-up iterations)
+  for (const RegionWindow& w : regions_) {
+    if (w.end_tick == 0) {
+      throw Error(fmt::format(
+          "region(\"{}\") opened while region \"{}\" is still open: regions split the profile "
+          "into phases that do not overlap; end the first (RegionScope::end() or its scope) "
+          "before opening the next",
+          name, w.name));
+    }
+  }
+  if (name.empty()) throw Error("region(): the name is empty; name the phase (\"decode\")");
+  RegionWindow w;
+  w.name = std::move(name);
+  w.tokens = tokens;
+  w.start_tick = session_->now();
+  regions_.push_back(std::move(w));
+  return static_cast<int>(regions_.size()) - 1;
+}
+
+void Recording::close_region(int index, uint64_t generation) noexcept {
+  if (generation != generation_ || index < 0 || static_cast<size_t>(index) >= regions_.size())
+    return;
+  RegionWindow& w = regions_[index];
+  if (w.end_tick == 0) w.end_tick = std::max<int64_t>(session_->now(), w.start_tick + 1);
+}
+
+void Recording::add_region_tokens(int index, uint64_t generation, uint64_t tokens) noexcept {
+  if (generation != generation_ || index < 0 || static_cast<size_t>(index) >= regions_.size())
+    return;
+  regions_[index].tokens += tokens;
 }
 
 ScopeHandle Recording::open_step() {

@@ -33,6 +33,7 @@ struct Collection {
   double ns_per_tick = 1.0;
   std::string timer;  ///< the clock's name ("... (calibrated TSC)")
   std::optional<GpuCollection> gpu;
+  std::vector<RegionWindow> regions;  ///< the region windows (open ones closed at the stop)
 };
 
 /// The records to read: copies of a running session's (taken while other threads keep
@@ -90,6 +91,21 @@ class Recording {
   /// step_scope); a handle with session 0 when not running or it could not be recorded.
   ScopeHandle open_step();
 
+  /// Opens a window of region `name` (FlopsProfiler::region) at now; returns its index, or -1
+  /// when not running. Throws `Error` while another window is open (regions do not overlap).
+  int open_region(std::string name, uint64_t tokens);
+  /// Closes window `index` of the recording `generation` (a window of a recording since
+  /// restarted, stopped or ended is left alone); idempotent.
+  void close_region(int index, uint64_t generation) noexcept;
+  /// Adds `tokens` to window `index` of recording `generation` (none: it is gone).
+  void add_region_tokens(int index, uint64_t generation, uint64_t tokens) noexcept;
+  /// Changes at every start, restart, stop and end: what a region handle checks.
+  uint64_t generation() const { return generation_; }
+  /// The running recording's region windows (open ones with end 0), or the collected ones.
+  const std::vector<RegionWindow>& regions() const {
+    return running_ ? regions_ : collected_.regions;
+  }
+
  private:
   void begin();
   void halt() noexcept;
@@ -105,6 +121,8 @@ class Recording {
   std::unique_ptr<DeviceEvents> events_;  // active device-event timing, if any
   bool running_ = false;
   int64_t wall0_ns_ = 0;
+  std::vector<RegionWindow> regions_;  // the running recording's
+  uint64_t generation_ = 0;
 };
 
 }  // namespace flopsprof::detail

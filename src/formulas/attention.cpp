@@ -6,13 +6,24 @@
 //   backward: recomputed Q K^T, dP = dO V^T, dV = P^T dO, dQ = dS K, dK = dS^T Q:
 //                                                 MACs = B*L*S*(3*E + 2*Ev)
 // (B: batch and query heads; L, S: query and key lengths; E, Ev: head sizes of q/k and v). 2 * MACs
-// equals FlopCounterMode's count; it ignores causal masks (the masked half is counted), and so do
-// these formulas. FlopCounterMode scores the CPU kernels
+// equals FlopCounterMode's count; it ignores causal masks (the masked half is counted), and so does
+// `flops`. With is_causal, `masked_flops` is the part on the pairs the mask discards: SDPA's causal
+// mask is top-left aligned (key j kept for query i when j <= i), so per (batch, head) the kept
+// pairs are L(L+1)/2 for L <= S, S(S+1)/2 + (L - S)S for L > S. What the kernel computes
+// (PyTorch 2.6, aten/src/ATen/native/cpu/FlashAttentionKernel.cpp): the math backend the whole
+// L x S square; the CPU flash kernel, per query block [m, m + qB), the key blocks of kvSplit
+// (512, or S when smaller) up to the first that reaches min(m + qB, S), each whole, the last
+// masked after the product; the query blocks are 256 (L >= 768), 64 (L >= 192) or 32 wide
+// (forward and backward alike). The CUDA kernels also skip masked blocks, by tiles this file
+// does not model (kernel_unknown), as does the composite scaled_dot_product_attention, whose
+// kernel runs inside it unobserved. FlopCounterMode scores the CPU kernels
 // (_scaled_dot_product_flash_attention_for_cpu and its backward) 0; they are counted here as the
 // CUDA kernels are.
 // Bytes: q, k, v (and a mask) read once; the output [..., L, Ev] written, and the log-sum-exp
 // [B, H, L] (fp32) where the kernel returns it for its backward; the math backend also its
 // attention weights [..., L, S]. Backward: writes the gradients of q, k and v.
+#include <algorithm>
+
 #include "formulas/common.h"
 
 namespace flopsprof::detail {
@@ -21,6 +32,7 @@ namespace {
 struct AttentionDims {
   uint64_t scores = 0;  // B*L*S
   uint64_t e = 0, ev = 0;
+  uint64_t batch = 0, l = 0, s = 0;  // B (batch and query heads), L, S
 };
 
 // q[..., L, E], k[..., S, E], v[..., S, Ev] (the scaled_dot_product_* ops: B, H, L, E), or with
@@ -48,30 +60,91 @@ std::optional<AttentionDims> attention_dims(const OpInputs& in, size_t first,
     batch = le == 0 ? 0 : numel_of(q) / le;
   }
   d.scores = checked_mul(checked_mul(batch, l), s);
+  d.batch = batch;
+  d.l = l;
+  d.s = s;
   return d;
 }
 
-// Forward: MACs = B*L*S*(E + Ev); FLOPs = 2 * MACs + B*L*S (softmax).
-std::optional<FlopCount> forward_count(const OpInputs& in, size_t first, bool bl_layout) {
+// (query, key) pairs per (batch, head) a top-left causal mask keeps: query i sees keys 0..i.
+uint64_t causal_pairs(uint64_t l, uint64_t s) {
+  if (l <= s) return checked_mul(l, l + 1) / 2;
+  return checked_add(checked_mul(s, s + 1) / 2, checked_mul(l - s, s));
+}
+
+// Pairs per (batch, head) the CPU flash kernel computes with is_causal (PyTorch 2.6).
+uint64_t cpu_flash_causal_pairs(uint64_t l, uint64_t s) {
+  const uint64_t q_split = std::min<uint64_t>(l >= 768 ? 256 : l >= 192 ? 64 : 32, l);
+  const uint64_t kv_split = std::min<uint64_t>(512, s);
+  if (q_split == 0 || kv_split == 0) return 0;
+  uint64_t pairs = 0;
+  for (uint64_t m = 0; m < l; m += q_split) {
+    const uint64_t qb = std::min(q_split, l - m);
+    const uint64_t num_keys = std::min(m + qb, s);
+    const uint64_t keys = std::min((num_keys + kv_split - 1) / kv_split * kv_split, s);
+    pairs = checked_add(pairs, checked_mul(qb, keys));
+  }
+  return pairs;
+}
+
+// How an attention op's kernel treats a causal mask.
+enum class Kernel : uint8_t {
+  kDense,     // computes every pair (the math backend)
+  kCpuFlash,  // PyTorch's CPU flash kernel: skips whole key blocks past the diagonal
+  kUnknown,   // a composite op or a CUDA kernel: not modelled
+};
+
+// Sets the masked and skipped parts of `fc` (counted at `per_pair` MACs and `extra` FLOPs per
+// (batch-head, query, key) pair) when `causal`.
+void causal_parts(FlopCount& fc, const AttentionDims& d, uint64_t per_pair, bool causal,
+                  Kernel kernel) {
+  if (!causal || d.batch == 0) return;
+  fc.kernel_unknown = kernel == Kernel::kUnknown;
+  const uint64_t all = checked_mul(d.l, d.s);
+  const uint64_t masked = checked_mul(d.batch, all - causal_pairs(d.l, d.s));
+  fc.masked_macs = checked_mul(masked, per_pair);
+  fc.masked_flops = checked_add(checked_mul(2, fc.masked_macs), masked);
+  if (kernel == Kernel::kCpuFlash) {
+    const uint64_t skipped = checked_mul(d.batch, all - cpu_flash_causal_pairs(d.l, d.s));
+    fc.skipped_flops = checked_add(checked_mul(2, checked_mul(skipped, per_pair)), skipped);
+  }
+}
+
+// Forward: MACs = B*L*S*(E + Ev); FLOPs = 2 * MACs + B*L*S (softmax). `causal_arg`: the index
+// of its is_causal argument (-1: none read).
+std::optional<FlopCount> forward_count(const OpInputs& in, size_t first, bool bl_layout,
+                                       int causal_arg = -1, Kernel kernel = Kernel::kDense) {
   std::optional<AttentionDims> d = attention_dims(in, first, bl_layout);
   if (!d) return std::nullopt;
-  return gemm_count(checked_mul(d->scores, checked_add(d->e, d->ev)), d->scores);
+  const uint64_t per_pair = checked_add(d->e, d->ev);
+  FlopCount fc = gemm_count(checked_mul(d->scores, per_pair), d->scores);
+  const bool causal = causal_arg >= 0 && in.boolean(causal_arg).value_or(false);
+  causal_parts(fc, *d, per_pair, causal, kernel);
+  return fc;
 }
 
 // Backward: MACs = B*L*S*(3*E + 2*Ev); FLOPs = 2 * MACs + B*L*S (softmax backward).
-std::optional<FlopCount> backward_count(const OpInputs& in, bool bl_layout) {
+std::optional<FlopCount> backward_count(const OpInputs& in, bool bl_layout, int causal_arg = -1,
+                                        Kernel kernel = Kernel::kDense) {
   std::optional<AttentionDims> d = attention_dims(in, 1, bl_layout);  // after grad_out
   if (!d) return std::nullopt;
   uint64_t per_score = checked_add(checked_mul(3, d->e), checked_mul(2, d->ev));
-  return gemm_count(checked_mul(d->scores, per_score), d->scores);
+  FlopCount fc = gemm_count(checked_mul(d->scores, per_score), d->scores);
+  const bool causal = causal_arg >= 0 && in.boolean(causal_arg).value_or(false);
+  causal_parts(fc, *d, per_score, causal, kernel);
+  return fc;
 }
 
-// sdpa(query[B, H, L, E], key[B, H, S, E], value[B, H, S, Ev], ...)
-std::optional<FlopCount> sdpa(const OpInputs& in) { return forward_count(in, 0, false); }
+// sdpa(query[B, H, L, E], key[B, H, S, E], value[B, H, S, Ev], ...), is_causal at `causal_arg`
+FormulaFn sdpa(int causal_arg, Kernel kernel) {
+  return [=](const OpInputs& in) { return forward_count(in, 0, false, causal_arg, kernel); };
+}
 // _flash_attention_forward / _efficient_attention_forward(query[B, L, H, E], key, value, ...)
 std::optional<FlopCount> sdpa_kernel(const OpInputs& in) { return forward_count(in, 0, true); }
-// *_backward(grad_out, query[B, H, L, E], key, value, ...)
-std::optional<FlopCount> sdpa_backward(const OpInputs& in) { return backward_count(in, false); }
+// *_backward(grad_out, query[B, H, L, E], key, value, ...), is_causal at `causal_arg`
+FormulaFn sdpa_backward(int causal_arg, Kernel kernel) {
+  return [=](const OpInputs& in) { return backward_count(in, false, causal_arg, kernel); };
+}
 // _flash_attention_backward / _efficient_attention_backward(grad_out, query[B, L, H, E], ...)
 std::optional<FlopCount> sdpa_kernel_backward(const OpInputs& in) {
   return backward_count(in, true);
@@ -131,25 +204,27 @@ void register_attention_bytes() {
 }
 
 void register_attention_formulas() {
-  for (const char* op :
-       {"aten::scaled_dot_product_attention", "aten::_scaled_dot_product_attention_math",
-        "aten::_scaled_dot_product_flash_attention",
-        "aten::_scaled_dot_product_flash_attention_for_cpu",
-        "aten::_scaled_dot_product_efficient_attention",
-        "aten::_scaled_dot_product_cudnn_attention"}) {
-    add_builtin_formula(op, sdpa);
-  }
+  // is_causal's position in each schema (PyTorch 2.6's native_functions.yaml).
+  add_builtin_formula("aten::scaled_dot_product_attention", sdpa(5, Kernel::kUnknown));
+  add_builtin_formula("aten::_scaled_dot_product_attention_math", sdpa(5, Kernel::kDense));
+  add_builtin_formula("aten::_scaled_dot_product_flash_attention", sdpa(4, Kernel::kUnknown));
+  add_builtin_formula("aten::_scaled_dot_product_flash_attention_for_cpu",
+                      sdpa(4, Kernel::kCpuFlash));
+  add_builtin_formula("aten::_scaled_dot_product_efficient_attention", sdpa(6, Kernel::kUnknown));
+  add_builtin_formula("aten::_scaled_dot_product_cudnn_attention", sdpa(6, Kernel::kUnknown));
   // The CUDA kernels the scaled_dot_product_* ops call (nested in them, so counted only when
   // called directly). FlopCounterMode reads their dense inputs as [B, H, L, E], which they are not.
   for (const char* op : {"aten::_flash_attention_forward", "aten::_efficient_attention_forward"}) {
     add_builtin_formula(op, sdpa_kernel);
   }
-  for (const char* op : {"aten::_scaled_dot_product_flash_attention_backward",
-                         "aten::_scaled_dot_product_flash_attention_for_cpu_backward",
-                         "aten::_scaled_dot_product_efficient_attention_backward",
-                         "aten::_scaled_dot_product_cudnn_attention_backward"}) {
-    add_builtin_formula(op, sdpa_backward);
-  }
+  add_builtin_formula("aten::_scaled_dot_product_flash_attention_backward",
+                      sdpa_backward(11, Kernel::kUnknown));
+  add_builtin_formula("aten::_scaled_dot_product_flash_attention_for_cpu_backward",
+                      sdpa_backward(7, Kernel::kCpuFlash));
+  add_builtin_formula("aten::_scaled_dot_product_efficient_attention_backward",
+                      sdpa_backward(11, Kernel::kUnknown));
+  add_builtin_formula("aten::_scaled_dot_product_cudnn_attention_backward",
+                      sdpa_backward(14, Kernel::kUnknown));
   for (const char* op :
        {"aten::_flash_attention_backward", "aten::_efficient_attention_backward"}) {
     add_builtin_formula(op, sdpa_kernel_backward);

@@ -39,7 +39,7 @@ struct FlopsProfiler::Impl {
   std::shared_ptr<Timer> timer;
   std::vector<std::string> ignore;
   std::unique_ptr<detail::ModelIndex> index;
-  std::unique_ptr<detail::Recording> recording;  // capture: sessions, records, device timing
+  std::shared_ptr<detail::Recording> recording;  // capture: sessions, records, device timing
   // What the facade derived from the last stopped recording: its analysis (computed once at
   // stop_profile()) and the profiler's own spans for the trace.
   struct Stopped {
@@ -91,6 +91,8 @@ struct FlopsProfiler::Impl {
     in.track_memory = options.track_memory;
     in.threads = records.threads;
     in.problems = detail::capture_problems(records);
+    in.regions = recording->regions();
+    in.attention = options.attention;
     return in;
   }
 
@@ -159,6 +161,9 @@ struct FlopsProfiler::Impl {
       // (spans still open then end at the first of those reads).
       detail::RecordsView recs = recording->records();
       std::vector<uint64_t> fingerprint = detail::records_fingerprint(recs.threads);
+      for (const detail::RegionWindow& w : recording->regions())  // opened, closed, fed
+        fingerprint.insert(fingerprint.end(), {static_cast<uint64_t>(w.end_tick), w.tokens});
+      fingerprint.push_back(recording->regions().size());
       if (snapshot && live && fingerprint == live->fingerprint) return *snapshot;
       const int64_t now = recording->now();
       detail::AggregateInput in =
@@ -184,7 +189,7 @@ FlopsProfiler::FlopsProfiler(std::shared_ptr<torch::nn::Module> model, ProfilerO
   impl_->model = std::move(model);
   impl_->options = std::move(options);
   impl_->timer = impl_->options.timer ? impl_->options.timer : make_host_timer();
-  impl_->recording = std::make_unique<detail::Recording>(impl_->timer);
+  impl_->recording = std::make_shared<detail::Recording>(impl_->timer);
 }
 
 FlopsProfiler::~FlopsProfiler() {
@@ -285,6 +290,39 @@ void StepScope::end() noexcept {
   detail::ScopeHandle h{buffer_, session_, record_};
   detail::close_step_record(slot_, h);
   buffer_ = nullptr;
+}
+
+RegionScope FlopsProfiler::region(std::string name, uint64_t tokens) {
+  RegionScope scope;
+  const int index = impl_->recording->open_region(std::move(name), tokens);
+  if (index < 0) return scope;
+  scope.recording_ = impl_->recording;
+  scope.index_ = index;
+  scope.generation_ = impl_->recording->generation();
+  return scope;
+}
+
+RegionScope& RegionScope::operator=(RegionScope&& other) noexcept {
+  if (this != &other) {
+    end();
+    recording_ = std::move(other.recording_);
+    other.recording_.reset();
+    index_ = std::exchange(other.index_, -1);
+    generation_ = other.generation_;
+  }
+  return *this;
+}
+
+void RegionScope::end() noexcept {
+  if (index_ < 0) return;
+  if (auto rec = recording_.lock()) rec->close_region(index_, generation_);
+  recording_.reset();
+  index_ = -1;
+}
+
+void RegionScope::add_tokens(uint64_t tokens) noexcept {
+  if (index_ < 0) return;
+  if (auto rec = recording_.lock()) rec->add_region_tokens(index_, generation_, tokens);
 }
 
 IterationScope FlopsProfiler::iteration() {

@@ -118,6 +118,15 @@ struct StepRecord {
   bool optimizer = false;
 };
 
+/// One window of a region the caller named (FlopsProfiler::region()), in the recording's clock.
+/// Written by the profiler's own calls (never by the per-op callbacks).
+struct RegionWindow {
+  std::string name;
+  int64_t start_tick = 0;
+  int64_t end_tick = 0;  ///< 0 while open
+  uint64_t tokens = 0;   ///< given by the caller; 0: none given
+};
+
 /// One allocation (bytes > 0) or free (bytes < 0) reported by LibTorch's allocators.
 struct MemRecord {
   int64_t time_tick = 0;

@@ -7,6 +7,10 @@
 
 namespace flopsprof {
 
+const char* convention_name(AttentionConvention convention) {
+  return convention == AttentionConvention::kCausal ? "causal" : "dense";
+}
+
 std::string number_to_string(double value, int precision) {
   static const struct {
     double scale;

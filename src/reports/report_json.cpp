@@ -124,6 +124,16 @@ void write_summary(JsonWriter& w, const ProfileResult& r) {
   w.member("fwd_latency_s", r.duration_s);
   w.member("fwd_flops_per_s", r.duration_s > 0 ? static_cast<double>(r.flops) / r.duration_s : 0.0);
   by_dtype(w, "flops_by_dtype", r.flops_by_dtype);
+  // Causal masks: the headline's convention and the three counts (docs/report.md).
+  w.member("attention_convention", convention_name(r.attention));
+  w.member("fwd_flops_dense", r.dense_flops(r.flops, r.masked_flops));
+  w.member("fwd_flops_causal", r.causal_flops(r.flops, r.masked_flops));
+  w.member("fwd_flops_kernel", r.kernel_flops(r.flops, r.masked_flops, r.skipped_flops));
+  w.member("bwd_flops_dense", r.dense_flops(r.bwd_flops, r.bwd_masked_flops));
+  w.member("bwd_flops_causal", r.causal_flops(r.bwd_flops, r.bwd_masked_flops));
+  w.member("bwd_flops_kernel",
+           r.kernel_flops(r.bwd_flops, r.bwd_masked_flops, r.bwd_skipped_flops));
+  w.member("attention_kernel_unknown_calls", r.kernel_unknown_calls);
   w.member("no_formula_latency_s", r.no_formula_s);
   w.member("threads", r.threads);
   w.member("op_events", r.op_events);
@@ -161,6 +171,76 @@ void write_summary(JsonWriter& w, const ProfileResult& r) {
   spread(w, "fwd_spread", r.fwd_spread);
   spread(w, "bwd_spread", r.bwd_spread);
   spread(w, "step_spread", r.step_spread);
+  w.end_object();
+}
+
+// A rate or ratio that is 0 only when unknown (tokens/s, MFU without peaks): null then.
+void known_or_null(JsonWriter& w, std::string_view key, double v) {
+  w.key(key);
+  if (v > 0) {
+    w.value(v);
+  } else {
+    w.null();
+  }
+}
+
+// The regions the caller named (FlopsProfiler::region()); each module's share is in its own
+// object's "regions".
+void write_regions(JsonWriter& w, const ProfileResult& r) {
+  if (r.regions.empty()) return;
+  w.key("regions");
+  w.begin_array();
+  for (const RegionStats& g : r.regions) {
+    w.begin_object();
+    w.member("name", g.name);
+    w.member("windows", g.windows);
+    w.member("duration_s", g.duration_s);
+    w.member("first_window_s", g.first_s);
+    spread(w, "window_spread", g.spread);
+    w.member("flops", g.flops);
+    w.member("macs", g.macs);
+    by_dtype(w, "flops_by_dtype", g.flops_by_dtype);
+    w.member("bwd_flops", g.bwd_flops);
+    w.member("recompute_flops", g.recompute_flops);
+    w.member("outside_flops", g.outside_flops);
+    w.member("bytes", g.bytes);
+    w.key("tokens");
+    if (g.tokens > 0) {
+      w.value(g.tokens);
+    } else {
+      w.null();
+    }
+    w.member("tokens_source", g.tokens_source);
+    known_or_null(w, "tokens_per_s", g.tokens_per_s);
+    known_or_null(w, "flops_per_token", g.flops_per_token);
+    known_or_null(w, "latency_per_token_s", g.latency_per_token_s);
+    known_or_null(w, "mfu", g.mfu);
+    known_or_null(w, "hfu", g.hfu);
+    known_or_null(w, "mbu", g.mbu);
+    w.end_object();
+  }
+  w.end_array();
+}
+
+// One module's share of each region, keyed by the region's name.
+void write_module_regions(JsonWriter& w, const ProfileResult& r, const ModuleStats& m) {
+  if (m.regions.empty()) return;
+  w.key("regions");
+  w.begin_object();
+  for (size_t g = 0; g < m.regions.size() && g < r.regions.size(); ++g) {
+    const ModuleRegionStats& x = m.regions[g];
+    w.key(r.regions[g].name);
+    w.begin_object();
+    w.member("calls", x.calls);
+    w.member("latency_s", x.latency_s);
+    w.member("flops", x.flops);
+    w.member("macs", x.macs);
+    w.member("bytes", x.bytes);
+    w.member("bwd_flops", x.bwd_flops);
+    known_or_null(w, "mfu", x.mfu);
+    known_or_null(w, "mbu", x.mbu);
+    w.end_object();
+  }
   w.end_object();
 }
 
@@ -226,6 +306,9 @@ void write_modules(JsonWriter& w, const ProfileResult& r) {
     w.member("maybe_missing_ops", m.maybe_missing_ops);
     w.member("maybe_missing_flops", m.maybe_missing_flops);
     by_dtype(w, "flops_by_dtype", m.flops_by_dtype);
+    w.member("flops_dense", r.dense_flops(m.flops, m.masked_flops));
+    w.member("flops_causal", r.causal_flops(m.flops, m.masked_flops));
+    w.member("flops_kernel", r.kernel_flops(m.flops, m.masked_flops, m.skipped_flops));
     w.member("bwd_flops", m.bwd_flops);
     w.member("bwd_macs", m.bwd_macs);
     w.member("bwd_latency_s", m.bwd_latency_s);
@@ -244,6 +327,7 @@ void write_modules(JsonWriter& w, const ProfileResult& r) {
     roofline(w, "bwd_", m.bwd_roofline);
     spread(w, "fwd_spread", m.fwd_spread);
     spread(w, "bwd_spread", m.bwd_spread);
+    write_module_regions(w, r, m);
     w.key("ops");  // its own forward ops, slim: the op table has the rest
     w.begin_array();
     for (const OpStats& op : m.ops) {
@@ -470,6 +554,7 @@ std::string to_json(const ProfileResult& r, int indent) {
   write_summary(w, r);
   write_machine(w, r);
   write_outside_model(w, r);
+  write_regions(w, r);
   write_modules(w, r);
   write_ops(w, r);
   write_memory(w, r);

@@ -168,6 +168,24 @@ void summary_forward(std::string& out, const ProfileResult& r) {
     line(out, fmt::format("fwd flops ({})", dtype_name(static_cast<DType>(d))),
          flops_to_string(r.flops_by_dtype[d]));
   }
+  // Causal masks: which convention the numbers use, and the other counts beside it.
+  if (r.masked_flops > 0 || r.bwd_masked_flops > 0 || r.attention == AttentionConvention::kCausal) {
+    line(out, "attention convention (causal masks)",
+         fmt::format("{}: fwd flops {} the {} flops on masked pairs; dense {}, causal {}, as the "
+                     "kernels ran {}{}",
+                     convention_name(r.attention),
+                     r.attention == AttentionConvention::kCausal ? "leave out" : "include",
+                     number_to_string(static_cast<double>(r.masked_flops)),
+                     number_to_string(static_cast<double>(r.dense_flops(r.flops, r.masked_flops))),
+                     number_to_string(static_cast<double>(r.causal_flops(r.flops, r.masked_flops))),
+                     number_to_string(static_cast<double>(
+                         r.kernel_flops(r.flops, r.masked_flops, r.skipped_flops))),
+                     r.kernel_unknown_calls > 0
+                         ? fmt::format(" ({} call(s) by kernels whose skipped blocks are not "
+                                       "modelled: counted as computed whole)",
+                                       r.kernel_unknown_calls)
+                         : ""));
+  }
   line(out, "fwd flops of model = fwd flops per device * mp_size", number_to_string(r.flops * mp));
   line(out, "fwd latency", duration_to_string(r.duration_s));
   line(out, "fwd FLOPS per device = fwd flops per device / fwd latency",
@@ -378,6 +396,83 @@ void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
   summary_coverage(out, r);
   summary_ops_without_formula(out, r);
   summary_problems(out, r);
+}
+
+// "12.3%", or "n/a" when unknown (0: no peaks, or no time).
+std::string utilisation(double v) { return v > 0 ? share(v) : "n/a"; }
+
+// The regions the caller named: per region its windows, time, tokens and rates, FLOPs and
+// utilisation; then each region's modules down to `module_depth` (2 when all depths are asked).
+void regions(std::string& out, const ProfileResult& r, const ReportOptions& o) {
+  out += "\n------------------------------- Regions -------------------------------\n";
+  out += "Ops that began in each region's windows (FlopsProfiler::region()), on any thread.\n";
+  fmt::format_to(std::back_inserter(out),
+                 "{:<16}{:>8}{:>12}{:>12}{:>9}{:>12}{:>12}{:>13}{:>11}{:>11}{:>8}{:>8}\n", "region",
+                 "windows", "time", "per window", "tokens", "tokens/s", "time/token", "FLOPs/token",
+                 "fwd FLOPs", "bwd FLOPs", "MFU", "MBU");
+  bool recompute = false;
+  for (const RegionStats& g : r.regions) {
+    recompute = recompute || g.recompute_flops > 0;
+    const double per_window = g.spread.samples > 0 ? g.spread.median_s : g.duration_s;
+    fmt::format_to(std::back_inserter(out),
+                   "{:<16}{:>8}{:>12}{:>12}{:>9}{:>12}{:>12}{:>13}{:>11}{:>11}{:>8}{:>8}\n", g.name,
+                   g.windows, duration_to_string(g.duration_s), duration_to_string(per_window),
+                   g.tokens > 0 ? std::to_string(g.tokens) : "n/a",
+                   g.tokens > 0 ? number_to_string(g.tokens_per_s) : "n/a",
+                   g.tokens > 0 ? duration_to_string(g.latency_per_token_s) : "n/a",
+                   g.tokens > 0 ? number_to_string(g.flops_per_token) : "n/a",
+                   flops_to_string(g.flops), flops_to_string(g.bwd_flops), utilisation(g.mfu),
+                   utilisation(g.mbu));
+  }
+  const RegionStats& first = r.regions.front();
+  if (first.tokens > 0) {
+    fmt::format_to(
+        std::back_inserter(out),
+        "time to first token: {} (the first window of \"{}\", the region opened first)\n",
+        duration_to_string(first.first_s), first.name);
+  }
+  for (const RegionStats& g : r.regions) {
+    if (g.tokens > 0 && g.tokens_source != "given")
+      fmt::format_to(std::back_inserter(out), "tokens of \"{}\": {}\n", g.name,
+                     g.tokens_source == "embedding indices"
+                         ? "each window's largest aten::embedding indices (batch x sequence)"
+                         : "given for some windows, the others' largest aten::embedding indices");
+  }
+  const MachinePeaks& m = r.machine;
+  out += fmt::format(
+      "MFU: (fwd + bwd FLOPs) / time over the peak of each op's dtype ({}); MBU: bytes moved / "
+      "time over the bandwidth ({}); per-token numbers count fwd + bwd FLOPs\n",
+      m.flops_source.empty()
+          ? "unknown"
+          : fmt::format("fp32 {}, {}", flops_per_second_to_string(m.peak_flops(DType::kFloat32)),
+                        m.flops_source),
+      m.bandwidth_source.empty()
+          ? "unknown"
+          : fmt::format("{}, {}", bandwidth_to_string(m.bytes_per_s), m.bandwidth_source));
+  if (recompute) {
+    for (const RegionStats& g : r.regions)
+      fmt::format_to(std::back_inserter(out), "HFU of \"{}\" (recompute included): {}\n", g.name,
+                     utilisation(g.hfu));
+  }
+  // Each region's modules, in tree order.
+  const int depth = o.module_depth >= 0 ? o.module_depth : 2;
+  for (size_t k = 0; k < r.regions.size(); ++k) {
+    fmt::format_to(std::back_inserter(out), "\n{} (modules to depth {}):\n", r.regions[k].name,
+                   depth);
+    fmt::format_to(std::back_inserter(out), "    {:<36}{:>8}{:>12}{:>11}{:>9}{:>11}{:>8}{:>8}\n",
+                   "module", "calls", "time", "FLOPs", "share", "bytes", "MFU", "MBU");
+    for (const ModuleStats& mod : r.modules) {
+      if (mod.depth > depth || k >= mod.regions.size()) continue;
+      const ModuleRegionStats& x = mod.regions[k];
+      if (x.calls == 0 && x.flops == 0 && x.bytes == 0) continue;
+      const std::string name = std::string(2 * static_cast<size_t>(mod.depth), ' ') +
+                               (mod.name.empty() ? "(root)" : mod.name);
+      fmt::format_to(std::back_inserter(out), "    {:<36}{:>8}{:>12}{:>11}{:>9}{:>11}{:>8}{:>8}\n",
+                     name, x.calls, duration_to_string(x.latency_s), flops_to_string(x.flops),
+                     percent(static_cast<double>(x.flops), static_cast<double>(r.regions[k].flops)),
+                     traffic(x.bytes), utilisation(x.mfu), utilisation(x.mbu));
+    }
+  }
 }
 
 std::string dict(const std::vector<std::pair<std::string, std::string>>& items) {
@@ -651,6 +746,7 @@ std::string format_text_report(const ProfileResult& result, const ReportOptions&
   }
   std::string out;
   summary(out, result, options);
+  if (!result.regions.empty()) regions(out, result, options);
   aggregated(out, result, options);
   if (options.detailed) detailed(out, result, options);
   if (options.roofline) op_roofline(out, result);
