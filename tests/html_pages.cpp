@@ -65,6 +65,30 @@ int main(int argc, char** argv) {
   op.calls = 1;
   op.latency_s = 1e-3;
   hostile.ops.push_back(op);
+  // Two regions, one with a hostile name; every module's share of each (the page's Regions
+  // section).
+  for (const char* region : {"<img src=x onerror=alert(4)>", "decode"}) {
+    flopsprof::RegionStats g;
+    g.name = region;
+    g.windows = 2;
+    g.duration_s = 2e-3;
+    g.flops = 1500;
+    g.tokens = 8;
+    g.tokens_source = "given";
+    g.tokens_per_s = 4000;
+    g.latency_per_token_s = 2.5e-4;
+    g.flops_per_token = 187.5;
+    hostile.regions.push_back(g);
+  }
+  for (ModuleStats& m : hostile.modules) {
+    flopsprof::ModuleRegionStats x;
+    x.calls = 1;
+    x.latency_s = m.latency_s / 2;
+    x.flops = m.flops / 2;
+    m.regions = {x, x};
+  }
+  hostile.attention = flopsprof::AttentionConvention::kCausal;  // 500 FLOPs on masked pairs
+  hostile.masked_flops = 500;
   finish(hostile);
   write(dir, "hostile", hostile);
 

@@ -105,6 +105,17 @@ constexpr const char* kScript = R"JS(
     v.dataset.key = 'outside_flops'; v.dataset.value = String(D.outside_model.flops);
     box.appendChild(v); summary.appendChild(box);
   }
+  if (S.attention_convention && (S.attention_convention === 'causal' || S.fwd_flops_dense !== S.fwd_flops_causal)) {
+    // Causal masks: which convention the FLOPs use, and the other counts.
+    const box = el('div', 'kv');
+    box.appendChild(el('span', 'k', 'attention convention (causal masks)'));
+    const v = el('span', 'v', S.attention_convention);
+    v.dataset.key = 'attention_convention'; v.dataset.value = S.attention_convention;
+    box.appendChild(v);
+    box.appendChild(el('span', 'k', 'fwd dense ' + num(S.fwd_flops_dense, 'FLOPs') + ', causal ' + num(S.fwd_flops_causal, 'FLOPs') +
+      ', as the kernels ran ' + num(S.fwd_flops_kernel, 'FLOPs')));
+    summary.appendChild(box);
+  }
   const MACH = D.machine || {};
   const peakOf = (m) => {  // the peak FLOP/s of module m's (or the model's) dtype, else fp32's
     const P = MACH.peak_flops_per_s || {};

@@ -148,6 +148,17 @@ async function roofline(page, json, name) {
   check((await page.$$('img')).length === 0 && (await page.$$('#ops b')).length === 0, 'hostile: no element was created from a name');
   const html = readFileSync(`${out}/hostile.html`, 'utf8');
   check(!html.includes('</script><script>alert(1)'), 'hostile: the file never contains the name raw');
+  const conv = await page.$eval('[data-key=attention_convention]', (e) => e.parentElement.textContent);
+  check(conv.includes('causal') && conv.includes('dense 3.50 KFLOPs') && conv.includes('causal 3.00 KFLOPs'), `hostile: the attention convention and the dense count (${conv})`);
+  // Regions: the table lists both, names as text; the module table follows the picked region.
+  check(await page.$eval('#regions-section', (s) => !s.hidden), 'hostile: the regions section is shown');
+  const regions = await page.$$eval('#regions tbody tr td:first-child', (tds) => tds.map((t) => t.textContent));
+  check(regions.length === 2 && regions[0] === '<img src=x onerror=alert(4)>', `hostile: the regions, names as text (${regions})`);
+  const shares = await page.$$eval('#region-modules tbody tr', (trs) => trs.length);
+  check(shares === 3, `hostile: the first region's 3 modules (${shares})`);
+  await page.selectOption('#region-pick', 'decode');
+  const decodeNames = await page.$$eval('#region-modules tbody td.name', (tds) => tds.map((t) => t.textContent.trim()));
+  check(decodeNames.some((t) => t.includes('</script><script>alert(1)</script>')), 'hostile: a region\'s module names are text');
   await page.hover('#ops tbody tr');
   check(dialogs.length === 0, `hostile: no dialog opened ${dialogs.join('; ')}`);
   await page.screenshot({ path: `${out}/hostile.png`, fullPage: true });
