@@ -356,6 +356,46 @@ TEST(Guesses, AnUnregisteredUpsampleAtTheEndIsTheModelsWork) {
   }
 }
 
+// A language model's forward that makes its position ids first and casts its logits last (as
+// Hugging Face's LLaMA and its C++ ports do): both ops sit at the ends of the root's forward, where
+// op order cannot tell them from the caller's; left outside, they are marked on both sides.
+struct CastLogitsImpl : nn::Module {
+  explicit CastLogitsImpl(bool scoped)
+      : scoped(scoped),
+        wte(register_module("wte", nn::Embedding(32, 8))),
+        wpe(register_module("wpe", nn::Embedding(16, 8))),
+        head(register_module("head", nn::Linear(8, 32))) {}
+  torch::Tensor forward(const torch::Tensor& ids) {
+    MaybeScope s(scoped, this);
+    auto positions = torch::arange(ids.size(1), ids.options()).unsqueeze(0);
+    auto logits = head(wte(ids) + wpe(positions));
+    return logits.to(torch::kFloat64);
+  }
+  bool scoped;
+  nn::Embedding wte, wpe;
+  nn::Linear head;
+};
+TORCH_MODULE(CastLogits);
+
+TEST(Guesses, PositionIdsFirstAndALogitsCastLastAreMarkedWhenLeftOutside) {
+  for (bool grad : {false, true}) {
+    SCOPED_TRACE(grad ? "grad" : "no grad");
+    torch::Tensor ids = torch::randint(0, 32, {2, 5}, torch::kLong);
+    CastLogits plain(false), ref(true);
+    const ProfileResult p = profile(
+        plain, [&] { plain->forward(ids); }, grad);
+    const ProfileResult r = profile(
+        ref, [&] { ref->forward(ids); }, grad);
+    expect_equal_or_flagged(p, r);
+    // The reference runs everything in the model; whatever the plain profile left outside is
+    // marked as possibly the model's, and the root says it may lack that many ops.
+    EXPECT_EQ(r.outside.ops, 0u);
+    EXPECT_EQ(p.outside.inferred_ops, p.outside.ops) << problems(p);
+    EXPECT_GE(module(p, "").maybe_missing_ops, p.outside.ops) << problems(p);
+    if (!grad) EXPECT_GE(p.outside.ops, 1u);  // the cast: a copy looks like the caller's
+  }
+}
+
 // Another profiled model's modules are evidence of another model: its work is outside, certain.
 // A model that no profiler knows, run on the model's output, may be an unregistered member: the
 // guess is marked whichever way it goes.

@@ -358,7 +358,7 @@ TEST(TextReport, MatchesLineByLine) {
       "fwd utilisation (achieved / peak):                            0.8% of peak FLOPS, 0.5% of "
       "the bandwidth",
       "op calls whose written bytes no rule derives:                 1 (counted as reads only, or "
-      "from allocations with track_memory; the table below names them)",
+      "from allocations with track_memory): aten::cumsum 1",
       "fwd ops without a formula (n/a, not counted):                 1 op(s), 1 call(s), 500.00 us "
       "= 12.50% of fwd latency",
       // the cumsum follows enc.fc2: the Encoder's call ends there by inference (a user module), so

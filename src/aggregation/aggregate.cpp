@@ -958,7 +958,8 @@ class Aggregator {
           "placement inferred from op order: {} op(s), {} FLOPs are counted outside the model "
           "though its forward may have run them (ops that compute only from the model's results "
           "after it read data from outside, e.g. an entropy after a gather of actions; calls of "
-          "modules in no profiled tree next to its forward), so the model may show too little; "
+          "modules in no profiled tree next to its forward; a dtype cast right after it, an "
+          "arange of positions right before it), so the model may show too little; "
           "FLOPSPROF_MODULE() as the first line of the model's method the program calls (forward "
           "or another) makes them exact",
           outside.inferred_ops, outside.inferred_flops));

@@ -62,6 +62,7 @@ void ThreadAttributor::run(ThreadAttribution& out, std::vector<CallSpan>& spans,
   mark_inferred(out, alternatives);
   mark_outside_tail(out, alternatives);
   mark_unknown_outside(out, alternatives);
+  mark_outside_ends(out, alternatives);
   for (size_t i = 0; i < n; ++i) {
     const RawEvent& e = th_.events[i];
     if (e.kind != EventKind::kOp) continue;

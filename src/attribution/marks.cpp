@@ -233,6 +233,31 @@ void ThreadAttributor::mark_unknown_outside(ThreadAttribution& out,
   }
 }
 
+// The ops right at the ends of the root's call that rule 9 left outside by their names alone,
+// though models run them as often as callers: a dtype cast right after its last op (a language
+// model's `return logits.to(kFloat32)`, or the caller's cast of the logits) and a position range
+// right before its first (`arange` for position ids, in the model's forward or the caller's).
+// Op order cannot tell: marked, with the model as the module that may lack them. (Data made for
+// the model, `randn`, a device copy of the batch, and losses and metrics stay the caller's.)
+void ThreadAttributor::mark_outside_ends(ThreadAttribution& out,
+                                         AlternativeSets& alternatives) const {
+  if (scoped_[0]) return;  // the root's calls are observed: outside them is outside
+  const int ni = static_cast<int>(items_.size());
+  auto mark = [&](int p, std::string_view ops) {
+    if (p < 0 || p >= ni || !items_[p].forward) return;
+    const int ev = items_[p].event;
+    if (out.module[ev] != kOutsideModel || out.inferred[ev]) return;
+    if (in_foreign_call(th_.events[ev]) || !op_in_list(ops, item_name(p))) return;
+    out.inferred[ev] = 1;
+    out.alternative[ev] = alternatives.add({0});
+  };
+  for (const Call& c : calls_) {
+    if (c.module != 0) continue;
+    mark(c.last + 1, "to _to_copy type_as");
+    mark(c.first - 1, "arange linspace");
+  }
+}
+
 // The called children of `m` whose runs a call of it can be seen to include: children with
 // parameters or with observed calls (a ModuleList's elements in its place). Those that run
 // nothing visible (a user's parameterless module) are not expected.

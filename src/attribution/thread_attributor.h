@@ -210,6 +210,7 @@ class ThreadAttributor {
                        const std::vector<int>& placed, const std::vector<char>& evidence) const;
   void mark_outside_tail(ThreadAttribution& out, AlternativeSets& alternatives) const;
   void mark_unknown_outside(ThreadAttribution& out, AlternativeSets& alternatives) const;
+  void mark_outside_ends(ThreadAttribution& out, AlternativeSets& alternatives) const;
   std::vector<int> visible_children(int m) const;
   void partial_calls(std::vector<uint8_t>& calls_inferred) const;
 

@@ -114,10 +114,22 @@ void roofline_summary(std::string& out, const ProfileResult& r) {
     }
   }
   if (r.bytes_written_unknown_calls > 0) {
+    // Named here: ops with a formula are in no table of the text (the JSON's op table has them).
+    std::string names;
+    size_t shown = 0, more = 0;
+    for (const OpStats& op : r.ops) {
+      if (op.written_unknown == 0 && op.written_from_allocations == 0) continue;
+      if (shown == 4) {
+        ++more;
+        continue;
+      }
+      names += fmt::format("{}{} {}", shown++ ? ", " : "", op.name,
+                           op.written_unknown + op.written_from_allocations);
+    }
+    if (more > 0) names += fmt::format(" and {} more op(s)", more);
     line(out, "op calls whose written bytes no rule derives",
-         fmt::format("{} (counted as reads only, or from allocations with track_memory; the "
-                     "table below names them)",
-                     r.bytes_written_unknown_calls));
+         fmt::format("{} (counted as reads only, or from allocations with track_memory): {}",
+                     r.bytes_written_unknown_calls, names));
   }
 }
 
@@ -439,13 +451,23 @@ void regions(std::string& out, const ProfileResult& r, const ReportOptions& o) {
                          : "given for some windows, the others' largest aten::embedding indices");
   }
   const MachinePeaks& m = r.machine;
+  // The peaks of the dtypes the regions computed in, each as MFU uses it.
+  std::string peaks;
+  for (size_t d = 0; d < static_cast<size_t>(DType::kCount); ++d) {
+    bool used = false;
+    for (const RegionStats& g : r.regions) used = used || g.flops_by_dtype[d] > 0;
+    if (!used || !is_floating(static_cast<DType>(d))) continue;
+    peaks += fmt::format("{}{} {}", peaks.empty() ? "" : ", ", dtype_name(static_cast<DType>(d)),
+                         flops_per_second_to_string(m.peak_flops(static_cast<DType>(d))));
+  }
+  if (peaks.empty())
+    peaks = fmt::format("fp32 {}", flops_per_second_to_string(m.peak_flops(DType::kFloat32)));
   out += fmt::format(
       "MFU: (fwd + bwd FLOPs) / time over the peak of each op's dtype ({}); MBU: bytes moved / "
-      "time over the bandwidth ({}); per-token numbers count fwd + bwd FLOPs\n",
-      m.flops_source.empty()
-          ? "unknown"
-          : fmt::format("fp32 {}, {}", flops_per_second_to_string(m.peak_flops(DType::kFloat32)),
-                        m.flops_source),
+      "time over the bandwidth ({}); per-token numbers count fwd + bwd FLOPs; tokens are those "
+      "fed to the model (a loop that feeds the whole prefix again counts it again: give "
+      "region(name, tokens) to count generated ones)\n",
+      m.flops_source.empty() ? "unknown" : fmt::format("{}, {}", peaks, m.flops_source),
       m.bandwidth_source.empty()
           ? "unknown"
           : fmt::format("{}, {}", bandwidth_to_string(m.bytes_per_s), m.bandwidth_source));
