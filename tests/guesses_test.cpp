@@ -367,7 +367,8 @@ struct CastLogitsImpl : nn::Module {
         head(register_module("head", nn::Linear(8, 32))) {}
   torch::Tensor forward(const torch::Tensor& ids) {
     MaybeScope s(scoped, this);
-    auto positions = torch::arange(ids.size(1), ids.options()).unsqueeze(0);
+    // Position ids, then a cast between them and the first layer (a print's, in the LLaMA port).
+    auto positions = torch::arange(ids.size(1), ids.options()).unsqueeze(0).to(torch::kLong);
     auto logits = head(wte(ids) + wpe(positions));
     return logits.to(torch::kFloat64);
   }

@@ -254,7 +254,20 @@ void ThreadAttributor::mark_outside_ends(ThreadAttribution& out,
   for (const Call& c : calls_) {
     if (c.module != 0) continue;
     mark(c.last + 1, "to _to_copy type_as");
-    mark(c.first - 1, "arange linspace");
+    // Before: a position range, and the casts and reshapes of it between it and the model's
+    // first op (`arange(t).unsqueeze(0).to(dtype)`); casts alone before the forward are the
+    // caller's copies of its data.
+    int p = c.first - 1;
+    for (int k = 0; k < 4 && p >= 0 && items_[p].forward &&
+                    op_in_list("to _to_copy type_as unsqueeze view reshape expand", item_name(p));
+         ++k)
+      --p;
+    if (p >= 0 && items_[p].forward && op_in_list("arange linspace", item_name(p))) {
+      for (int q = p; q < c.first; ++q)
+        mark(q,
+             "arange linspace to _to_copy type_as unsqueeze "
+             "view reshape expand");
+    }
   }
 }
 
