@@ -218,14 +218,13 @@ std::vector<std::string> capture_problems(const RecordsView& records) {
 
 int Recording::open_region(std::string name, uint64_t tokens) {
   if (!running_) return -1;  // inert outside a profile (e.g. warm-up iterations)
-  for (const RegionWindow& w : regions_) {
-    if (w.end_tick == 0) {
-      throw Error(fmt::format(
-          "region(\"{}\") opened while region \"{}\" is still open: regions split the profile "
-          "into phases that do not overlap; end the first (RegionScope::end() or its scope) "
-          "before opening the next",
-          name, w.name));
-    }
+  // Windows never overlap, so only the last one can be open: O(1) per window.
+  if (!regions_.empty() && regions_.back().end_tick == 0) {
+    throw Error(fmt::format(
+        "region(\"{}\") opened while region \"{}\" is still open: regions split the profile "
+        "into phases that do not overlap; end the first (RegionScope::end() or its scope) "
+        "before opening the next",
+        name, regions_.back().name));
   }
   if (name.empty()) throw Error("region(): the name is empty; name the phase (\"decode\")");
   RegionWindow w;
