@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <torch/version.h>
+
 #include "flopsprof/flopsprof.h"
 #include "models/gpt.h"
 #include "test_modules.h"
@@ -43,13 +45,17 @@ uint64_t closed_form(const models::GptConfig& c, uint64_t t, uint64_t s) {
   return 2 * t * matmul_weights(c) + 4 * c.layers * t * s * c.d_model + 2 * t * c.d_model * c.vocab;
 }
 
-// The matmul family's FLOPs in a profile's op table (each op once: nested ops are not listed).
+// The matmul family's FLOPs in a profile's op table (each op once: nested ops are not listed);
+// scaled_dot_product_attention (the model's attention on LibTorch 2.x) by its two GEMMs, 2 x MACs
+// (its FLOPs add the softmax).
 uint64_t matmul_flops(const flopsprof::ProfileResult& r) {
   static const std::set<std::string> kMatmuls = {"aten::linear", "aten::matmul", "aten::mm",
                                                  "aten::bmm",    "aten::addmm",  "aten::baddbmm"};
   uint64_t f = 0;
   for (const flopsprof::OpStats& op : r.ops) {
-    if (op.phase == "forward" && kMatmuls.count(op.name)) f += op.flops;
+    if (op.phase != "forward") continue;
+    if (kMatmuls.count(op.name)) f += op.flops;
+    if (op.name == "aten::scaled_dot_product_attention") f += 2 * op.macs;
   }
   return f;
 }
@@ -82,20 +88,26 @@ TEST(Transformer, PrefillMatchesTheClosedFormAndTheTiedHeadCountsOnce) {
   uint64_t own = 0;
   for (const flopsprof::OpStats& op : attn.ops) {
     if (op.name == "aten::matmul") own += op.flops;
+    if (op.name == "aten::scaled_dot_product_attention") own += 2 * op.macs;  // LibTorch 2.x
   }
   EXPECT_EQ(own, 4u * t * t * d);
 }
 
-// Hand-written attention (the only kind LibTorch 1.13 has) is the matmuls it runs: the causal
-// convention changes nothing there (no op carries a causal mask), and the report says which
-// convention the numbers use.
-TEST(Transformer, HandWrittenAttentionCountsAsItRunsUnderEitherConvention) {
+// The prefill's attention under both conventions. LibTorch 1.13 runs hand-written attention: the
+// matmuls it runs, no op carries the mask, the causal convention changes nothing. LibTorch 2.x runs
+// scaled_dot_product_attention with is_causal (t queries against the same t keys): dense, the
+// matmul FLOPs are the closed form with t^2 pairs per head; causal, with the exact triangle,
+// t(t+1)/2 pairs: 2tN + 4 * layers * d * t(t+1)/2 + 2tdV. A masked pair costs 2(h + h) + 1 FLOPs
+// (two GEMMs of head size h, the softmax). The report says which convention the numbers use.
+TEST(Transformer, PrefillAttentionUnderBothConventions) {
   const models::GptConfig c = small();
   torch::manual_seed(0);
   models::Gpt gpt(c);
   torch::NoGradGuard no_grad;
-  auto prompt = torch::randint(0, c.vocab, {1, 16}, torch::kLong);
-  uint64_t flops[2] = {0, 0};
+  const uint64_t t = 16, d = c.d_model, h = c.d_model / c.heads;
+  auto prompt = torch::randint(0, c.vocab, {1, static_cast<int64_t>(t)}, torch::kLong);
+  flopsprof::ProfileResult r[2];
+  std::string text[2];
   for (int k = 0; k < 2; ++k) {
     flopsprof::ProfilerOptions po;
     po.attention =
@@ -105,14 +117,25 @@ TEST(Transformer, HandWrittenAttentionCountsAsItRunsUnderEitherConvention) {
     prof.start_profile();
     gpt->forward(prompt, cache);
     prof.stop_profile();
-    const flopsprof::ProfileResult& r = prof.result();
-    flops[k] = r.flops;
-    EXPECT_EQ(r.masked_flops, 0u);
-    EXPECT_EQ(matmul_flops(r), closed_form(c, 16, 16));
-    const std::string text = prof.model_profile_string();
-    EXPECT_EQ(text.find("attention convention") != std::string::npos, k == 1);
+    r[k] = prof.result();
+    text[k] = prof.model_profile_string();
   }
-  EXPECT_EQ(flops[0], flops[1]);
+  EXPECT_EQ(matmul_flops(r[0]), closed_form(c, t, t));
+  EXPECT_NE(text[1].find("causal: fwd flops leave out the"), std::string::npos);
+#if TORCH_VERSION_MAJOR >= 2
+  const uint64_t masked_pairs = c.layers * c.heads * (t * t - t * (t + 1) / 2);
+  for (int k = 0; k < 2; ++k) EXPECT_EQ(r[k].masked_flops, masked_pairs * (2 * (h + h) + 1));
+  EXPECT_EQ(matmul_flops(r[1]),
+            2 * t * matmul_weights(c) + 4 * c.layers * d * (t * (t + 1) / 2) + 2 * t * d * c.vocab);
+  EXPECT_EQ(r[0].flops - r[1].flops, r[0].masked_flops);
+  EXPECT_EQ(r[1].dense_flops(r[1].flops, r[1].masked_flops), r[0].flops);
+  EXPECT_NE(text[0].find("dense: fwd flops include the"), std::string::npos);
+#else
+  (void)h;
+  EXPECT_EQ(r[0].masked_flops, 0u);
+  EXPECT_EQ(r[0].flops, r[1].flops);
+  EXPECT_EQ(text[0].find("attention convention"), std::string::npos);  // nothing masked, dense
+#endif
 }
 
 TEST(Transformer, DecodeStepsWithAKvCacheMatchTheClosedForm) {

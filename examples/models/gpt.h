@@ -1,8 +1,9 @@
-// A small GPT-style decoder in LibTorch with a KV cache: pre-LayerNorm blocks, hand-written causal
-// attention (softmax(QK^T / sqrt(h) + mask) V: the only kind LibTorch 1.13 has), grouped-query
-// attention when kv_heads < heads (K/V heads repeated by hand), a GELU MLP, and an LM head tied to
-// the token embedding. Linear layers have no bias, as in LLaMA, so that the matmul FLOPs have the
-// closed form of the tests (tests/transformer_test.cpp). Random weights.
+// A small GPT-style decoder in LibTorch with a KV cache: pre-LayerNorm blocks, causal attention
+// (LibTorch 2.x: scaled_dot_product_attention with enable_gqa; 1.13: hand-written
+// softmax(QK^T / sqrt(h) + mask) V, the only kind it has, K/V heads repeated by hand),
+// grouped-query attention when kv_heads < heads, a GELU MLP, and an LM head tied to the token
+// embedding. Linear layers have no bias, as in LLaMA, so that the matmul FLOPs have the closed form
+// of the tests (tests/transformer_test.cpp). Random weights.
 #pragma once
 
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include <torch/torch.h>
+#include <torch/version.h>
 
 namespace models {
 
@@ -54,6 +56,22 @@ struct GptAttentionImpl : torch::nn::Module {
     cache_k = cache_k.defined() ? torch::cat({cache_k, kh}, 2) : kh;
     cache_v = cache_v.defined() ? torch::cat({cache_v, vh}, 2) : vh;
     const int64_t s = cache_k.size(2);
+#if TORCH_VERSION_MAJOR >= 2
+    // LibTorch 2.x: scaled_dot_product_attention, the K/V heads grouped by the op (enable_gqa).
+    // Causal, bottom-right aligned: SDPA's is_causal is top-left aligned, the same when the
+    // queries are all the keys (a prefill); one new token sees every key (no mask); a chunk after
+    // cached keys needs the mask written out.
+    torch::Tensor out;
+    if (t == s || t == 1) {
+      out = torch::scaled_dot_product_attention(qh, cache_k, cache_v, {}, 0.0,
+                                                /*is_causal=*/t == s && t > 1, {},
+                                                /*enable_gqa=*/true);
+    } else {
+      auto keep = torch::ones({t, s}, torch::dtype(torch::kBool)).tril(s - t);
+      out = torch::scaled_dot_product_attention(qh, cache_k, cache_v, keep, 0.0, false, {},
+                                                /*enable_gqa=*/true);
+    }
+#else
     // Grouped-query attention by hand: each K/V head serves heads / kv_heads query heads.
     auto keys = cache_k.repeat_interleave(heads / kv_heads, 1);  // [B, H, S, h]
     auto values = cache_v.repeat_interleave(heads / kv_heads, 1);
@@ -62,6 +80,7 @@ struct GptAttentionImpl : torch::nn::Module {
     auto mask = torch::ones({t, s}, torch::dtype(torch::kBool)).triu(s - t + 1);
     scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
     auto out = torch::matmul(torch::softmax(scores, -1), values);  // [B, H, T, h]
+#endif
     return o(out.transpose(1, 2).reshape({b, t, heads * head_dim}));
   }
 
