@@ -6,13 +6,13 @@
 #include <fmt/format.h>
 
 #include "aggregation/spread.h"
+#include "formulas/common.h"
 
 namespace flopsprof::detail {
 namespace {
 
-void add_sat(uint64_t& total, uint64_t v) {
-  if (__builtin_add_overflow(total, v, &total)) total = UINT64_MAX;
-}
+// Adds with saturation (the count stage's sat_add).
+void add_sat(uint64_t& total, uint64_t v) { total = sat_add(total, v); }
 
 // What a region gathers beyond its public numbers.
 struct RegionAcc {
@@ -54,10 +54,7 @@ class WindowIndex {
 // The element count of an op's indices argument (aten::embedding(weight, indices, ...)).
 uint64_t indices_numel(const ThreadEvents& thread, const RawEvent& e) {
   const std::vector<ArgView> args = arg_views(thread, e);
-  if (args.size() < 2 || args[1].kind != ArgKind::kTensor) return 0;
-  uint64_t n = 1;
-  for (int64_t d : args[1].shape) n *= static_cast<uint64_t>(std::max<int64_t>(d, 0));
-  return n;
+  return args.size() < 2 || args[1].kind != ArgKind::kTensor ? 0 : count_of(args[1].shape);
 }
 
 }  // namespace
