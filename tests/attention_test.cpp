@@ -130,6 +130,76 @@ TEST(Attention2x, CausalMaskCountedDenseCausalAndAsTheKernelRan) {
 #endif
 }
 
+// A mask tensor (docs/report.md, "Masks"), read or not. q, k, v [2, 3, 6, 8]: 6 heads, L = S = 6,
+// 36 pairs per head, 216 in all; a pair costs 2*(8 + 8) + 1 = 33 FLOPs forward and
+// 2*(3*8 + 2*8) + 1 = 81 backward (the CPU flash kernel's backward, which gets the mask too).
+// A band of width 2 ([6, 6]: query i keeps keys i-1 and i) keeps 11 entries, each standing for 6
+// heads: 66 pairs kept, 150 masked. A padding mask [2, 1, 1, 6] (additive: -inf on batch 1's last
+// two keys) keeps 10 of 12 entries, each standing for 3 heads * 6 queries = 18 pairs: 36 masked.
+TEST(Attention2x, MaskTensorReadWhenAskedElseCountedDense) {
+#if TORCH_VERSION_MAJOR < 2
+  GTEST_SKIP() << kNeeds2x;
+#else
+  struct MaskedImpl : torch::nn::Module {
+    torch::Tensor forward(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                          const torch::Tensor& mask) {
+      return torch::scaled_dot_product_attention(q, k, v, mask);
+    }
+  };
+  torch::Tensor band = torch::ones({6, 6}, torch::kBool).tril().triu(-1);
+  torch::Tensor padding = torch::zeros({2, 1, 1, 6});
+  padding.index_put_({1, 0, 0, torch::indexing::Slice(4, 6)}, -INFINITY);
+  struct Case {
+    torch::Tensor mask;
+    bool read;
+    uint64_t masked_pairs;
+  };
+  for (const Case& c : {Case{band, false, 0}, Case{band, true, 150}, Case{padding, true, 36}}) {
+    auto model = std::make_shared<MaskedImpl>();
+    torch::manual_seed(0);
+    torch::Tensor q = torch::randn({2, 3, 6, 8}, torch::requires_grad());
+    torch::Tensor k = torch::randn({2, 3, 6, 8}, torch::requires_grad());
+    torch::Tensor v = torch::randn({2, 3, 6, 8}, torch::requires_grad());
+    flopsprof::ProfilerOptions po;
+    po.attention = flopsprof::AttentionConvention::kCausal;
+    po.read_attention_masks = c.read;
+    FlopsProfiler prof(*model, po);
+    prof.start_profile();
+    torch::Tensor out = model->forward(q, k, v, c.mask);
+    out.backward(torch::ones_like(out));
+    prof.stop_profile();
+    const flopsprof::ProfileResult& r = prof.result();
+    const std::string what = c.read ? "read" : "not read";
+    EXPECT_EQ(r.attention_masks_read, c.read ? 2u : 0u) << what;
+    EXPECT_EQ(r.attention_masks_unread, c.read ? 0u : 2u) << what;
+    EXPECT_EQ(r.masked_flops, c.masked_pairs * 33) << what;
+    EXPECT_EQ(r.bwd_masked_flops, c.masked_pairs * 81) << what;
+    EXPECT_EQ(r.flops, (216 - c.masked_pairs) * 33) << what;  // the causal convention
+    EXPECT_EQ(r.dense_flops(r.flops, r.masked_flops), 216u * 33) << what;
+    EXPECT_EQ(r.skipped_flops + r.bwd_skipped_flops, 0u) << what;
+    const std::string text = prof.model_profile_string();
+    EXPECT_NE(text.find(c.read ? "2 call(s) with a mask tensor, 2 read"
+                               : "2 call(s) with a mask tensor, 2 not read: counted dense"),
+              std::string::npos)
+        << text.substr(0, 3000);
+    EXPECT_NE(
+        prof.to_json().find(std::string("\"attention_masks_read_calls\": ") + (c.read ? "2" : "0")),
+        std::string::npos);
+  }
+  // The model's numerics are unchanged by reading.
+  auto model = std::make_shared<MaskedImpl>();
+  torch::Tensor q = torch::randn({2, 3, 6, 8});
+  torch::Tensor plain = model->forward(q, q, q, band);
+  flopsprof::ProfilerOptions po;
+  po.read_attention_masks = true;
+  FlopsProfiler prof(*model, po);
+  prof.start_profile();
+  torch::Tensor profiled = model->forward(q, q, q, band);
+  prof.stop_profile();
+  EXPECT_TRUE(torch::equal(plain, profiled));
+#endif
+}
+
 // v[2,3,7,4] (Ev != E): the CPU flash kernel declines, the math backend runs; its backward is four
 // bmm. FlopCounterMode (math backend): forward 5040 = 2*210*(8 + 4); backward 10080 =
 // 2*210*(8 + 8 + 4 + 4) (dQ, dK, dP, dV; the math backend keeps P, nothing is recomputed).

@@ -8,10 +8,12 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <limits>
 #include <new>
 #include <string>
 #include <thread>
 
+#include "capture/attention_mask.h"
 #include "capture/observer.h"
 #include "capture/session.h"
 #include "flopsprof/flopsprof.h"
@@ -150,6 +152,42 @@ TEST(Capture, ARecordsDatumIsHeldOnlyWhileTheRecordsAreKept) {
   EXPECT_EQ(weak(), alone + 1);
   prof.end_profile();
   EXPECT_EQ(weak(), alone);
+}
+
+}  // namespace
+
+namespace {
+
+// The opt-in read of an attention mask (capture/attention_mask.h): entries that keep a pair, over
+// the mask's shape, whatever its layout.
+TEST(Capture, AttentionMaskEntriesKeptByLayoutAndDtype) {
+  // A causal band of width 2 over [6, 6]: query i keeps keys i-1 and i: 1 + 5 * 2 = 11.
+  torch::Tensor band = torch::ones({6, 6}, torch::kBool).tril().triu(-1);
+  ASSERT_EQ(band.sum().item<int64_t>(), 11);
+  EXPECT_EQ(d::kept_mask_entries(band), 11u);
+  // Transposed (strided, not contiguous): the same count.
+  EXPECT_EQ(d::kept_mask_entries(band.t()), 11u);
+  // A broadcast view [4, 6, 6] (stride 0 over the 4): each stored entry counts 4 times.
+  EXPECT_EQ(d::kept_mask_entries(band.expand({4, 6, 6})), 44u);
+  // A slice [2:5, :]: rows 2, 3, 4 keep 2 each.
+  EXPECT_EQ(d::kept_mask_entries(band.slice(0, 2, 5)), 6u);
+  // Additive: 0 keeps; -inf, the dtype's lowest value and -1e4 discard; -100 keeps (exp(-100) is
+  // not 0 in fp32).
+  torch::Tensor additive =
+      torch::tensor({0.0f, -INFINITY, std::numeric_limits<float>::lowest(), -1e4f, -100.0f, 3.0f});
+  EXPECT_EQ(d::kept_mask_entries(additive), 3u);
+  EXPECT_EQ(d::kept_mask_entries(additive.to(torch::kHalf).index({torch::indexing::Slice(0, 2)})),
+            1u);
+  EXPECT_EQ(d::kept_mask_entries(additive.to(torch::kBFloat16)), 3u);
+  EXPECT_EQ(d::kept_mask_entries(additive.to(torch::kDouble)), 3u);
+  // A scalar, an empty mask, and what cannot be read.
+  EXPECT_EQ(d::kept_mask_entries(torch::tensor(true)), 1u);
+  EXPECT_EQ(d::kept_mask_entries(torch::ones({0, 6}, torch::kBool)), 0u);
+  EXPECT_FALSE(
+      d::kept_mask_entries(torch::ones({6, 6}, torch::dtype(torch::kBool).device(torch::kMeta))));
+  EXPECT_FALSE(d::kept_mask_entries(torch::ones({6, 6}, torch::kInt)));
+  EXPECT_FALSE(d::kept_mask_entries(torch::Tensor()));
+  EXPECT_FALSE(d::kept_mask_entries(band.to_sparse()));
 }
 
 }  // namespace

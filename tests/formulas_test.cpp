@@ -429,6 +429,60 @@ TEST(AttentionFormula, CausalMaskedPairsTopLeft) {
   EXPECT_FALSE(math.kernel_unknown);
 }
 
+// An explicit mask (docs/report.md, "Masks"): dense unless its values were read; read, each of
+// its entries stands for B*H*L*S / (its elements) pairs. q[2, 3, 6, 8], k, v[2, 3, 6, 8]: 6 heads,
+// L = S = 6, 36 pairs per head, 2*16 + 1 = 33 FLOPs a pair forward, 2*(24 + 16) + 1 = 81 backward.
+TEST(AttentionFormula, MaskTensorReadOrCountedDense) {
+  auto sdpa = [](std::vector<int64_t> mask, std::optional<uint64_t> kept) {
+    Args a = Args()
+                 .tensor({2, 3, 6, 8})
+                 .tensor({2, 3, 6, 8})
+                 .tensor({2, 3, 6, 8})
+                 .tensor(mask, DType::kBool);
+    if (kept) a.kept(*kept);
+    return count("aten::scaled_dot_product_attention", a.d(0.0).b(false));
+  };
+  // Not read: dense, and said so.
+  FlopCount unread = sdpa({6, 6}, std::nullopt);
+  EXPECT_EQ(unread.flops, 6u * 36 * 33);
+  EXPECT_EQ(unread.masked_flops, 0u);
+  EXPECT_TRUE(unread.mask_unread);
+  EXPECT_FALSE(unread.mask_read);
+  // A sliding window of 2 over a causal mask, [6, 6]: query i keeps keys i-1 and i, 1 + 5*2 = 11
+  // of 36 entries; each entry stands for 6 heads: 6 * (36 - 11) = 150 masked pairs.
+  FlopCount window = sdpa({6, 6}, 11);
+  EXPECT_TRUE(window.mask_read);
+  EXPECT_FALSE(window.mask_unread);
+  EXPECT_EQ(window.flops, 6u * 36 * 33);  // the dense count is unchanged
+  EXPECT_EQ(window.masked_macs, 150u * 16);
+  EXPECT_EQ(window.masked_flops, 150u * 33);
+  EXPECT_EQ(window.skipped_flops, 0u);  // no kernel skips by a mask's values
+  EXPECT_FALSE(window.kernel_unknown);
+  // Padding, [2, 1, 1, 6]: batch 0 keeps 6 keys, batch 1 keeps 4 (8 of 12 entries); each entry
+  // stands for 3 heads * 6 queries = 18 pairs: 4 * 18 = 72 masked.
+  EXPECT_EQ(sdpa({2, 1, 1, 6}, 8).masked_flops, 72u * 33);
+  // A mask that does not broadcast evenly, or a kept count above its elements: not understood,
+  // counted dense.
+  EXPECT_TRUE(sdpa({5, 6}, 3).mask_unread);
+  EXPECT_EQ(sdpa({6, 6}, 37).masked_flops, 0u);
+  // The CPU flash kernel's backward (grad_out, q, k, v, out, logsumexp, dropout_p, is_causal, *,
+  // attn_mask): its mask at 8.
+  FlopCount bwd = count("aten::_scaled_dot_product_flash_attention_for_cpu_backward",
+                        Args()
+                            .tensor({2, 3, 6, 8})
+                            .tensor({2, 3, 6, 8})
+                            .tensor({2, 3, 6, 8})
+                            .tensor({2, 3, 6, 8})
+                            .tensor({2, 3, 6, 8})
+                            .tensor({2, 3, 6})
+                            .d(0.0)
+                            .b(false)
+                            .tensor({6, 6}, DType::kBool)
+                            .kept(11));
+  EXPECT_EQ(bwd.masked_flops, 150u * 81);
+  EXPECT_EQ(bwd.skipped_flops, 0u);
+}
+
 // PyTorch 2.6's CPU flash kernel (FlashAttentionKernel.cpp): query blocks of 256 (L >= 768), key
 // blocks of 512 (S >= 512); with is_causal, query block [m, m + 256) computes whole key blocks up
 // to the one holding key m + 255. L = S = 1024, one head: blocks 0 and 1 compute keys [0, 512),

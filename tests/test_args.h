@@ -66,6 +66,11 @@ class Args {
     items_.back().view.contiguous = false;
     return *this;
   }
+  /// Marks the last tensor: an attention mask the capture read, `entries` of which keep a pair.
+  Args& kept(uint64_t entries) {
+    items_.back().view.kept = entries;
+    return *this;
+  }
   /// Marks the last tensor: not contiguous (a transpose, a slice).
   Args& strided() {
     items_.back().view.contiguous = false;

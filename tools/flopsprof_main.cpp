@@ -69,6 +69,9 @@ options:
                          MACs and MFU: every query against every key (dense, the default, as
                          FlopCounterMode) or only the pairs the mask keeps (causal); the JSON has
                          both, and what the kernels ran
+  --read-masks           read each attention mask tensor (SDPA's attn_mask: a sliding window,
+                         padding) to count the pairs it discards as masked, as is_causal's;
+                         one pass over the mask per attention call
   --no-roofline          no peaks measured, no roofline columns in the text (bytes stay in JSON)
   --json FILE            also write the profile as JSON
   --html FILE            also write the self-contained HTML report
@@ -183,6 +186,7 @@ struct Options {
   bool quiet = false;
   flopsprof::RooflineOptions roofline;
   flopsprof::AttentionConvention attention = flopsprof::AttentionConvention::kDense;
+  bool read_masks = false;
 };
 
 Options parse_args(int argc, char** argv) {
@@ -243,6 +247,8 @@ Options parse_args(int argc, char** argv) {
       } else {
         fail("--attention: '" + v + "' is not a convention; use dense or causal");
       }
+    } else if (a == "--read-masks") {
+      o.read_masks = true;
     } else if (a == "--no-roofline") {
       o.roofline.enabled = false;
     } else if (a == "--json") {
@@ -664,6 +670,7 @@ int run(int argc, char** argv) {
   popts.batch_size = inputs.batch;
   popts.roofline = o.roofline;
   popts.attention = o.attention;
+  popts.read_attention_masks = o.read_masks;
   for (const c10::IValue& v : inputs.values) {
     popts.inputs.push_back(v.isTensor() ? flopsprof::detail::describe_input(v.toTensor())
                                         : v.tagKind());

@@ -92,6 +92,11 @@ struct ArgView {
   uint64_t extent = 0;
   bool repeated = false;   ///< kTensor: the same tensor as an earlier argument of the op
   bool contiguous = true;  ///< kTensor: laid out contiguously (row-major)
+  /// kTensor, the mask of an attention op read by the capture (ProfilerOptions::
+  /// read_attention_masks): of its elements (over its shape, a broadcast view's repeats
+  /// included), those that keep a (query, key) pair: true in a boolean mask, above -9,000 in an
+  /// additive one. Unset for every other argument, and for a mask that was not read.
+  std::optional<uint64_t> kept;
 };
 
 /// The arguments of one op call, in schema order, as plain data.
@@ -132,6 +137,10 @@ struct FlopCount {
   /// The kernel that ran is not known from this op (it dispatches to one of several, or the
   /// kernel's blocking is not modelled): `skipped_flops` is 0 and what ran may be less.
   bool kernel_unknown = false;
+  /// Attention with an explicit mask tensor: its values were read (`masked_flops` holds what it
+  /// discards), or not (ProfilerOptions::read_attention_masks off, or values it cannot read:
+  /// counted dense, `masked_flops` 0).
+  bool mask_read = false, mask_unread = false;
 };
 
 /// A formula: a pure function of the op's inputs. Return `std::nullopt` when the inputs are not

@@ -79,6 +79,13 @@ struct ProfilerOptions {
   /// How attention under a causal mask counts in FLOPs, MACs and MFU (docs/report.md, "Causal
   /// attention"); the JSON carries the dense, causal and kernel counts whatever is chosen.
   AttentionConvention attention = AttentionConvention::kDense;
+  /// Reads the values of each attention op's explicit mask (SDPA's attn_mask, the kernels'
+  /// attn_bias) to count the (query, key) pairs it discards, as a causal mask's are
+  /// (`masked_flops`; docs/report.md, "Masks"): a sliding window, padding. Off: such a mask's
+  /// pattern is unknown and its pairs count as computed (dense), and the report counts those
+  /// calls. Cost per attention call with a mask: one pass over the mask's stored elements on the
+  /// calling thread; a mask on a GPU is copied to the host first, which waits for its stream.
+  bool read_attention_masks = false;
 };
 
 class FlopsProfiler;

@@ -27,7 +27,8 @@ struct KernelStats {
 /// kernels ran.
 enum class AttentionConvention : uint8_t {
   kDense,   ///< every query against every key: FlopCounterMode's, PaLM's 6N + 12LHQT (default)
-  kCausal,  ///< only the (query, key) pairs the mask keeps: FlashAttention's, Megatron's
+  kCausal,  ///< only the (query, key) pairs the mask keeps: FlashAttention's, Megatron's (an
+            ///< is_causal mask; an explicit mask only when read: read_attention_masks)
 };
 /// "dense", "causal"
 const char* convention_name(AttentionConvention convention);
@@ -362,6 +363,10 @@ struct ProfileResult {
   uint64_t masked_flops = 0, skipped_flops = 0;
   uint64_t bwd_masked_flops = 0, bwd_skipped_flops = 0;
   uint64_t kernel_unknown_calls = 0;
+  /// Attention calls (forward and backward) with an explicit mask tensor whose values were read
+  /// (ProfilerOptions::read_attention_masks: the pairs it discards are in `masked_flops`), and
+  /// those counted dense (not read: the option off, or values it cannot read).
+  uint64_t attention_masks_read = 0, attention_masks_unread = 0;
   double duration_s = 0;              ///< forward latency of the root module, seconds
   double no_formula_s = 0;            ///< forward time spent in ops without a formula, seconds
   uint64_t threads = 0;               ///< threads on which ops were observed

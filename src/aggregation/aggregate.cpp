@@ -489,6 +489,7 @@ class Aggregator {
 
   // A forward op of module m (inclusive up the tree); inferred placements counted apart.
   void add_forward(const RawEvent& e, int m, bool inferred, const FlopCount* fc, DType dt) {
+    if (fc) count_masks(*fc);
     if (fc && (fc->masked_flops > 0 || fc->skipped_flops > 0)) {
       add_saturating(r.masked_flops, fc->masked_flops, overflow);
       add_saturating(r.skipped_flops, fc->skipped_flops, overflow);
@@ -524,8 +525,15 @@ class Aggregator {
     }
   }
 
+  // Attention calls with an explicit mask, read or counted dense.
+  void count_masks(const FlopCount& fc) {
+    r.attention_masks_read += fc.mask_read ? 1 : 0;
+    r.attention_masks_unread += fc.mask_unread ? 1 : 0;
+  }
+
   // A backward op: outside the model, "(autograd)" (m < 0) or module m's (inclusive).
   void add_backward(int m, const FlopCount& fc) {
+    count_masks(fc);
     if (m == kOutsideModel) {
       add_saturating(outside.bwd_flops, fc.flops, overflow);
       add_saturating(outside.bwd_macs, fc.macs, overflow);

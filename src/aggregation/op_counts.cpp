@@ -37,6 +37,10 @@ std::vector<ArgView> arg_views(const ThreadEvents& thread, const RawEvent& event
           }
           v.extent = n;
         }
+        if (a.tensor_flags & kArgMaskKept) {
+          const size_t at = a.offset + a.count + ((a.tensor_flags & kArgExpanded) ? 1 : 0);
+          v.kept = static_cast<uint64_t>(std::max<int64_t>(0, thread.dims[at]));
+        }
         break;
       }
       case ArgKind::kIntList:

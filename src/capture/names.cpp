@@ -86,6 +86,10 @@ void NameCache::lookup_slow(const char* name, uint32_t* id, uint8_t* flags) {
   if (find_formula(text)) f |= kNameHasFormula;
   if (formula_is_constant(text)) f |= kNameConstant;
   if (text.rfind("autograd::engine::evaluate_function", 0) == 0) f |= kNameIsEngine;
+  const int mask_arg = attention_mask_arg(text);
+  if (mask_arg >= 0 && mask_arg < 16) {
+    f |= kNameAttentionMask | static_cast<uint8_t>(mask_arg << kNameMaskArgShift);
+  }
   *id = nid;
   *flags = f;
   insert(h, Slot{h, text.c_str(), nid, f});

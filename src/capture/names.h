@@ -32,7 +32,11 @@ enum NameFlag : uint8_t {
   kNameHasFormula = 1,
   kNameIsEngine = 2,  ///< autograd engine wrapper ("autograd::engine::evaluate_function: ...")
   kNameConstant = 4,  ///< its formula ignores the arguments: nothing to capture
+  /// An attention op with a mask argument, whose position is `flags >> kNameMaskArgShift`
+  /// (read with ProfilerOptions::read_attention_masks).
+  kNameAttentionMask = 8,
 };
+constexpr int kNameMaskArgShift = 4;
 
 /// Per-thread, per-profile cache: name string -> (id, flags). Open addressing on a content hash;
 /// no lock and no allocation once a name has been seen.

@@ -19,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "capture/attention_mask.h"
 #include "capture/device_events.h"
 #include "capture/gpu_backend.h"
 #include "capture/module_index.h"
@@ -418,6 +419,19 @@ void capture_args(ThreadEvents* b, RawEvent& e, c10::ArrayRef<const c10::IValue>
 
 namespace {
 
+// The opt-in read of an attention mask (ProfilerOptions::read_attention_masks): the count of the
+// entries of argument `k` that keep a pair, after its dims (formulas/attention.cpp reads it).
+void capture_mask(ThreadEvents* b, const RawEvent& e, c10::ArrayRef<const c10::IValue> inputs,
+                  size_t k) {
+  if (k >= e.args_count || k >= inputs.size() || !inputs[k].isTensor()) return;
+  ArgRecord& a = b->args[e.args_begin + k];
+  if (a.kind != ArgKind::kTensor) return;
+  const std::optional<uint64_t> kept = kept_mask_entries(inputs[k].toTensor());
+  if (!kept) return;
+  b->dims.push_back(static_cast<int64_t>(*kept));  // after its sizes (and covered elements)
+  a.tensor_flags |= kArgMaskKept;
+}
+
 int32_t owner_of(const OwnerIndex& owners, const at::Tensor& t) {
   if (!t.defined()) return -1;
   const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
@@ -547,6 +561,9 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
       // Arguments for FLOPs and bytes, also of ops without a formula (their bytes count);
       // views and metadata queries move no bytes and count no FLOPs: nothing to read.
       if (!(name_flags & kNameConstant)) capture_args(b, e, inputs);
+      if ((name_flags & kNameAttentionMask) && s->read_masks) {
+        capture_mask(b, e, inputs, name_flags >> kNameMaskArgShift);
+      }
     }
     const bool mark = s->events != nullptr && e.parent < 0;
     if (mark && b->marks.size() == b->marks.capacity()) {

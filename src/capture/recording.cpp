@@ -37,6 +37,7 @@ void Recording::begin() {
   s->id = next_session_id();
   s->timer = timer_.get();
   s->host_clock = is_host_timer(timer_.get());
+  s->read_masks = setup_.read_masks;
   s->tsc = s->host_clock && invariant_tsc();
   s->start_clock();
   wall0_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(

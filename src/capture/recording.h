@@ -22,6 +22,7 @@ namespace flopsprof::detail {
 struct RecordingSetup {
   bool all_threads = true;    ///< every thread, or the calling thread and those it propagates to
   bool track_memory = false;  ///< c10's memory-reporting observer
+  bool read_masks = false;    ///< ProfilerOptions::read_attention_masks
   GpuTimingRequest timing;    ///< the device to time, and how
 };
 

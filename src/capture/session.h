@@ -36,6 +36,8 @@ struct Session {
   const DeviceEvents* events = nullptr;  ///< device-event timing while active, else null
   Timer* timer = nullptr;
   bool host_clock = true;  ///< use the inlined steady clock instead of the virtual call
+  bool read_masks =
+      false;  ///< read attention masks' values (ProfilerOptions::read_attention_masks)
   /// Host clock via the invariant TSC: timestamps are raw ticks, converted after collection
   /// with the rate measured between start and read-out (see ticks_to_ns).
   bool tsc = false;

@@ -19,6 +19,11 @@
 // kernel runs inside it unobserved. FlopCounterMode scores the CPU kernels
 // (_scaled_dot_product_flash_attention_for_cpu and its backward) 0; they are counted here as the
 // CUDA kernels are.
+// An explicit mask (attn_mask / attn_bias): its pattern is not known from shapes, so the pairs it
+// discards count as computed (dense, as FlopCounterMode counts them; every kernel computes them:
+// none skips by a mask's values), unless the capture read the mask
+// (ProfilerOptions::read_attention_masks, `ArgView::kept`): then `masked_flops` is the part on
+// the pairs it discards, as for is_causal.
 // Bytes: q, k, v (and a mask) read once; the output [..., L, Ev] written, and the log-sum-exp
 // [B, H, L] (fp32) where the kernel returns it for its backward; the math backend also its
 // attention weights [..., L, S]. Backward: writes the gradients of q, k and v.
@@ -110,45 +115,89 @@ void causal_parts(FlopCount& fc, const AttentionDims& d, uint64_t per_pair, bool
   }
 }
 
-// Forward: MACs = B*L*S*(E + Ev); FLOPs = 2 * MACs + B*L*S (softmax). `causal_arg`: the index
-// of its is_causal argument (-1: none read).
+// Sets the masked part of `fc` from an explicit mask at `mask_arg` (-1: the op takes none): the
+// mask broadcasts to [B, L, S] (B: batch and heads), so each of its entries stands for
+// B*L*S / (its elements) pairs, and the pairs it discards are B*L*S - kept * that.
+void mask_parts(FlopCount& fc, const OpInputs& in, const AttentionDims& d, uint64_t per_pair,
+                int mask_arg) {
+  if (mask_arg < 0 || !in.is_tensor(static_cast<size_t>(mask_arg))) return;
+  const ArgView& mask = in[static_cast<size_t>(mask_arg)];
+  const uint64_t entries = count_of(mask.shape);
+  if (!mask.kept || entries == 0 || d.scores % entries != 0 || *mask.kept > entries) {
+    fc.mask_unread = true;  // counted dense
+    return;
+  }
+  fc.mask_read = true;
+  const uint64_t masked = checked_mul(entries - *mask.kept, d.scores / entries);
+  fc.masked_macs = checked_mul(masked, per_pair);
+  fc.masked_flops = checked_add(checked_mul(2, fc.masked_macs), masked);
+}
+
+// Forward: MACs = B*L*S*(E + Ev); FLOPs = 2 * MACs + B*L*S (softmax). `causal_arg`, `mask_arg`:
+// the indices of its is_causal and mask arguments (-1: none read).
 std::optional<FlopCount> forward_count(const OpInputs& in, size_t first, bool bl_layout,
-                                       int causal_arg = -1, Kernel kernel = Kernel::kDense) {
+                                       int causal_arg = -1, Kernel kernel = Kernel::kDense,
+                                       int mask_arg = -1) {
   std::optional<AttentionDims> d = attention_dims(in, first, bl_layout);
   if (!d) return std::nullopt;
   const uint64_t per_pair = checked_add(d->e, d->ev);
   FlopCount fc = gemm_count(checked_mul(d->scores, per_pair), d->scores);
   const bool causal = causal_arg >= 0 && in.boolean(causal_arg).value_or(false);
   causal_parts(fc, *d, per_pair, causal, kernel);
+  if (!causal) mask_parts(fc, in, *d, per_pair, mask_arg);  // SDPA takes one or the other
   return fc;
 }
 
 // Backward: MACs = B*L*S*(3*E + 2*Ev); FLOPs = 2 * MACs + B*L*S (softmax backward).
 std::optional<FlopCount> backward_count(const OpInputs& in, bool bl_layout, int causal_arg = -1,
-                                        Kernel kernel = Kernel::kDense) {
+                                        Kernel kernel = Kernel::kDense, int mask_arg = -1) {
   std::optional<AttentionDims> d = attention_dims(in, 1, bl_layout);  // after grad_out
   if (!d) return std::nullopt;
   uint64_t per_score = checked_add(checked_mul(3, d->e), checked_mul(2, d->ev));
   FlopCount fc = gemm_count(checked_mul(d->scores, per_score), d->scores);
   const bool causal = causal_arg >= 0 && in.boolean(causal_arg).value_or(false);
   causal_parts(fc, *d, per_score, causal, kernel);
+  if (!causal) mask_parts(fc, in, *d, per_score, mask_arg);
   return fc;
 }
 
 // sdpa(query[B, H, L, E], key[B, H, S, E], value[B, H, S, Ev], ...), is_causal at `causal_arg`
-FormulaFn sdpa(int causal_arg, Kernel kernel) {
-  return [=](const OpInputs& in) { return forward_count(in, 0, false, causal_arg, kernel); };
+FormulaFn sdpa(int causal_arg, int mask_arg, Kernel kernel) {
+  return
+      [=](const OpInputs& in) { return forward_count(in, 0, false, causal_arg, kernel, mask_arg); };
 }
 // _flash_attention_forward / _efficient_attention_forward(query[B, L, H, E], key, value, ...)
 std::optional<FlopCount> sdpa_kernel(const OpInputs& in) { return forward_count(in, 0, true); }
 // *_backward(grad_out, query[B, H, L, E], key, value, ...), is_causal at `causal_arg`
-FormulaFn sdpa_backward(int causal_arg, Kernel kernel) {
-  return [=](const OpInputs& in) { return backward_count(in, false, causal_arg, kernel); };
+FormulaFn sdpa_backward(int causal_arg, int mask_arg, Kernel kernel) {
+  return
+      [=](const OpInputs& in) { return backward_count(in, false, causal_arg, kernel, mask_arg); };
 }
 // _flash_attention_backward / _efficient_attention_backward(grad_out, query[B, L, H, E], ...)
 std::optional<FlopCount> sdpa_kernel_backward(const OpInputs& in) {
   return backward_count(in, true);
 }
+
+// The scaled_dot_product_* ops: where is_causal and the mask (attn_mask / attn_bias) are in each
+// schema (PyTorch 2.6's native_functions.yaml), and how its kernel treats a causal mask.
+struct SdpaOp {
+  const char* name;
+  int causal_arg, mask_arg;  // -1: none
+  Kernel kernel;
+  bool backward;
+};
+constexpr SdpaOp kSdpaOps[] = {
+    {"aten::scaled_dot_product_attention", 5, 3, Kernel::kUnknown, false},
+    {"aten::_scaled_dot_product_attention_math", 5, 3, Kernel::kDense, false},
+    {"aten::_scaled_dot_product_flash_attention", 4, -1, Kernel::kUnknown, false},
+    {"aten::_scaled_dot_product_flash_attention_for_cpu", 4, 5, Kernel::kCpuFlash, false},
+    {"aten::_scaled_dot_product_efficient_attention", 6, 3, Kernel::kUnknown, false},
+    {"aten::_scaled_dot_product_cudnn_attention", 6, 3, Kernel::kUnknown, false},
+    {"aten::_scaled_dot_product_flash_attention_backward", 11, -1, Kernel::kUnknown, true},
+    {"aten::_scaled_dot_product_flash_attention_for_cpu_backward", 7, 8, Kernel::kCpuFlash, true},
+    {"aten::_scaled_dot_product_efficient_attention_backward", 11, 4, Kernel::kUnknown, true},
+    {"aten::_scaled_dot_product_cudnn_attention_backward", 14, 8, Kernel::kUnknown, true},
+};
 
 // ---- Bytes ----
 
@@ -204,31 +253,26 @@ void register_attention_bytes() {
 }
 
 void register_attention_formulas() {
-  // is_causal's position in each schema (PyTorch 2.6's native_functions.yaml).
-  add_builtin_formula("aten::scaled_dot_product_attention", sdpa(5, Kernel::kUnknown));
-  add_builtin_formula("aten::_scaled_dot_product_attention_math", sdpa(5, Kernel::kDense));
-  add_builtin_formula("aten::_scaled_dot_product_flash_attention", sdpa(4, Kernel::kUnknown));
-  add_builtin_formula("aten::_scaled_dot_product_flash_attention_for_cpu",
-                      sdpa(4, Kernel::kCpuFlash));
-  add_builtin_formula("aten::_scaled_dot_product_efficient_attention", sdpa(6, Kernel::kUnknown));
-  add_builtin_formula("aten::_scaled_dot_product_cudnn_attention", sdpa(6, Kernel::kUnknown));
+  for (const SdpaOp& op : kSdpaOps) {
+    add_builtin_formula(op.name, op.backward ? sdpa_backward(op.causal_arg, op.mask_arg, op.kernel)
+                                             : sdpa(op.causal_arg, op.mask_arg, op.kernel));
+  }
   // The CUDA kernels the scaled_dot_product_* ops call (nested in them, so counted only when
   // called directly). FlopCounterMode reads their dense inputs as [B, H, L, E], which they are not.
   for (const char* op : {"aten::_flash_attention_forward", "aten::_efficient_attention_forward"}) {
     add_builtin_formula(op, sdpa_kernel);
   }
-  add_builtin_formula("aten::_scaled_dot_product_flash_attention_backward",
-                      sdpa_backward(11, Kernel::kUnknown));
-  add_builtin_formula("aten::_scaled_dot_product_flash_attention_for_cpu_backward",
-                      sdpa_backward(7, Kernel::kCpuFlash));
-  add_builtin_formula("aten::_scaled_dot_product_efficient_attention_backward",
-                      sdpa_backward(11, Kernel::kUnknown));
-  add_builtin_formula("aten::_scaled_dot_product_cudnn_attention_backward",
-                      sdpa_backward(14, Kernel::kUnknown));
   for (const char* op :
        {"aten::_flash_attention_backward", "aten::_efficient_attention_backward"}) {
     add_builtin_formula(op, sdpa_kernel_backward);
   }
+}
+
+int attention_mask_arg(std::string_view op_name) {
+  for (const SdpaOp& op : kSdpaOps) {
+    if (op_name == op.name) return op.mask_arg;
+  }
+  return -1;
 }
 
 }  // namespace flopsprof::detail

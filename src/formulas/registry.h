@@ -15,6 +15,11 @@ FormulaFn find_formula(std::string_view op_name);
 /// Whether `op_name`'s formula is a built-in whose count ignores the arguments. Thread-safe.
 bool formula_is_constant(std::string_view op_name);
 
+/// Position of the attention mask argument (attn_mask / attn_bias) of a built-in
+/// scaled_dot_product_* op; -1 for other ops. The capture reads the mask there when
+/// ProfilerOptions::read_attention_masks is set (formulas/attention.cpp).
+int attention_mask_arg(std::string_view op_name);
+
 /// Incremented by every registration or removal: caches of "has a formula" check it.
 uint64_t formula_registry_version();
 

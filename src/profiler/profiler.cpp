@@ -214,6 +214,7 @@ void FlopsProfiler::start_profile(const std::vector<std::string>& ignore_modules
   detail::RecordingSetup setup;
   setup.all_threads = impl_->options.threads == ProfilerOptions::Threads::kAll;
   setup.track_memory = impl_->options.track_memory;
+  setup.read_masks = impl_->options.read_attention_masks;
   impl_->index = std::move(index);
   setup.timing = impl_->timing_request();
   impl_->recording->start(*impl_->index, setup);

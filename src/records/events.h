@@ -34,6 +34,8 @@ enum ArgTensorFlag : uint8_t {
   kArgStrided = 1 << 1,   ///< not contiguous (a transpose, a slice, an expand)
   kArgExpanded = 1 << 2,  ///< a broadcast view (a stride of 0 over a size > 1): the elements
                           ///< its memory covers follow its sizes in `dims`
+  kArgMaskKept = 1 << 3,  ///< an attention mask read by the capture: the count of its entries that
+                          ///< keep a pair follows (after the covered elements of an expanded view)
 };
 
 /// One captured argument. Tensor sizes and list values live in `ThreadEvents::dims`.

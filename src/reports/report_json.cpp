@@ -134,6 +134,8 @@ void write_summary(JsonWriter& w, const ProfileResult& r) {
   w.member("bwd_flops_kernel",
            r.kernel_flops(r.bwd_flops, r.bwd_masked_flops, r.bwd_skipped_flops));
   w.member("attention_kernel_unknown_calls", r.kernel_unknown_calls);
+  w.member("attention_masks_read_calls", r.attention_masks_read);
+  w.member("attention_masks_unread_calls", r.attention_masks_unread);
   w.member("no_formula_latency_s", r.no_formula_s);
   w.member("threads", r.threads);
   w.member("op_events", r.op_events);

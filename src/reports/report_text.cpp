@@ -42,6 +42,20 @@ std::string traffic(uint64_t bytes) {
 
 std::string share(double fraction) { return fmt::format("{:.1f}%", 100.0 * fraction); }
 
+// Attention calls with an explicit mask: read, or counted dense (docs/report.md, "Masks").
+std::string masks_text(const ProfileResult& r) {
+  if (r.attention_masks_read + r.attention_masks_unread == 0) return "";
+  std::string s = fmt::format("; {} call(s) with a mask tensor",
+                              r.attention_masks_read + r.attention_masks_unread);
+  if (r.attention_masks_read > 0)
+    s += fmt::format(", {} read (masked pairs as above)", r.attention_masks_read);
+  if (r.attention_masks_unread > 0) {
+    s += fmt::format(", {} not read: counted dense (read_attention_masks / --read-masks)",
+                     r.attention_masks_unread);
+  }
+  return s;
+}
+
 // "12.34 FLOP/B, memory-bound, 45.0% of the bandwidth" (what a roofline point says), or the
 // intensity alone when the ceilings are unknown.
 std::string point_text(const RooflinePoint& p) {
@@ -181,10 +195,11 @@ void summary_forward(std::string& out, const ProfileResult& r) {
          flops_to_string(r.flops_by_dtype[d]));
   }
   // Causal masks: which convention the numbers use, and the other counts beside it.
-  if (r.masked_flops > 0 || r.bwd_masked_flops > 0 || r.attention == AttentionConvention::kCausal) {
+  if (r.masked_flops > 0 || r.bwd_masked_flops > 0 || r.attention == AttentionConvention::kCausal ||
+      r.attention_masks_read + r.attention_masks_unread > 0) {
     line(out, "attention convention (causal masks)",
          fmt::format("{}: fwd flops {} the {} flops on masked pairs; dense {}, causal {}, as the "
-                     "kernels ran {}{}",
+                     "kernels ran {}{}{}",
                      convention_name(r.attention),
                      r.attention == AttentionConvention::kCausal ? "leave out" : "include",
                      number_to_string(static_cast<double>(r.masked_flops)),
@@ -196,7 +211,8 @@ void summary_forward(std::string& out, const ProfileResult& r) {
                          ? fmt::format(" ({} call(s) by kernels whose skipped blocks are not "
                                        "modelled: counted as computed whole)",
                                        r.kernel_unknown_calls)
-                         : ""));
+                         : "",
+                     masks_text(r)));
   }
   line(out, "fwd flops of model = fwd flops per device * mp_size", number_to_string(r.flops * mp));
   line(out, "fwd latency", duration_to_string(r.duration_s));
