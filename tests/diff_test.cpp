@@ -423,6 +423,120 @@ TEST(Gate, ExactFieldsAndModulesInOneProfileOnly) {
   EXPECT_EQ(g.unknown.size(), 2u);
 }
 
+// Regions (FlopsProfiler::region()): matched by name, per-window medians against their spread,
+// rates compared where both sides know them, gated with region=NAME:, read back from the JSON.
+RegionStats region(const std::string& name, uint64_t windows, uint64_t tokens, double median_s,
+                   double spread_s, double mfu) {
+  RegionStats g;
+  g.name = name;
+  g.windows = windows;
+  g.tokens = tokens;
+  g.tokens_source = tokens > 0 ? "given" : "";
+  g.duration_s = median_s * static_cast<double>(windows);
+  g.first_s = median_s;
+  if (windows >= 2) g.spread = {windows, median_s - spread_s, median_s, median_s + spread_s};
+  g.flops = 1000 * windows;
+  g.macs = 500 * windows;
+  g.bytes = 4000 * windows;
+  if (tokens > 0) {
+    g.tokens_per_s = static_cast<double>(tokens) / g.duration_s;
+    g.latency_per_token_s = g.duration_s / static_cast<double>(tokens);
+    g.flops_per_token = static_cast<double>(g.flops) / static_cast<double>(tokens);
+  }
+  g.mfu = mfu;
+  g.mbu = 2 * mfu;
+  return g;
+}
+
+TEST(DiffRegions, MatchedByNameWithRatesAndAGate) {
+  ProfileResult b = base_profile(), n = base_profile();
+  // prefill: one window of 128 tokens, the same on both sides. decode: 32 windows of one token,
+  // 5 ms +- 0.5 ms per window in the base, 6 ms +- 0.6 ms in the new (ranges [4.5, 5.5] and
+  // [5.4, 6.6] overlap: noise), then 6.5 ms +- 0.4 (apart: a real change). tokens/s: 32 / 0.16 s
+  // = 200 -> 32 / 0.192 s = 166.7, -16.7%. "sample" only in the new profile, with no tokens.
+  b.regions = {region("prefill", 1, 128, 64e-3, 0, 0.6),
+               region("decode", 32, 32, 5e-3, 0.5e-3, 0.05)};
+  n.regions = {region("prefill", 1, 128, 64e-3, 0, 0.6),
+               region("decode", 32, 32, 6e-3, 0.6e-3, 0.04),
+               region("sample", 32, 0, 1e-3, 0.1e-3, 0)};
+  ProfileDiff d = diff(b, n);
+  ASSERT_EQ(d.regions.size(), 3u);
+  EXPECT_EQ(d.regions[0].name, "prefill");
+  EXPECT_EQ(d.regions[0].status, DiffStatus::kSame);
+  const RegionDiff* decode = d.region("decode");
+  ASSERT_NE(decode, nullptr);
+  EXPECT_EQ(decode->status, DiffStatus::kSame);  // same windows, tokens, FLOPs and bytes
+  EXPECT_TRUE(decode->latency.repeated);
+  EXPECT_DOUBLE_EQ(decode->latency.base, 5e-3);
+  EXPECT_DOUBLE_EQ(decode->latency.next, 6e-3);
+  EXPECT_TRUE(decode->latency.noise);
+  EXPECT_NEAR(decode->tokens_per_s.percent(), 100.0 * (32 / 0.192 - 32 / 0.160) / (32 / 0.160),
+              1e-9);
+  EXPECT_NEAR(decode->latency_per_token.delta(), 1e-3, 1e-12);
+  const RegionDiff* sample = d.region("sample");
+  ASSERT_NE(sample, nullptr);
+  EXPECT_EQ(sample->status, DiffStatus::kAdded);
+  EXPECT_FALSE(sample->tokens_per_s.known());
+  EXPECT_FALSE(sample->latency_per_token.known);
+
+  // The gate: tokens/s -16.7% breaks a -5% floor; MFU 0.05 -> 0.04 breaks "< -0.005" (fractions);
+  // the latency delta is inside the spread (noise, not broken); an added region's FLOPs are
+  // checked against 0; a region with no tokens cannot be judged per token; no such region.
+  GateResult g = check_gate(
+      d, {parse_gate_rule("region=decode:tokens_per_s<-5%"),
+          parse_gate_rule("region=decode:mfu<-0.005"), parse_gate_rule("region=decode:latency>+5%"),
+          parse_gate_rule("region=prefill:latency>+5%"), parse_gate_rule("region=sample:flops>0"),
+          parse_gate_rule("region=sample:latency_per_token>0"),
+          parse_gate_rule("region=nope:flops>0")});
+  ASSERT_EQ(g.broken.size(), 3u);
+  EXPECT_NE(g.broken[0].find("region=decode:tokens_per_s<-5%: 200 -> 166.7"), std::string::npos)
+      << g.broken[0];
+  EXPECT_NE(g.broken[1].find("region=decode:mfu<-0.005: 0.05 -> 0.04"), std::string::npos)
+      << g.broken[1];
+  EXPECT_NE(g.broken[2].find("region=sample:flops>0: 0 -> 32000"), std::string::npos)
+      << g.broken[2];
+  ASSERT_EQ(g.noise.size(), 1u);
+  EXPECT_NE(g.noise[0].find("region=decode:latency"), std::string::npos);
+  ASSERT_EQ(g.unknown.size(), 2u);
+  EXPECT_NE(g.unknown[0].find("no tokens, or no peaks"), std::string::npos) << g.unknown[0];
+  EXPECT_NE(g.unknown[1].find("no region 'nope'"), std::string::npos) << g.unknown[1];
+  for (const char* bad : {"region=decode:params>0", "region=:flops>0", "tokens_per_s<0",
+                          "module=enc:mfu<0", "region=decode"}) {
+    EXPECT_THROW(parse_gate_rule(bad), Error) << bad;
+  }
+
+  // Apart: the new decode at 6.5 ms +- 0.4 ([6.1, 6.9] vs [4.5, 5.5]) is a change, and a different
+  // window count is a workload difference, warned.
+  n.regions[1] = region("decode", 64, 64, 6.5e-3, 0.4e-3, 0.04);
+  d = diff(b, n);
+  EXPECT_FALSE(d.region("decode")->latency.noise);
+  EXPECT_EQ(d.region("decode")->status, DiffStatus::kChanged);
+  bool warned = false;
+  for (const std::string& w : d.warnings) warned = warned || w.find("region 'decode'") != w.npos;
+  EXPECT_TRUE(warned);
+
+  // The renderings, and the regions read back from the profiles' JSON.
+  const std::string text = format_diff_text(d);
+  EXPECT_NE(text.find("\nRegions"), std::string::npos) << text;
+  EXPECT_NE(text.find("decode"), std::string::npos);
+  nlohmann::json j = nlohmann::json::parse(diff_to_json(d));
+  ASSERT_EQ(j["regions"].size(), 3u);
+  EXPECT_EQ(j["regions"][1]["name"], "decode");
+  EXPECT_EQ(j["regions"][1]["delta"]["windows"], 32);
+  EXPECT_TRUE(j["regions"][2]["base"].is_null());  // "sample": added
+  EXPECT_TRUE(j["regions"][2]["new"]["tokens_per_s"].is_null());
+  EXPECT_NE(diff_to_html(d).find("id=\"regions\""), std::string::npos);
+  const LoadedProfile lb = profile_from_json(to_json(b)), ln = profile_from_json(to_json(n));
+  ASSERT_EQ(ln.result.regions.size(), 3u);
+  EXPECT_EQ(ln.result.regions[1].windows, 64u);
+  EXPECT_EQ(ln.result.regions[1].spread.samples, 64u);
+  EXPECT_EQ(ln.result.regions[2].tokens, 0u);
+  EXPECT_DOUBLE_EQ(lb.result.regions[1].mfu, 0.05);
+  const ProfileDiff from_files = diff(lb, ln);
+  EXPECT_DOUBLE_EQ(from_files.region("decode")->tokens_per_s.percent(),
+                   d.region("decode")->tokens_per_s.percent());
+}
+
 // The command: text on stdout, exit 0 / 1 / 2 as documented, files written.
 TEST(DiffCommand, ExitCodesAndFiles) {
   const std::string dir = ::testing::TempDir();

@@ -60,6 +60,15 @@ struct TimeDelta {
   double percent() const;  ///< as CountDelta::percent
 };
 
+/// A rate or ratio on both sides (tokens/s, MFU, MBU as fractions). 0 on a side: unknown there
+/// (no tokens, no peaks), and then no delta is claimed.
+struct RateDelta {
+  double base = 0, next = 0;
+  bool known() const { return base > 0 && next > 0; }
+  double delta() const { return next - base; }
+  double percent() const;  ///< as CountDelta::percent
+};
+
 /// kSame: a module with the same type and the same exact quantities (FLOPs, MACs, params, calls,
 /// backward FLOPs, bytes), an op with the same calls, FLOPs, MACs and bytes; latency may still
 /// differ (its own delta and noise flag). kChanged: the type or an exact quantity differs.
@@ -92,6 +101,19 @@ struct ModuleDiff {
   std::vector<OpDiff> ops;
 };
 
+/// One region (FlopsProfiler::region(): a phase such as "prefill" or "decode") of either profile,
+/// matched by name. kChanged: its windows, tokens, FLOPs, backward FLOPs or bytes differ.
+struct RegionDiff {
+  std::string name;
+  DiffStatus status = DiffStatus::kSame;
+  CountDelta windows, tokens, flops, bwd_flops, bytes;
+  /// Wall time: medians per window when both sides have 2+ windows (noise when their per-window
+  /// ranges overlap), else the regions' totals.
+  TimeDelta latency;
+  TimeDelta latency_per_token;  ///< known when both sides know their tokens
+  RateDelta tokens_per_s, mfu, mbu;
+};
+
 /// One line of the totals.
 struct TotalDiff {
   std::string key;  ///< "params", "fwd_flops", "fwd_latency_s", "memory.peak_bytes", ...
@@ -119,7 +141,10 @@ struct ProfileDiff {
   std::vector<ModuleDiff> modules;  ///< the new profile's tree order, removed modules after
                                     ///< their base parent; the roots always match
   std::vector<OpDiff> ops;          ///< by |latency delta|, largest first
+  /// The regions of both profiles: the new profile's order, then those only in the base.
+  std::vector<RegionDiff> regions;
   const TotalDiff* total(const std::string& key) const;
+  const RegionDiff* region(const std::string& name) const;
   const ModuleDiff* module(const std::string& name) const;  ///< by new (or removed) name
 };
 
@@ -149,14 +174,17 @@ std::string diff_to_json(const ProfileDiff& d, int indent = 2);
 /// One self-contained HTML page: totals, warnings, the module tree coloured by delta.
 std::string diff_to_html(const ProfileDiff& d);
 
-/// A CI rule: `[module=NAME:]FIELD OP VALUE[%]`, e.g. `latency>+5%`, `flops>0`, `params!=0`,
-/// `memory.peak>+10%`, `module=encoder.layer.0:latency>+20%`. OP is one of > >= < <= == !=;
-/// the delta (new - base; with %, its percent of |base|) is compared with VALUE. Fields:
-/// latency, bwd_latency, step_latency, iter_latency, flops, macs, bwd_flops, params, calls,
-/// bytes, memory.peak (totals only).
+/// A CI rule: `[module=NAME:|region=NAME:]FIELD OP VALUE[%]`, e.g. `latency>+5%`, `flops>0`,
+/// `params!=0`, `memory.peak>+10%`, `module=encoder.layer.0:latency>+20%`,
+/// `region=decode:tokens_per_s<-5%`. OP is one of > >= < <= == !=; the delta (new - base; with
+/// %, its percent of |base|) is compared with VALUE. Fields: latency, bwd_latency, step_latency,
+/// iter_latency, flops, macs, bwd_flops, params, calls, bytes, memory.peak (totals only); a
+/// region's: latency, latency_per_token, tokens_per_s, mfu, mbu (fractions: 0.05 is 5 points),
+/// flops, bwd_flops, bytes, tokens, windows.
 struct GateRule {
   std::string text;    ///< as given
-  std::string module;  ///< "" : the totals
+  std::string module;  ///< "" : the totals (or a region's)
+  std::string region;  ///< "" : the totals (or a module's)
   std::string field;
   std::string op;
   double value = 0;

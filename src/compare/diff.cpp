@@ -37,10 +37,18 @@ double CountDelta::percent() const {
   return percent_of(static_cast<double>(base), static_cast<double>(next));
 }
 double TimeDelta::percent() const { return percent_of(base, next); }
+double RateDelta::percent() const { return percent_of(base, next); }
 
 const TotalDiff* ProfileDiff::total(const std::string& key) const {
   for (const TotalDiff& t : totals) {
     if (t.key == key) return &t;
+  }
+  return nullptr;
+}
+
+const RegionDiff* ProfileDiff::region(const std::string& name) const {
+  for (const RegionDiff& g : regions) {
+    if (g.name == name) return &g;
   }
   return nullptr;
 }
@@ -308,6 +316,54 @@ void modules(ProfileDiff& d, const LoadedProfile& b, const LoadedProfile& n, con
   for (ModuleDiff& m : d.modules) m.share_of_delta = root != 0 ? m.latency.delta() / root : 0;
 }
 
+// The regions matched by name: the new profile's order, then the base's others. A region in one
+// profile only has nothing on the other side (0, known; its rates unknown there).
+void regions(ProfileDiff& d, const ProfileResult& x, const ProfileResult& y) {
+  std::vector<std::pair<const RegionStats*, const RegionStats*>> pairs;
+  for (const RegionStats& n : y.regions) {
+    const RegionStats* b = nullptr;
+    for (const RegionStats& g : x.regions) b = g.name == n.name ? &g : b;
+    pairs.emplace_back(b, &n);
+  }
+  for (const RegionStats& g : x.regions) {
+    bool matched = false;
+    for (const RegionStats& n : y.regions) matched = matched || n.name == g.name;
+    if (!matched) pairs.emplace_back(&g, nullptr);
+  }
+  static const RegionStats kNone;
+  for (const auto& [b, n] : pairs) {
+    const RegionStats& p = b ? *b : kNone;
+    const RegionStats& q = n ? *n : kNone;
+    RegionDiff g;
+    g.name = n ? q.name : p.name;
+    g.windows = counts(p.windows, q.windows);
+    g.tokens = counts(p.tokens, q.tokens, (!b || p.tokens > 0) && (!n || q.tokens > 0));
+    g.flops = counts(p.flops, q.flops);
+    g.bwd_flops = counts(p.bwd_flops, q.bwd_flops);
+    g.bytes = counts(p.bytes, q.bytes);
+    g.latency = times(p.duration_s, p.spread, q.duration_s, q.spread);
+    g.latency_per_token.base = p.latency_per_token_s;
+    g.latency_per_token.next = q.latency_per_token_s;
+    g.latency_per_token.known = p.latency_per_token_s > 0 && q.latency_per_token_s > 0;
+    g.tokens_per_s = RateDelta{p.tokens_per_s, q.tokens_per_s};
+    g.mfu = RateDelta{p.mfu, q.mfu};
+    g.mbu = RateDelta{p.mbu, q.mbu};
+    if (b && n && (g.windows.changed() || g.tokens.changed())) {
+      d.warnings.push_back(fmt::format(
+          "workload differs: region '{}': {} window(s), {} token(s) (base) vs {} window(s), {} "
+          "token(s) (new): compare its per-token numbers",
+          g.name, p.windows, p.tokens, q.windows, q.tokens));
+    }
+    g.status = !b   ? DiffStatus::kAdded
+               : !n ? DiffStatus::kRemoved
+               : g.windows.changed() || g.tokens.changed() || g.flops.changed() ||
+                       g.bwd_flops.changed() || g.bytes.changed()
+                   ? DiffStatus::kChanged
+                   : DiffStatus::kSame;
+    d.regions.push_back(std::move(g));
+  }
+}
+
 // Ops of two tables matched by (name, phase), largest |latency delta| first.
 std::vector<OpDiff> match_ops(const std::vector<OpStats>& x, const std::vector<OpStats>& y,
                               bool bytes) {
@@ -366,6 +422,7 @@ ProfileDiff diff(const LoadedProfile& base, const LoadedProfile& next, const Dif
   modules(d, base, next, options);
   d.ops = match_ops(base.result.ops, next.result.ops,
                     !missing(base, "bytes") && !missing(next, "bytes"));
+  regions(d, base.result, next.result);
   return d;
 }
 

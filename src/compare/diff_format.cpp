@@ -38,6 +38,15 @@ std::string time_delta_text(const TimeDelta& t) {
   return (d >= 0 ? "+" : "-") + duration_to_string(std::fabs(d)) + (t.noise ? " ~" : "");
 }
 
+std::string rate_text(double v, bool fraction) {
+  if (v <= 0) return "n/a";
+  return fraction ? fmt::format("{:.1f}%", 100 * v) : number_to_string(v);
+}
+
+std::string rate_percent_text(const RateDelta& r) {
+  return r.known() ? percent_text(r.percent()) : "";
+}
+
 bool in_both(const ModuleDiff& m) {
   return m.status == DiffStatus::kSame || m.status == DiffStatus::kChanged;
 }

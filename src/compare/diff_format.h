@@ -15,6 +15,10 @@ std::string percent_text(double percent);
 std::string count_delta_text(const CountDelta& c);
 /// "+41.44 us", "-801.00 ns", with " ~" inside the run-to-run spread; "n/a" when unknown.
 std::string time_delta_text(const TimeDelta& t);
+/// A region's rate or utilisation on one side: "1.98 K", "60.8%" (`fraction`); "n/a" for 0.
+std::string rate_text(double v, bool fraction);
+/// "+5.0%" of a rate known on both sides, "" otherwise.
+std::string rate_percent_text(const RateDelta& r);
 /// Whether the module is in both profiles (same or changed): its percents are defined.
 bool in_both(const ModuleDiff& m);
 /// "(root)" or its name, with " (was <base name>)" when renamed.

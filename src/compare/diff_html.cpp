@@ -15,6 +15,8 @@ using detail::html_escape;
 using detail::in_both;
 using detail::module_label;
 using detail::percent_text;
+using detail::rate_percent_text;
+using detail::rate_text;
 using detail::status_name;
 using detail::time_delta_text;
 using detail::type_label;
@@ -107,6 +109,26 @@ std::string diff_to_html(const ProfileDiff& d) {
         100 * m.share_of_delta, count_delta_text(m.flops),
         both && m.flops.changed() ? percent_text(m.flops.percent()) : "",
         count_delta_text(m.params), count_delta_text(m.calls));
+  }
+  if (!d.regions.empty()) {
+    h += "</table>\n<h2>Regions</h2>\n<table id=\"regions\"><tr><th>status</th><th "
+         "style=\"text-align:left\">region</th><th>windows</th><th>latency</th><th>new</th>"
+         "<th>delta</th><th>per token</th><th>new</th><th>tokens/s</th><th>new</th><th>%</th>"
+         "<th>MFU</th><th>new</th><th>MBU</th><th>new</th><th>FLOPs delta</th></tr>\n";
+    for (const RegionDiff& g : d.regions) {
+      const TimeDelta& t = g.latency_per_token;
+      h += fmt::format(
+          "<tr class=\"{}\"><td>{}</td><td class=\"name\">{}</td><td>{} &rarr; {}</td>"
+          "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+          "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+          status_name(g.status), status_name(g.status), html_escape(g.name), g.windows.base,
+          g.windows.next, duration_to_string(g.latency.base), duration_to_string(g.latency.next),
+          time_delta_text(g.latency), t.base > 0 ? duration_to_string(t.base) : "n/a",
+          t.next > 0 ? duration_to_string(t.next) : "n/a", rate_text(g.tokens_per_s.base, false),
+          rate_text(g.tokens_per_s.next, false), rate_percent_text(g.tokens_per_s),
+          rate_text(g.mfu.base, true), rate_text(g.mfu.next, true), rate_text(g.mbu.base, true),
+          rate_text(g.mbu.next, true), count_delta_text(g.flops));
+    }
   }
   h += "</table>\n<h2>Ops</h2>\n<table id=\"ops\"><tr><th>status</th><th "
        "style=\"text-align:left\">op</th>"

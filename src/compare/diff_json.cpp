@@ -71,6 +71,39 @@ void module_side(JsonWriter& w, const ModuleDiff& m, int side) {
   w.end_object();
 }
 
+// A rate on one side (null when unknown there); its delta only when known on both.
+void rate(JsonWriter& w, const char* key, const RateDelta& r, int side) {
+  w.key(key);
+  const double v = side == 0 ? r.base : side == 1 ? r.next : r.delta();
+  if ((side < 2 && v <= 0) || (side == 2 && !r.known())) return w.null();
+  w.value(v);
+}
+
+// A region's side: base, new or delta.
+void region_side(JsonWriter& w, const RegionDiff& g, int side) {
+  w.begin_object();
+  count(w, "windows", g.windows, side);
+  count(w, "tokens", g.tokens, side);
+  count(w, "flops", g.flops, side);
+  count(w, "bwd_flops", g.bwd_flops, side);
+  count(w, "bytes", g.bytes, side);
+  time(w, "latency_s", g.latency, side);
+  time(w, "latency_per_token_s", g.latency_per_token, side);
+  rate(w, "tokens_per_s", g.tokens_per_s, side);
+  rate(w, "mfu", g.mfu, side);
+  rate(w, "mbu", g.mbu, side);
+  if (side == 2) {
+    w.member("latency_medians", g.latency.repeated);
+    w.member("latency_noise", g.latency.noise);
+    w.key("tokens_per_s_pct");
+    if (g.tokens_per_s.known())
+      w.value(g.tokens_per_s.percent());
+    else
+      w.null();
+  }
+  w.end_object();
+}
+
 }  // namespace
 
 std::string diff_to_json(const ProfileDiff& d, int indent) {
@@ -144,6 +177,27 @@ std::string diff_to_json(const ProfileDiff& d, int indent) {
   }
   w.end_array();
   ops(w, d.ops, true);
+  w.key("regions");
+  w.begin_array();
+  for (const RegionDiff& g : d.regions) {
+    w.begin_object();
+    w.member("name", g.name);
+    w.member("status", status_name(g.status));
+    w.key("base");
+    if (g.status == DiffStatus::kAdded)
+      w.null();
+    else
+      region_side(w, g, 0);
+    w.key("new");
+    if (g.status == DiffStatus::kRemoved)
+      w.null();
+    else
+      region_side(w, g, 1);
+    w.key("delta");
+    region_side(w, g, 2);
+    w.end_object();
+  }
+  w.end_array();
   w.end_object();
   return w.take();
 }

@@ -14,6 +14,8 @@ using detail::count_delta_text;
 using detail::in_both;
 using detail::module_label;
 using detail::percent_text;
+using detail::rate_percent_text;
+using detail::rate_text;
 using detail::status_name;
 using detail::time_delta_text;
 using detail::type_label;
@@ -116,6 +118,34 @@ std::string format_diff_text(const ProfileDiff& d, const DiffTextOptions& o) {
           duration_to_string(op.latency.next), time_delta_text(op.latency), "", "",
           count_delta_text(op.flops), "", count_delta_text(op.macs), "", count_delta_text(op.calls),
           std::string(o.top > 0 ? 2 : 2 * m->depth + 2, ' '), op.name);
+    }
+  }
+  if (!d.regions.empty()) {
+    // Per window (medians) where both sides repeated it, else totals; rates per side.
+    s += "\nRegions (latency per window where both repeated, '~': within the spread)\n";
+    s += fmt::format(
+        "{:<8} {:<12} {:>9} {:>11} {:>11} {:>8} {:>11} {:>11} {:>8} {:>10} {:>10} {:>8} {:>6} "
+        "{:>6} {:>6} {:>6} {:>11}\n",
+        "status", "region", "windows", "latency", "new", "%", "per token", "new", "%", "tokens/s",
+        "new", "%", "MFU", "new", "MBU", "new", "flops delta");
+    for (const RegionDiff& g : d.regions) {
+      const bool both = g.status == DiffStatus::kSame || g.status == DiffStatus::kChanged;
+      const TimeDelta& t = g.latency_per_token;
+      s += fmt::format(
+          "{:<8} {:<12} {:>9} {:>11} {:>11} {:>8} {:>11} {:>11} {:>8} {:>10} {:>10} {:>8} {:>6} "
+          "{:>6} {:>6} {:>6} {:>11}\n",
+          status_name(g.status), g.name, fmt::format("{}->{}", g.windows.base, g.windows.next),
+          g.status == DiffStatus::kAdded ? "-" : duration_to_string(g.latency.base),
+          g.status == DiffStatus::kRemoved
+              ? "-"
+              : duration_to_string(g.latency.next) + (g.latency.noise ? " ~" : ""),
+          both ? percent_text(g.latency.percent()) : "",
+          t.base > 0 ? duration_to_string(t.base) : "n/a",
+          t.next > 0 ? duration_to_string(t.next) : "n/a", t.known ? percent_text(t.percent()) : "",
+          rate_text(g.tokens_per_s.base, false), rate_text(g.tokens_per_s.next, false),
+          rate_percent_text(g.tokens_per_s), rate_text(g.mfu.base, true),
+          rate_text(g.mfu.next, true), rate_text(g.mbu.base, true), rate_text(g.mbu.next, true),
+          count_delta_text(g.flops));
     }
   }
   if (o.ops && !d.ops.empty()) {

@@ -10,24 +10,31 @@
 namespace flopsprof {
 namespace {
 
-// Rule fields: the totals' key and the module field behind each.
+// Rule fields: the totals' key and whether each is also a module's and a region's field.
 struct Field {
   const char* name;
   const char* total;  // "" : no total
   bool module;        // also per module
+  bool region;        // also per region
 };
 constexpr Field kFields[] = {
-    {"latency", "fwd_latency_s", true},
-    {"bwd_latency", "bwd_latency_s", true},
-    {"step_latency", "step_latency_s", false},
-    {"iter_latency", "iter_latency_s", false},
-    {"flops", "fwd_flops", true},
-    {"macs", "fwd_macs", true},
-    {"bwd_flops", "bwd_flops", true},
-    {"params", "params", true},
-    {"calls", "", true},
-    {"bytes", "fwd_bytes", true},
-    {"memory.peak", "memory.peak_bytes", false},
+    {"latency", "fwd_latency_s", true, true},
+    {"bwd_latency", "bwd_latency_s", true, false},
+    {"step_latency", "step_latency_s", false, false},
+    {"iter_latency", "iter_latency_s", false, false},
+    {"flops", "fwd_flops", true, true},
+    {"macs", "fwd_macs", true, false},
+    {"bwd_flops", "bwd_flops", true, true},
+    {"params", "params", true, false},
+    {"calls", "", true, false},
+    {"bytes", "fwd_bytes", true, true},
+    {"memory.peak", "memory.peak_bytes", false, false},
+    {"latency_per_token", "", false, true},
+    {"tokens_per_s", "", false, true},
+    {"mfu", "", false, true},
+    {"mbu", "", false, true},
+    {"tokens", "", false, true},
+    {"windows", "", false, true},
 };
 
 const Field* find_field(const std::string& name) {
@@ -52,9 +59,14 @@ bool holds(double x, const std::string& op, double v) {
   return x != v;
 }
 
+// How a field's values read in a broken rule's line.
+enum class Shown { kCount, kTime, kRate };
+
 // One side's value as text for a broken rule's line.
-std::string shown(double v, bool time) {
-  return time ? duration_to_string(v) : fmt::format("{}", static_cast<uint64_t>(v));
+std::string shown(double v, Shown how) {
+  if (how == Shown::kTime) return duration_to_string(v);
+  if (how == Shown::kRate) return fmt::format("{:.4g}", v);
+  return fmt::format("{}", static_cast<uint64_t>(v));
 }
 
 }  // namespace
@@ -65,15 +77,20 @@ GateRule parse_gate_rule(const std::string& text) {
   std::string s = text;
   auto bad = [&](const std::string& why) {
     throw Error(
-        fmt::format("--fail-if '{}': {}; write [module=NAME:]FIELD OP VALUE[%], e.g. "
-                    "latency>+5%, flops>0, module=encoder:params!=0",
+        fmt::format("--fail-if '{}': {}; write [module=NAME:|region=NAME:]FIELD OP VALUE[%], "
+                    "e.g. latency>+5%, flops>0, module=encoder:params!=0, "
+                    "region=decode:tokens_per_s<-5%",
                     text, why));
   };
-  if (s.rfind("module=", 0) == 0) {
+  for (const char* prefix : {"module=", "region="}) {
+    if (s.rfind(prefix, 0) != 0) continue;
     const size_t colon = s.find(':');
-    if (colon == std::string::npos) bad("module=NAME is not followed by ':'");
-    r.module = s.substr(7, colon - 7);
+    if (colon == std::string::npos) bad(std::string(prefix) + "NAME is not followed by ':'");
+    std::string& name = prefix[0] == 'm' ? r.module : r.region;
+    name = s.substr(7, colon - 7);  // both prefixes are 7 characters
+    if (name.empty()) bad(std::string(prefix) + " names nothing");
     s = s.substr(colon + 1);
+    break;
   }
   const size_t op = s.find_first_of("<>=!");
   if (op == std::string::npos) bad("no operator (one of > >= < <= == !=)");
@@ -83,9 +100,15 @@ GateRule parse_gate_rule(const std::string& text) {
   if (r.op == "=" || r.op == "!") bad("'" + r.op + "' is not an operator (use == or !=)");
   const Field* f = find_field(r.field);
   if (f == nullptr) bad(fmt::format("unknown field '{}' (fields: {})", r.field, field_list()));
-  if (!r.module.empty() && !f->module)
-    bad(fmt::format("'{}' is a total, not a module's field", r.field));
-  if (r.module.empty() && f->total[0] == '\0') bad(fmt::format("'{}' needs module=NAME:", r.field));
+  if (!r.module.empty() && !f->module) bad(fmt::format("'{}' is not a module's field", r.field));
+  if (!r.region.empty() && !f->region)
+    bad(
+        fmt::format("'{}' is not a region's field (a region's: latency, latency_per_token, "
+                    "tokens_per_s, mfu, mbu, flops, bwd_flops, bytes, tokens, windows)",
+                    r.field));
+  if (r.module.empty() && r.region.empty() && f->total[0] == '\0') {
+    bad(fmt::format("'{}' needs {}NAME:", r.field, f->module ? "module=" : "region="));
+  }
   std::string v = s.substr(op + len);
   if (!v.empty() && v.back() == '%') {
     r.percent = true;
@@ -106,7 +129,8 @@ GateResult check_gate(const ProfileDiff& d, const std::vector<GateRule>& rules) 
       out.unknown.push_back(r.text + ": unknown field");
       continue;
     }
-    bool time = false, known = true, noise = false;
+    Shown how = Shown::kCount;
+    bool known = true, noise = false;
     double base = 0, next = 0, delta = 0, pct = 0;
     auto from_count = [&](const CountDelta& c) {
       known = c.known;
@@ -116,7 +140,7 @@ GateResult check_gate(const ProfileDiff& d, const std::vector<GateRule>& rules) 
       pct = c.percent();
     };
     auto from_time = [&](const TimeDelta& t) {
-      time = true;
+      how = Shown::kTime;
       known = t.known;
       noise = t.noise;
       base = t.base;
@@ -124,7 +148,43 @@ GateResult check_gate(const ProfileDiff& d, const std::vector<GateRule>& rules) 
       delta = t.delta();
       pct = t.percent();
     };
-    if (r.module.empty()) {
+    auto from_rate = [&](const RateDelta& x) {
+      how = Shown::kRate;
+      known = x.known();
+      base = x.base;
+      next = x.next;
+      delta = x.delta();
+      pct = x.percent();
+    };
+    if (!r.region.empty()) {
+      const RegionDiff* g = d.region(r.region);
+      if (g == nullptr) {
+        out.unknown.push_back(
+            fmt::format("{}: no region '{}' in either profile", r.text, r.region));
+        continue;
+      }
+      const std::string& n = r.field;
+      if (n == "latency")
+        from_time(g->latency);
+      else if (n == "latency_per_token")
+        from_time(g->latency_per_token);
+      else if (n == "tokens_per_s")
+        from_rate(g->tokens_per_s);
+      else if (n == "mfu")
+        from_rate(g->mfu);
+      else if (n == "mbu")
+        from_rate(g->mbu);
+      else if (n == "flops")
+        from_count(g->flops);
+      else if (n == "bwd_flops")
+        from_count(g->bwd_flops);
+      else if (n == "bytes")
+        from_count(g->bytes);
+      else if (n == "tokens")
+        from_count(g->tokens);
+      else
+        from_count(g->windows);
+    } else if (r.module.empty()) {
       const TotalDiff* t = d.total(f->total);
       if (t->is_time) {
         from_time(t->time);
@@ -159,14 +219,17 @@ GateResult check_gate(const ProfileDiff& d, const std::vector<GateRule>& rules) 
     }
     if (!known) {
       out.unknown.push_back(
-          fmt::format("{}: a profile does not record {} (see the warnings)", r.text, r.field));
+          r.region.empty()
+              ? fmt::format("{}: a profile does not record {} (see the warnings)", r.text, r.field)
+              : fmt::format("{}: {} is unknown in a profile (no tokens, or no peaks, there)",
+                            r.text, r.field));
       continue;
     }
-    const double x = r.percent ? pct : (time ? delta : delta);
+    const double x = r.percent ? pct : delta;
     if (!holds(x, r.op, r.value)) continue;
     const std::string line =
-        fmt::format("{}: {} -> {} ({}{}, {:+.2f}%)", r.text, shown(base, time), shown(next, time),
-                    delta >= 0 ? "+" : "-", shown(std::fabs(delta), time), pct);
+        fmt::format("{}: {} -> {} ({}{}, {:+.2f}%)", r.text, shown(base, how), shown(next, how),
+                    delta >= 0 ? "+" : "-", shown(std::fabs(delta), how), pct);
     (noise ? out.noise : out.broken).push_back(line);
   }
   return out;

@@ -114,6 +114,8 @@ class Reader {
     } else {
       lp.missing.push_back("memory");
     }
+    auto regions_it = j.find("regions");
+    if (regions_it != j.end()) regions(*regions_it, r);
     auto problems = j.find("problems");
     if (problems != j.end() && problems->is_array()) {
       for (const json& p : *problems) {
@@ -213,6 +215,42 @@ class Reader {
         r.modules[p].children.push_back(static_cast<int>(i));
       }
       r.modules.push_back(std::move(m));
+    }
+  }
+
+  // A number that may be null (unknown: read as 0, as RegionStats holds unknown rates).
+  double nullable(const json& o, const char* key, const std::string& where) const {
+    auto it = o.find(key);
+    if (it == o.end() || it->is_null()) return 0;
+    return seconds(o, key, where);
+  }
+
+  // The regions (FlopsProfiler::region()): what diff() compares of each.
+  void regions(const json& list, ProfileResult& r) {
+    if (!list.is_array()) fail("\"regions\" is not an array");
+    for (size_t i = 0; i < list.size(); ++i) {
+      const json& o = list[i];
+      const std::string w = fmt::format("regions[{}]", i);
+      if (!o.is_object()) fail(w + " is not an object");
+      RegionStats g;
+      g.name = text(o, "name", w);
+      g.windows = count(o, "windows", w);
+      g.duration_s = seconds(o, "duration_s", w);
+      g.first_s = seconds(o, "first_window_s", w);
+      g.spread = spread(o, "window_spread", w);
+      g.flops = count(o, "flops", w);
+      g.macs = count(o, "macs", w);
+      g.bwd_flops = count(o, "bwd_flops", w);
+      g.bytes = count(o, "bytes", w);
+      auto t = o.find("tokens");
+      if (t != o.end() && !t->is_null()) g.tokens = count(o, "tokens", w);
+      g.tokens_per_s = nullable(o, "tokens_per_s", w);
+      g.flops_per_token = nullable(o, "flops_per_token", w);
+      g.latency_per_token_s = nullable(o, "latency_per_token_s", w);
+      g.mfu = nullable(o, "mfu", w);
+      g.hfu = nullable(o, "hfu", w);
+      g.mbu = nullable(o, "mbu", w);
+      r.regions.push_back(std::move(g));
     }
   }
 
