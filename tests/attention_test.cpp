@@ -163,7 +163,7 @@ TEST(Attention2x, MaskTensorReadWhenAskedElseCountedDense) {
     flopsprof::ProfilerOptions po;
     po.attention = flopsprof::AttentionConvention::kCausal;
     po.read_attention_masks = c.read;
-    FlopsProfiler prof(*model, po);
+    FlopsProfiler prof(model, po);
     prof.start_profile();
     torch::Tensor out = model->forward(q, k, v, c.mask);
     out.backward(torch::ones_like(out));
@@ -192,7 +192,7 @@ TEST(Attention2x, MaskTensorReadWhenAskedElseCountedDense) {
   torch::Tensor plain = model->forward(q, q, q, band);
   flopsprof::ProfilerOptions po;
   po.read_attention_masks = true;
-  FlopsProfiler prof(*model, po);
+  FlopsProfiler prof(model, po);
   prof.start_profile();
   torch::Tensor profiled = model->forward(q, q, q, band);
   prof.stop_profile();
