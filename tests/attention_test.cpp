@@ -200,6 +200,88 @@ TEST(Attention2x, MaskTensorReadWhenAskedElseCountedDense) {
 #endif
 }
 
+// A KV cache's reads and writes (docs/report.md, "KV cache"), for the two ways a decoder keeps
+// one: grown by cat, and preallocated and written in place. fp32 keys and values [1, 2, S, 8]:
+// 64 bytes per token for each of K and V. A prefill of 4 tokens, then 3 decode steps of one.
+// Grown by cat: the prefill's attention reads K and V of 4 tokens (2 * 256 B); each step's cat
+// reads the old cache (256, 320, 384 B, for K and for V) and writes the new one (320, 384, 448 B),
+// and its attention reads the new one. Reads: 2 * (256 + 320 + 384 + 448) + 2 * (256 + 320 + 384)
+// = 2816 + 1920 = 4736 B; writes: 2 * (320 + 384 + 448) = 2304 B.
+// Preallocated [1, 2, 8, 8] buffers: copy_ writes 4 tokens, then 1 per step (2 * (256 + 3 * 64)
+// = 896 B), the attention reads a narrow view of 4 to 7 tokens (2816 B). Other cats (of the
+// attention's output) are no cache's.
+TEST(Attention2x, KvCacheReadsAndWritesGrownByCatOrPreallocated) {
+#if TORCH_VERSION_MAJOR < 2
+  GTEST_SKIP() << kNeeds2x;
+#else
+  struct CachedImpl : torch::nn::Module {
+    explicit CachedImpl(bool by_cat) : by_cat(by_cat) {
+      proj = register_module("proj", torch::nn::Linear(8, 8));
+      k_cache = register_buffer("k_cache", torch::zeros({1, 2, 8, 8}));
+      v_cache = register_buffer("v_cache", torch::zeros({1, 2, 8, 8}));
+    }
+    torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& k, const torch::Tensor& v) {
+      torch::Tensor q = proj(x);
+      const int64_t t = k.size(2);
+      torch::Tensor keys, values;
+      if (by_cat) {
+        ck = ck.defined() ? torch::cat({ck, k}, 2) : k;
+        cv = cv.defined() ? torch::cat({cv, v}, 2) : v;
+        keys = ck;
+        values = cv;
+      } else {
+        k_cache.narrow(2, len, t).copy_(k);
+        v_cache.narrow(2, len, t).copy_(v);
+        keys = k_cache.narrow(2, 0, len + t);
+        values = v_cache.narrow(2, 0, len + t);
+      }
+      len += t;
+      torch::Tensor out = torch::scaled_dot_product_attention(q, keys, values);
+      return torch::cat({out, out}, 3);  // not a cache
+    }
+    bool by_cat;
+    int64_t len = 0;
+    torch::Tensor ck, cv;
+    torch::nn::Linear proj{nullptr};
+    torch::Tensor k_cache, v_cache;
+  };
+  for (bool by_cat : {true, false}) {
+    auto model = std::make_shared<CachedImpl>(by_cat);
+    torch::NoGradGuard no_grad;
+    torch::manual_seed(0);
+    FlopsProfiler prof(model);
+    prof.start_profile();
+    {
+      auto prefill = prof.region("prefill");
+      model->forward(torch::randn({1, 2, 4, 8}), torch::randn({1, 2, 4, 8}),
+                     torch::randn({1, 2, 4, 8}));
+    }
+    for (int step = 0; step < 3; ++step) {
+      auto decode = prof.region("decode");
+      model->forward(torch::randn({1, 2, 1, 8}), torch::randn({1, 2, 1, 8}),
+                     torch::randn({1, 2, 1, 8}));
+    }
+    prof.stop_profile();
+    const flopsprof::ProfileResult& r = prof.result();
+    const std::string how = by_cat ? "grown by cat" : "preallocated";
+    const uint64_t attention_reads = 2 * (256 + 320 + 384 + 448);
+    EXPECT_EQ(r.kv_read_bytes, attention_reads + (by_cat ? 2 * (256 + 320 + 384) : 0)) << how;
+    EXPECT_EQ(r.kv_write_bytes, by_cat ? 2u * (320 + 384 + 448) : 2u * (256 + 3 * 64)) << how;
+    EXPECT_EQ(prof.get_module("").kv_read_bytes, r.kv_read_bytes) << how;
+    ASSERT_EQ(r.regions.size(), 2u);
+    EXPECT_EQ(r.regions[0].kv_read_bytes, 512u) << how;
+    EXPECT_EQ(r.regions[0].kv_write_bytes, by_cat ? 0u : 512u) << how;
+    EXPECT_EQ(r.regions[1].kv_read_bytes, r.kv_read_bytes - 512) << how;
+    EXPECT_LE(r.kv_read_bytes + r.kv_write_bytes, r.fwd_bytes) << how;
+    const std::string text = prof.model_profile_string();
+    EXPECT_NE(text.find("of which a KV cache's"), std::string::npos) << text.substr(0, 3000);
+    EXPECT_NE(text.find("KV cache in \"decode\""), std::string::npos);
+    EXPECT_NE(prof.to_json().find("\"kv_write_bytes\": " + std::to_string(r.kv_write_bytes)),
+              std::string::npos);
+  }
+#endif
+}
+
 // v[2,3,7,4] (Ev != E): the CPU flash kernel declines, the math backend runs; its backward is four
 // bmm. FlopCounterMode (math backend): forward 5040 = 2*210*(8 + 4); backward 10080 =
 // 2*210*(8 + 8 + 4 + 4) (dQ, dK, dP, dV; the math backend keeps P, nothing is recomputed).

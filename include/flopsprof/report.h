@@ -86,6 +86,7 @@ struct ModuleRegionStats {
   double latency_s = 0;  ///< sum of those calls' spans, seconds
   uint64_t flops = 0, macs = 0;
   uint64_t bytes = 0;  ///< bytes its forward ops there moved (read + written)
+  uint64_t kv_read_bytes = 0, kv_write_bytes = 0;  ///< of those, a KV cache's
   FlopsByDtype flops_by_dtype{};
   uint64_t bwd_flops = 0;  ///< backward ops there linked to its forward ops
   /// Its forward there against the machine's ceilings (0: unknown, or no time): FLOP/s over the
@@ -152,6 +153,9 @@ struct ModuleStats {
   /// Bytes its forward ops moved (docs/report.md, "Bytes moved"): read + written, as FLOPs are
   /// attributed (inclusive of its submodules).
   uint64_t bytes = 0, bytes_read = 0, bytes_written = 0;
+  /// Of those, a KV cache's (docs/report.md, "KV cache"): keys and values its attention ops read,
+  /// and the cache's writes (an append by cat, an in-place update).
+  uint64_t kv_read_bytes = 0, kv_write_bytes = 0;
   /// Bytes of its backward ops (linked to its forward ops), and of forward ops re-run in
   /// backward (activation checkpointing).
   uint64_t bwd_bytes = 0, bwd_bytes_read = 0, bwd_bytes_written = 0;
@@ -185,6 +189,9 @@ struct RegionStats {
   uint64_t recompute_flops = 0;  ///< forward ops re-run in backward there
   uint64_t outside_flops = 0;    ///< forward FLOPs outside the model there (sampling, a loss)
   uint64_t bytes = 0;  ///< bytes the model's forward, backward and recompute ops there moved
+  /// Of the forward's, a KV cache's (docs/report.md, "KV cache"): keys and values the attention
+  /// ops read, and the cache's writes.
+  uint64_t kv_read_bytes = 0, kv_write_bytes = 0;
   /// Tokens the region processed (0: unknown): given (FlopsProfiler::region's `tokens`,
   /// RegionScope::add_tokens) or, per window without any given, the largest element count among
   /// the indices of its aten::embedding ops on the model's weights (the token ids: batch x
@@ -389,6 +396,9 @@ struct ProfileResult {
 
   // Bytes moved (docs/report.md, "Bytes moved"), per phase as FLOPs: each op's once.
   uint64_t fwd_bytes = 0, fwd_bytes_read = 0, fwd_bytes_written = 0;  ///< the model's forward
+  /// Of the forward's, a KV cache's (docs/report.md, "KV cache"): keys and values the attention
+  /// ops read (the cache, when decoding with one), and the cache's writes.
+  uint64_t kv_read_bytes = 0, kv_write_bytes = 0;
   uint64_t bwd_bytes = 0, bwd_bytes_read = 0, bwd_bytes_written = 0;  ///< recompute excluded
   uint64_t recompute_bytes = 0;
   uint64_t autograd_bytes = 0;  ///< backward ops linked to no forward op

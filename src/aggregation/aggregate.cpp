@@ -70,6 +70,7 @@ struct ModuleAcc {
   int64_t mem_alloc = 0, mem_held = 0;
   FlopsByDtype by_dtype{};
   ByteAcc bytes, bwd_bytes, re_bytes;
+  ByteAcc kv;  // of `bytes`, a KV cache's
 };
 
 // "the model (Net)" or "'encoder.layer.3' (BertLayer)".
@@ -211,7 +212,8 @@ std::vector<MemoryPoint> memory_timeline(const AggregateInput& in, bool* saturat
 }
 
 Analysis analyze(const AggregateInput& in) {
-  Analysis a{attribute(in), count_ops(in.threads, *in.names, in.attention), {}, false, {}, {}};
+  Analysis a{attribute(in), count_ops(in.threads, *in.names, in.attention), {}, false, {}, {}, {}};
+  a.kv = kv_cache_bytes(in.threads, *in.names, a.attribution, a.counts);
   a.memory = memory_timeline(in, &a.memory_saturated);
   a.collectives = collective_calls(in, a.attribution);
   if (in.gpu != nullptr) {
@@ -246,6 +248,7 @@ class Aggregator {
         counts(analysis.counts),
         collectives(analysis.collectives),
         device(analysis.device),
+        kv(analysis.kv),
         timeline(analysis.memory),
         timeline_saturated(analysis.memory_saturated),
         tree(*input.tree),
@@ -362,6 +365,7 @@ class Aggregator {
       if (c.bytes == OpCount::kWrittenFromAllocations) ++op.written_from_allocations;
       if (c.bytes != OpCount::kBytesKnown) ++r.bytes_written_unknown_calls;
       add_bytes(ph, m, out_fwd, c);
+      if (t < kv.size() && !kv[t].empty() && ph == Phase::kForward && m >= 0) add_kv(m, kv[t][i]);
     }
     if (ph == Phase::kForward && !out_fwd && m >= 0) add_module_op(m, e.name_id, dur, c, fc);
     if (fc) add_saturating(op.by_dtype[static_cast<size_t>(c.dtype)], fc->flops, overflow);
@@ -558,6 +562,17 @@ class Aggregator {
     for (int a = m; a >= 0; a = tree.nodes[a].parent) {
       add_saturating(acc[a].re_flops, fc.flops, overflow);
       add_saturating(acc[a].re_macs, fc.macs, overflow);
+    }
+  }
+
+  // A forward op's KV cache bytes into the totals and its module's (inclusive up the tree).
+  void add_kv(int m, const KvBytes& k) {
+    if (k.read == 0 && k.written == 0) return;
+    add_saturating(r.kv_read_bytes, k.read, overflow);
+    add_saturating(r.kv_write_bytes, k.written, overflow);
+    for (int a = m; a >= 0; a = tree.nodes[a].parent) {
+      add_saturating(acc[a].kv.read, k.read, overflow);
+      add_saturating(acc[a].kv.written, k.written, overflow);
     }
   }
 
@@ -781,6 +796,8 @@ class Aggregator {
       s.bytes_read = acc[t].bytes.read;
       s.bytes_written = acc[t].bytes.written;
       s.bytes = acc[t].bytes.total();
+      s.kv_read_bytes = acc[t].kv.read;
+      s.kv_write_bytes = acc[t].kv.written;
       s.bwd_bytes_read = acc[t].bwd_bytes.read;
       s.bwd_bytes_written = acc[t].bwd_bytes.written;
       s.bwd_bytes = acc[t].bwd_bytes.total();
@@ -1073,6 +1090,7 @@ class Aggregator {
   const OpCounts& counts;
   const std::vector<CollectiveCall>& collectives;
   const std::vector<DevicePlacement>& device;
+  const std::vector<std::vector<KvBytes>>& kv;
   const std::vector<MemoryPoint>& timeline;
   const bool timeline_saturated;
   const ModuleTree& tree;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "aggregation/collectives.h"
+#include "aggregation/kv_cache.h"
 #include "aggregation/op_counts.h"
 #include "attribution/attribution.h"
 #include "flopsprof/report.h"
@@ -67,6 +68,8 @@ struct Analysis {
   bool memory_saturated = false;  ///< the bytes in use overflowed 64 bits somewhere
   std::vector<CollectiveCall> collectives;
   std::vector<DevicePlacement> device;  ///< per `gpu->records[k]` (empty without GPU records)
+  /// Per thread, per event: the KV cache's share of its bytes (aggregation/kv_cache.h).
+  std::vector<std::vector<KvBytes>> kv;
 };
 Analysis analyze(const AggregateInput& input);
 

@@ -141,6 +141,9 @@ void split_by_region(const AggregateInput& in, const Analysis& analysis, Profile
       const int m = ta.module[i];
       const OpCount& c = analysis.counts.threads[t][i];
       const FlopCount* fc = c.counted();
+      const KvBytes* kv = t < analysis.kv.size() && !analysis.kv[t].empty() && c.has_bytes()
+                              ? &analysis.kv[t][i]
+                              : nullptr;
       const size_t dt = static_cast<size_t>(c.dtype);
       const uint64_t flops = fc ? fc->flops : 0;
       if (ph == Phase::kForward && m == kOutsideModel) {
@@ -158,7 +161,15 @@ void split_by_region(const AggregateInput& in, const Analysis& analysis, Profile
             add_sat(x->macs, fc ? fc->macs : 0);
             add_sat(x->flops_by_dtype[dt], flops);
             if (c.has_bytes()) add_sat(x->bytes, c.bytes_total());
+            if (kv) {
+              add_sat(x->kv_read_bytes, kv->read);
+              add_sat(x->kv_write_bytes, kv->written);
+            }
           }
+        }
+        if (kv && m >= 0) {
+          add_sat(s.kv_read_bytes, kv->read);
+          add_sat(s.kv_write_bytes, kv->written);
         }
         // Tokens of a window given none: the largest indices of its embeddings on the model's
         // weights (token ids, batch x sequence; a position embedding's may be one sequence only).

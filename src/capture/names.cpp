@@ -58,7 +58,7 @@ void NameCache::insert(uint64_t hash, const Slot& slot) {
   ++used_;
 }
 
-void NameCache::lookup_slow(const char* name, uint32_t* id, uint8_t* flags) {
+void NameCache::lookup_slow(const char* name, uint32_t* id, uint16_t* flags) {
   PtrSlot& fast = by_ptr_[(reinterpret_cast<uintptr_t>(name) >> 3) & (by_ptr_.size() - 1)];
   uint64_t h = 1469598103934665603ull;  // FNV-1a over the bytes
   const char* p = name;
@@ -82,14 +82,17 @@ void NameCache::lookup_slow(const char* name, uint32_t* id, uint8_t* flags) {
   NameTable& table = NameTable::instance();
   uint32_t nid = table.intern(name, static_cast<size_t>(p - name));
   const std::string& text = table.name(nid);
-  uint8_t f = 0;
+  uint16_t f = 0;
   if (find_formula(text)) f |= kNameHasFormula;
   if (formula_is_constant(text)) f |= kNameConstant;
   if (text.rfind("autograd::engine::evaluate_function", 0) == 0) f |= kNameIsEngine;
   const int mask_arg = attention_mask_arg(text);
   if (mask_arg >= 0 && mask_arg < 16) {
-    f |= kNameAttentionMask | static_cast<uint8_t>(mask_arg << kNameMaskArgShift);
+    f |= kNameAttentionMask | static_cast<uint16_t>(mask_arg << kNameMaskArgShift);
   }
+  const KvRole kv = kv_cache_role(text);
+  if (kv == KvRole::kAttention) f |= kNameKvRead;
+  if (kv == KvRole::kWritesSelf || kv == KvRole::kAppends) f |= kNameKvWrite;
   *id = nid;
   *flags = f;
   insert(h, Slot{h, text.c_str(), nid, f});

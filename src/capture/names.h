@@ -28,15 +28,19 @@ class NameTable : public NameLookup {
 };
 
 /// Bits a thread caches per name.
-enum NameFlag : uint8_t {
+enum NameFlag : uint16_t {
   kNameHasFormula = 1,
   kNameIsEngine = 2,  ///< autograd engine wrapper ("autograd::engine::evaluate_function: ...")
   kNameConstant = 4,  ///< its formula ignores the arguments: nothing to capture
   /// An attention op with a mask argument, whose position is `flags >> kNameMaskArgShift`
   /// (read with ProfilerOptions::read_attention_masks).
   kNameAttentionMask = 8,
+  /// Touches a KV cache (formulas' kv_cache_role): the storages of its keys and values
+  /// (kNameKvRead), of its first argument or its list's first tensor (kNameKvWrite) are recorded.
+  kNameKvRead = 16,
+  kNameKvWrite = 32,
 };
-constexpr int kNameMaskArgShift = 4;
+constexpr int kNameMaskArgShift = 8;
 
 /// Per-thread, per-profile cache: name string -> (id, flags). Open addressing on a content hash;
 /// no lock and no allocation once a name has been seen.
@@ -45,7 +49,7 @@ class NameCache {
   NameCache();
   /// Id and flags of `name`. The common case (the dispatcher's stable schema string seen before
   /// on this thread) is one inlined probe; the rest takes the slow path (may lock and allocate).
-  void lookup(const char* name, uint32_t* id, uint8_t* flags) {
+  void lookup(const char* name, uint32_t* id, uint16_t* flags) {
     const PtrSlot& fast = by_ptr_[(reinterpret_cast<uintptr_t>(name) >> 3) & (by_ptr_.size() - 1)];
     if (fast.ptr == name && std::strcmp(fast.text, name) == 0) {
       *id = fast.id;
@@ -62,9 +66,9 @@ class NameCache {
     uint64_t hash = 0;
     const char* text = nullptr;  // interned, stable
     uint32_t id = 0;
-    uint8_t flags = 0;
+    uint16_t flags = 0;
   };
-  void lookup_slow(const char* name, uint32_t* id, uint8_t* flags);
+  void lookup_slow(const char* name, uint32_t* id, uint16_t* flags);
   void grow();
   void insert(uint64_t hash, const Slot& slot);
   std::vector<Slot> slots_;
@@ -75,7 +79,7 @@ class NameCache {
     const char* ptr = nullptr;
     const char* text = nullptr;
     uint32_t id = 0;
-    uint8_t flags = 0;
+    uint16_t flags = 0;
   };
   std::vector<PtrSlot> by_ptr_;
   uint64_t version_ = 0;  // formula registry version the flags were computed with

@@ -432,6 +432,31 @@ void capture_mask(ThreadEvents* b, const RawEvent& e, c10::ArrayRef<const c10::I
   a.tensor_flags |= kArgMaskKept;
 }
 
+// The identity of argument `k`'s storage (never dereferenced), after its other trailing
+// entries: for a tensor list, its first tensor's storage and bytes (aggregation/kv_cache.cpp).
+void capture_storage(ThreadEvents* b, const RawEvent& e, c10::ArrayRef<const c10::IValue> inputs,
+                     size_t k) {
+  if (k >= e.args_count || k >= inputs.size()) return;
+  ArgRecord& a = b->args[e.args_begin + k];
+  const c10::IValue& v = inputs[k];
+  const at::Tensor* t = nullptr;
+  if (a.kind == ArgKind::kTensor && v.isTensor()) {
+    t = &v.toTensor();
+  } else if (a.kind == ArgKind::kTensorList && v.isTensorList()) {
+    c10::ArrayRef<c10::IValue> list = v.toListRef();
+    if (list.empty() || !list[0].isTensor()) return;
+    t = &list[0].toTensor();
+  }
+  if (t == nullptr || !t->defined() || !t->unsafeGetTensorImpl()->has_storage()) return;
+  const auto id =
+      reinterpret_cast<uintptr_t>(t->unsafeGetTensorImpl()->storage().unsafeGetStorageImpl());
+  b->dims.push_back(static_cast<int64_t>(id));
+  if (a.kind == ArgKind::kTensorList) {
+    b->dims.push_back(t->numel() * static_cast<int64_t>(t->element_size()));
+  }
+  a.tensor_flags |= kArgStorage;
+}
+
 int32_t owner_of(const OwnerIndex& owners, const at::Tensor& t) {
   if (!t.defined()) return -1;
   const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
@@ -525,7 +550,7 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
                dims_before = b->dims.size();
   try {
     uint32_t name_id;
-    uint8_t name_flags;
+    uint16_t name_flags;
     b->names.lookup(fn.name(), &name_id, &name_flags);
     std::unique_ptr<OpContext> ctx(new OpContext);
     const uint32_t index = static_cast<uint32_t>(events_before);
@@ -563,6 +588,12 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
       if (!(name_flags & kNameConstant)) capture_args(b, e, inputs);
       if ((name_flags & kNameAttentionMask) && s->read_masks) {
         capture_mask(b, e, inputs, name_flags >> kNameMaskArgShift);
+      }
+      if (name_flags & kNameKvRead) {  // an attention op: its keys and values
+        capture_storage(b, e, inputs, 1);
+        capture_storage(b, e, inputs, 2);
+      } else if (name_flags & kNameKvWrite) {  // a write into, or an append to, a tensor
+        capture_storage(b, e, inputs, 0);
       }
     }
     const bool mark = s->events != nullptr && e.parent < 0;
@@ -645,7 +676,7 @@ std::unique_ptr<at::ObserverContext> on_collective_start(const at::RecordFunctio
   const size_t dims_before = b->dims.size();
   try {
     CollectiveRecord c;
-    uint8_t unused_flags;
+    uint16_t unused_flags;
     b->names.lookup(fn.name(), &c.name_id, &unused_flags);
     c.op = b->open_op;
     c.scope = b->open_scope;

@@ -30,6 +30,7 @@
 #include <algorithm>
 
 #include "formulas/common.h"
+#include "formulas/registry.h"
 
 namespace flopsprof::detail {
 namespace {
@@ -273,6 +274,22 @@ int attention_mask_arg(std::string_view op_name) {
     if (op_name == op.name) return op.mask_arg;
   }
   return -1;
+}
+
+KvRole kv_cache_role(std::string_view op_name) {
+  for (const SdpaOp& op : kSdpaOps) {
+    if (op_name == op.name) return op.backward ? KvRole::kNone : KvRole::kAttention;
+  }
+  if (op_name == "aten::_flash_attention_forward" ||
+      op_name == "aten::_efficient_attention_forward") {
+    return KvRole::kAttention;
+  }
+  if (op_name == "aten::copy_" || op_name == "aten::index_copy_" || op_name == "aten::index_put_" ||
+      op_name == "aten::_index_put_impl_") {
+    return KvRole::kWritesSelf;
+  }
+  if (op_name == "aten::cat" || op_name == "aten::_cat") return KvRole::kAppends;
+  return KvRole::kNone;
 }
 
 }  // namespace flopsprof::detail

@@ -28,7 +28,8 @@ enum class EventKind : uint8_t {
   kBackwardNode = 1,  ///< an autograd node or the engine's evaluate_function wrapper
 };
 
-/// Bits of `ArgRecord::tensor_flags` (tensors only): what the bytes an op moves depend on.
+/// Bits of `ArgRecord::tensor_flags` (tensors; kArgStorage also tensor lists): what the bytes an op
+/// moves depend on, and what follows its sizes in `dims`.
 enum ArgTensorFlag : uint8_t {
   kArgRepeated = 1 << 0,  ///< the same tensor as an earlier argument of the op
   kArgStrided = 1 << 1,   ///< not contiguous (a transpose, a slice, an expand)
@@ -36,6 +37,10 @@ enum ArgTensorFlag : uint8_t {
                           ///< its memory covers follow its sizes in `dims`
   kArgMaskKept = 1 << 3,  ///< an attention mask read by the capture: the count of its entries that
                           ///< keep a pair follows (after the covered elements of an expanded view)
+  /// The identity of its storage follows (after the entries above; never dereferenced); for a
+  /// tensor list, its first tensor's storage and bytes, after the list's bytes. Recorded for
+  /// the ops that touch a KV cache (formulas/registry.h, kv_cache_role).
+  kArgStorage = 1 << 4,
 };
 
 /// One captured argument. Tensor sizes and list values live in `ThreadEvents::dims`.

@@ -422,7 +422,8 @@ constexpr const char* kScript = R"JS(
       const tr = el('tr');
       const cells = [g.name, String(g.windows), dur(g.duration_s), dur(g.window_spread ? g.window_spread.median_s : g.duration_s),
         orNa(g.tokens, String), orNa(g.tokens_per_s, (x) => num(x)), orNa(g.latency_per_token_s, dur), orNa(g.flops_per_token, (x) => num(x)),
-        num(g.flops), num(g.bwd_flops), num(g.bytes, 'B'), pct(g.mfu), pct(g.mbu)];
+        num(g.flops), num(g.bwd_flops), num(g.bytes, 'B'), num(g.kv_read_bytes || 0, 'B'), num(g.kv_write_bytes || 0, 'B'),
+        pct(g.mfu), pct(g.mbu)];
       cells.forEach((c, k) => { const td = el('td', k === 0 ? 'l name' : '', c); tr.appendChild(td); });
       tr.dataset.region = g.name;
       body.appendChild(tr);
@@ -439,7 +440,8 @@ constexpr const char* kScript = R"JS(
         if (!x || (x.calls === 0 && x.flops === 0 && x.bytes === 0)) return;
         const tr = el('tr');
         const cells = ['\u00a0'.repeat(2 * m.depth) + label(m), m.type, String(x.calls), dur(x.latency_s), num(x.flops),
-          total > 0 ? (100 * x.flops / total).toFixed(1) + '%' : 'n/a', num(x.bytes, 'B'), num(x.bwd_flops), pct(x.mfu), pct(x.mbu)];
+          total > 0 ? (100 * x.flops / total).toFixed(1) + '%' : 'n/a', num(x.bytes, 'B'), num(x.kv_read_bytes || 0, 'B'),
+          num(x.kv_write_bytes || 0, 'B'), num(x.bwd_flops), pct(x.mfu), pct(x.mbu)];
         cells.forEach((c, k) => tr.appendChild(el('td', k < 2 ? 'l name' : '', c)));
         tb.appendChild(tr);
       });
@@ -517,14 +519,17 @@ std::string html_report(const ProfileResult& result, const std::vector<BatchSwee
       "<section id=\"regions-section\" hidden><h2>Regions</h2><p class=\"note\">Ops that began "
       "in each region's windows (FlopsProfiler::region()), on any thread. MFU: fwd + bwd FLOPs "
       "per second over the peak of each op's dtype; MBU: bytes per second over the bandwidth; "
+      "KV: of the bytes, a KV cache's (keys and values attention read, the cache's writes); "
       "n/a: unknown (no tokens, no peaks).</p><div class=\"scroll\"><table id=\"regions\"><thead>"
       "<tr><th class=\"l\">region</th><th>windows</th><th>time</th><th>per window</th>"
       "<th>tokens</th><th>tokens/s</th><th>time/token</th><th>FLOPs/token</th><th>fwd FLOPs</th>"
-      "<th>bwd FLOPs</th><th>bytes</th><th>MFU</th><th>MBU</th></tr></thead><tbody></tbody>"
+      "<th>bwd FLOPs</th><th>bytes</th><th>KV read</th><th>KV written</th><th>MFU</th>"
+      "<th>MBU</th></tr></thead><tbody></tbody>"
       "</table></div><div class=\"controls\" style=\"margin-top:8px\"><label>modules in</label>"
       "<select id=\"region-pick\"></select></div><div class=\"scroll\"><table "
       "id=\"region-modules\"><thead><tr><th class=\"l\">module</th><th class=\"l\">type</th>"
-      "<th>calls</th><th>time</th><th>FLOPs</th><th>share</th><th>bytes</th><th>bwd FLOPs</th>"
+      "<th>calls</th><th>time</th><th>FLOPs</th><th>share</th><th>bytes</th><th>KV read</th>"
+      "<th>KV written</th><th>bwd FLOPs</th>"
       "<th>MFU</th><th>MBU</th></tr></thead><tbody></tbody></table></div></section>\n";
   out +=
       "<section><h2>Modules</h2><div class=\"controls\"><input type=\"search\" id=\"filter\" "

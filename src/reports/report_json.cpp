@@ -158,6 +158,8 @@ void write_summary(JsonWriter& w, const ProfileResult& r) {
   w.member("fwd_bytes", r.fwd_bytes);
   w.member("fwd_bytes_read", r.fwd_bytes_read);
   w.member("fwd_bytes_written", r.fwd_bytes_written);
+  w.member("kv_read_bytes", r.kv_read_bytes);
+  w.member("kv_write_bytes", r.kv_write_bytes);
   w.member("bwd_bytes", r.bwd_bytes);
   w.member("bwd_bytes_read", r.bwd_bytes_read);
   w.member("bwd_bytes_written", r.bwd_bytes_written);
@@ -206,6 +208,8 @@ void write_regions(JsonWriter& w, const ProfileResult& r) {
     w.member("recompute_flops", g.recompute_flops);
     w.member("outside_flops", g.outside_flops);
     w.member("bytes", g.bytes);
+    w.member("kv_read_bytes", g.kv_read_bytes);
+    w.member("kv_write_bytes", g.kv_write_bytes);
     w.key("tokens");
     if (g.tokens > 0) {
       w.value(g.tokens);
@@ -238,6 +242,8 @@ void write_module_regions(JsonWriter& w, const ProfileResult& r, const ModuleSta
     w.member("flops", x.flops);
     w.member("macs", x.macs);
     w.member("bytes", x.bytes);
+    w.member("kv_read_bytes", x.kv_read_bytes);
+    w.member("kv_write_bytes", x.kv_write_bytes);
     w.member("bwd_flops", x.bwd_flops);
     known_or_null(w, "mfu", x.mfu);
     known_or_null(w, "mbu", x.mbu);
@@ -321,6 +327,8 @@ void write_modules(JsonWriter& w, const ProfileResult& r) {
     w.member("bytes", m.bytes);
     w.member("bytes_read", m.bytes_read);
     w.member("bytes_written", m.bytes_written);
+    w.member("kv_read_bytes", m.kv_read_bytes);
+    w.member("kv_write_bytes", m.kv_write_bytes);
     roofline(w, "", m.roofline);
     w.member("bwd_bytes", m.bwd_bytes);
     w.member("bwd_bytes_read", m.bwd_bytes_read);

@@ -71,6 +71,10 @@ void roofline_summary(std::string& out, const ProfileResult& r) {
   line(out, "fwd bytes moved (read + written)",
        fmt::format("{} ({} read, {} written)", traffic(r.fwd_bytes), traffic(r.fwd_bytes_read),
                    traffic(r.fwd_bytes_written)));
+  if (r.kv_read_bytes + r.kv_write_bytes > 0) {
+    line(out, "of which a KV cache's (keys and values read, cache written)",
+         fmt::format("{} read, {} written", traffic(r.kv_read_bytes), traffic(r.kv_write_bytes)));
+  }
   line(out, "fwd arithmetic intensity (flops / byte)", point_text(r.roofline));
   if (r.has_backward) {
     line(out, "bwd bytes moved (read + written)",
@@ -451,6 +455,19 @@ void regions(std::string& out, const ProfileResult& r, const ReportOptions& o) {
                    g.tokens > 0 ? number_to_string(g.flops_per_token) : "n/a",
                    flops_to_string(g.flops), flops_to_string(g.bwd_flops), utilisation(g.mfu),
                    utilisation(g.mbu));
+  }
+  // The KV cache's traffic per region (docs/report.md, "KV cache").
+  for (const RegionStats& g : r.regions) {
+    if (g.kv_read_bytes + g.kv_write_bytes == 0) continue;
+    fmt::format_to(
+        std::back_inserter(out), "KV cache in \"{}\": read {}, written {} ({} of its bytes){}\n",
+        g.name, traffic(g.kv_read_bytes), traffic(g.kv_write_bytes),
+        percent(static_cast<double>(g.kv_read_bytes) + g.kv_write_bytes,
+                static_cast<double>(g.bytes)),
+        g.tokens > 0
+            ? fmt::format("; per token read {}, written {}", traffic(g.kv_read_bytes / g.tokens),
+                          traffic(g.kv_write_bytes / g.tokens))
+            : "");
   }
   const RegionStats& first = r.regions.front();
   if (first.tokens > 0) {
