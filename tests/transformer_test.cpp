@@ -237,8 +237,28 @@ TEST(Regions, PrefillAndDecodeSplitTheTotalsAndEveryModule) {
   EXPECT_GT(dec.bytes, 0u);
   EXPECT_NEAR(fc1.regions[1].mfu,
               static_cast<double>(fc1.regions[1].flops) / fc1.regions[1].latency_s / 1e12, 1e-12);
-  // The reports carry them.
+  // The KV cache (docs/report.md, "KV cache"): per layer, K and V of [B, kv_heads, S, h] fp32,
+  // 2 * B * kv * 4 = 512 bytes per token. On 2.x the attention (SDPA) reads the cache: the
+  // prefill's t tokens; each decode step's cat reads the old cache (t + i tokens) and writes the
+  // new one (t + i + 1), which the attention reads. By hand, 2 layers, t = 16, 4 steps:
+  // prefill reads 2 * 16 * 512 = 16,384 B; decode reads 2 * 512 * ((16 + 17 + 18 + 19) +
+  // (17 + 18 + 19 + 20)) = 147,456 B and writes 2 * 512 * 74 = 75,776 B. On 1.13 the attention
+  // is written by hand: no cache is recognised, and the text says so.
   const std::string text = prof.model_profile_string();
+  const uint64_t per_token = 2 * b * kv * 4;
+#if TORCH_VERSION_MAJOR >= 2
+  EXPECT_EQ(pre.kv_read_bytes, c.layers * t * per_token);
+  EXPECT_EQ(pre.kv_write_bytes, 0u);
+  EXPECT_EQ(dec.kv_read_bytes, c.layers * per_token * (70 + 74));
+  EXPECT_EQ(dec.kv_write_bytes, c.layers * per_token * 74);
+  EXPECT_EQ(attn.regions[1].kv_write_bytes, per_token * 74);  // one layer's
+  EXPECT_EQ(r.kv_read_bytes, pre.kv_read_bytes + dec.kv_read_bytes);
+#else
+  EXPECT_EQ(r.kv_read_bytes + r.kv_write_bytes, 0u);
+  EXPECT_NE(text.find("KV cache: none recognised"), std::string::npos);
+  (void)per_token;
+#endif
+  // The reports carry them.
   EXPECT_NE(text.find("Regions"), std::string::npos);
   EXPECT_NE(text.find("time to first token"), std::string::npos);
   const nlohmann::json j = nlohmann::json::parse(prof.to_json());

@@ -456,7 +456,12 @@ void regions(std::string& out, const ProfileResult& r, const ReportOptions& o) {
                    flops_to_string(g.flops), flops_to_string(g.bwd_flops), utilisation(g.mfu),
                    utilisation(g.mbu));
   }
-  // The KV cache's traffic per region (docs/report.md, "KV cache").
+  // The KV cache's traffic per region (docs/report.md, "KV cache"), or why none is shown.
+  if (r.kv_read_bytes + r.kv_write_bytes == 0) {
+    out +=
+        "KV cache: none recognised (only scaled_dot_product_attention's keys and values are; "
+        "attention written by hand is counted as its ops' bytes)\n";
+  }
   for (const RegionStats& g : r.regions) {
     if (g.kv_read_bytes + g.kv_write_bytes == 0) continue;
     fmt::format_to(
