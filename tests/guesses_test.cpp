@@ -431,6 +431,57 @@ TEST(Guesses, AnotherModelsCallIsOutsideAndAnUnknownOneIsMarked) {
   }
 }
 
+// A GAN step profiled on D alone (public GAN tutorials' loop): G's forward right before D's joins
+// D's call (an unknown model's call, rule 9), marked; the backward of that work is D's root's too,
+// and marked as well (`inferred_bwd_flops`, "(+C bwd)"): it equals G's own backward, as a profiler
+// of G running at the same time measures it, and what is left is D's own (less the loss's mean,
+// placed in D by op order in both runs, marked).
+TEST(Guesses, TheBackwardOfWorkPlacedByOpOrderIsMarkedToo) {
+  torch::manual_seed(0);
+  nn::Sequential g(nn::Linear(4, 8), nn::ReLU(), nn::Linear(8, 6), nn::Tanh());
+  nn::Sequential d(nn::Linear(6, 8), nn::LeakyReLU(), nn::Linear(8, 1), nn::Sigmoid());
+  torch::Tensor z = torch::randn({5, 4});
+  auto step = [&] { d->forward(g->forward(z)).mean().backward(); };
+  uint64_t g_bwd = 0, d_bwd = 0, g_fwd = 0, mean_fwd = 0, mean_bwd = 0;
+  {
+    FlopsProfiler pg(g), pd(d);
+    pg.start_profile();
+    pd.start_profile();
+    step();
+    pd.stop_profile();
+    pg.stop_profile();
+    g_bwd = module(pg.result(), "").bwd_flops;
+    g_fwd = module(pg.result(), "").flops;
+    d_bwd = module(pd.result(), "").bwd_flops;
+    // The loss's mean over D's output [5, 1] is placed in D by op order (it reads only D's
+    // result), marked: 5 FLOPs forward, and its backward with it.
+    mean_fwd = module(pd.result(), "").inferred_flops;
+    mean_bwd = module(pd.result(), "").inferred_bwd_flops;
+    EXPECT_EQ(mean_fwd, 5u);
+    EXPECT_LE(mean_bwd, 5u);
+  }
+  // G's forward by hand: 2*5*8*4 + 5*8 (bias) + 40 (relu) + 2*5*6*8 + 30 (bias) + 30 (tanh).
+  EXPECT_EQ(g_fwd, 320u + 40 + 40 + 480 + 30 + 30);
+  ASSERT_GT(g_bwd, 0u);
+  FlopsProfiler pd(d);
+  pd.start_profile();
+  step();
+  pd.stop_profile();
+  const flopsprof::ModuleStats& root = module(pd.result(), "");
+  EXPECT_EQ(root.inferred_flops, g_fwd + mean_fwd) << problems(pd.result());
+  EXPECT_EQ(root.inferred_bwd_flops, g_bwd + mean_bwd);
+  EXPECT_EQ(root.bwd_flops - root.inferred_bwd_flops, d_bwd - mean_bwd);
+  const std::string text = pd.model_profile_string();
+  EXPECT_NE(text.find(fmt::format(
+                "(+{} bwd) by op order",
+                flopsprof::number_to_string(static_cast<double>(root.inferred_bwd_flops)))),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("; their backward"), std::string::npos);
+  EXPECT_NE(pd.to_json().find(fmt::format("\"inferred_bwd_flops\": {}", root.inferred_bwd_flops)),
+            std::string::npos);
+}
+
 // PyTorch's FlopCounterMode test: free matmuls, then the model's child called directly. The free
 // ops neither feed the model nor read from it.
 struct HolderImpl : nn::Module {

@@ -411,8 +411,9 @@ TEST(TextReport, MatchesLineByLine) {
       "exceed what the hardware sustains.",
       "3. '~ +A / -B FLOPs by op order' marks a module whose numbers rest on op order, not on",
       "evidence: A of its FLOPs were placed in it by inference, and up to B FLOPs placed",
-      "elsewhere may be its own; '(inferred)' marks a call count likewise. The problems list",
-      "below the summary says why, and what makes them exact.",
+      "elsewhere may be its own; '(+C bwd)' after them: C of its bwd flops are the backward of",
+      "A's ops; '(inferred)' marks a call count likewise. The problems list below the summary",
+      "says why, and what makes them exact.",
       "",
       // fc1 16.67 FLOP/B at 2 GFLOP/s (2.0% of the peak); fc2 12.50 at 0.5 GFLOP/s (0.5%); head
       // 2e4 / 8,400 = 2.38 FLOP/B, below the ridge: 8,400 B in 0.5 ms = 16.8 MB/s, 0.2% of 10 GB/s

@@ -62,6 +62,7 @@ struct ModuleOpAcc {
 struct ModuleAcc {
   uint64_t flops = 0, macs = 0, calls = 0, na_ops = 0;
   uint64_t inferred_ops = 0, inferred_flops = 0;  // placed by inference
+  uint64_t inferred_bwd_flops = 0;                 // the backward of those
   uint64_t own_inferred_ops = 0, own_inferred_flops = 0;
   uint64_t maybe_missing_ops = 0, maybe_missing_flops = 0;  // the other side of guesses
   uint64_t bwd_flops = 0, bwd_macs = 0, re_flops = 0, re_macs = 0;
@@ -403,6 +404,10 @@ class Aggregator {
         if (fc) add_backward(m, *fc);
         if (fc && m == kOutsideModel && ta.inferred[i] != 0)
           add_saturating(outside.inferred_bwd_flops, fc->flops, overflow);
+        if (fc && m >= 0 && ta.inferred[i] != 0) {  // marked as its forward is
+          for (int a = m; a >= 0; a = tree.nodes[a].parent)
+            add_saturating(acc[a].inferred_bwd_flops, fc->flops, overflow);
+        }
         break;
       case Phase::kRecompute:
         if (fc) add_recompute(m, *fc);
@@ -773,6 +778,7 @@ class Aggregator {
       s.na_ops = acc[t].na_ops;
       s.inferred_ops = acc[t].inferred_ops;
       s.inferred_flops = acc[t].inferred_flops;
+      s.inferred_bwd_flops = acc[t].inferred_bwd_flops;
       s.maybe_missing_ops = acc[t].maybe_missing_ops;
       s.maybe_missing_flops = acc[t].maybe_missing_flops;
       s.flops_by_dtype = acc[t].by_dtype;

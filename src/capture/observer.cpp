@@ -303,7 +303,33 @@ std::atomic<int> g_fail_captures{0};
 std::atomic<int> g_fail_registrations{0};
 #endif
 
-void capture_args(ThreadEvents* b, RawEvent& e, c10::ArrayRef<const c10::IValue> inputs) {
+namespace {
+
+// An argument's extras, after its sizes (and a broadcast view's covered elements): the kept
+// entries of an attention mask, the identity of its storage (never dereferenced).
+void push_extras(ThreadEvents* b, ArgRecord& a, const at::Tensor& t, size_t k, ArgExtras extras) {
+  if (static_cast<int>(k) == extras.mask) {
+    if (const std::optional<uint64_t> kept = kept_mask_entries(t)) {
+      b->dims.push_back(static_cast<int64_t>(*kept));
+      a.tensor_flags |= kArgMaskKept;
+    }
+  }
+  if ((extras.storage >> k) & 1) {
+    const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+    if (!impl->has_storage()) return;
+    b->dims.push_back(
+        static_cast<int64_t>(reinterpret_cast<uintptr_t>(impl->storage().unsafeGetStorageImpl())));
+    if (a.kind == ArgKind::kTensorList) {  // a list's first tensor: its bytes too
+      b->dims.push_back(t.numel() * static_cast<int64_t>(t.element_size()));
+    }
+    a.tensor_flags |= kArgStorage;
+  }
+}
+
+}  // namespace
+
+void capture_args(ThreadEvents* b, RawEvent& e, c10::ArrayRef<const c10::IValue> inputs,
+                  ArgExtras extras) {
 #ifdef FLOPSPROF_CAPTURE_FAULTS
   if (g_fail_captures.load(std::memory_order_relaxed) > 0 && g_fail_captures.fetch_sub(1) > 0) {
     b->dims.push_back(0);  // a partial write, as a real failure midway would leave
@@ -354,6 +380,7 @@ void capture_args(ThreadEvents* b, RawEvent& e, c10::ArrayRef<const c10::IValue>
           }
           if (a.tensor_flags & kArgExpanded) b->dims.push_back(covered);
         }
+        if (extras.storage != 0 || extras.mask >= 0) push_extras(b, a, t, k, extras);
       }
     } else if (v.isDouble()) {
       a.kind = ArgKind::kDouble;
@@ -405,6 +432,10 @@ void capture_args(ThreadEvents* b, RawEvent& e, c10::ArrayRef<const c10::IValue>
       }
       a.offset = b->dims.size();
       b->dims.push_back(bytes);
+      if (((extras.storage >> k) & 1) && !list.empty() && list[0].isTensor() &&
+          list[0].toTensor().defined()) {
+        push_extras(b, a, list[0].toTensor(), k, ArgExtras{extras.storage, -1});
+      }
     } else if (v.isString()) {
       a.kind = ArgKind::kString;
       const std::string& s = v.toStringRef();
@@ -418,44 +449,6 @@ void capture_args(ThreadEvents* b, RawEvent& e, c10::ArrayRef<const c10::IValue>
 }
 
 namespace {
-
-// The opt-in read of an attention mask (ProfilerOptions::read_attention_masks): the count of the
-// entries of argument `k` that keep a pair, after its dims (formulas/attention.cpp reads it).
-void capture_mask(ThreadEvents* b, const RawEvent& e, c10::ArrayRef<const c10::IValue> inputs,
-                  size_t k) {
-  if (k >= e.args_count || k >= inputs.size() || !inputs[k].isTensor()) return;
-  ArgRecord& a = b->args[e.args_begin + k];
-  if (a.kind != ArgKind::kTensor) return;
-  const std::optional<uint64_t> kept = kept_mask_entries(inputs[k].toTensor());
-  if (!kept) return;
-  b->dims.push_back(static_cast<int64_t>(*kept));  // after its sizes (and covered elements)
-  a.tensor_flags |= kArgMaskKept;
-}
-
-// The identity of argument `k`'s storage (never dereferenced), after its other trailing
-// entries: for a tensor list, its first tensor's storage and bytes (aggregation/kv_cache.cpp).
-void capture_storage(ThreadEvents* b, const RawEvent& e, c10::ArrayRef<const c10::IValue> inputs,
-                     size_t k) {
-  if (k >= e.args_count || k >= inputs.size()) return;
-  ArgRecord& a = b->args[e.args_begin + k];
-  const c10::IValue& v = inputs[k];
-  const at::Tensor* t = nullptr;
-  if (a.kind == ArgKind::kTensor && v.isTensor()) {
-    t = &v.toTensor();
-  } else if (a.kind == ArgKind::kTensorList && v.isTensorList()) {
-    c10::ArrayRef<c10::IValue> list = v.toListRef();
-    if (list.empty() || !list[0].isTensor()) return;
-    t = &list[0].toTensor();
-  }
-  if (t == nullptr || !t->defined() || !t->unsafeGetTensorImpl()->has_storage()) return;
-  const auto id =
-      reinterpret_cast<uintptr_t>(t->unsafeGetTensorImpl()->storage().unsafeGetStorageImpl());
-  b->dims.push_back(static_cast<int64_t>(id));
-  if (a.kind == ArgKind::kTensorList) {
-    b->dims.push_back(t->numel() * static_cast<int64_t>(t->element_size()));
-  }
-  a.tensor_flags |= kArgStorage;
-}
 
 int32_t owner_of(const OwnerIndex& owners, const at::Tensor& t) {
   if (!t.defined()) return -1;
@@ -585,15 +578,16 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
       }
       // Arguments for FLOPs and bytes, also of ops without a formula (their bytes count);
       // views and metadata queries move no bytes and count no FLOPs: nothing to read.
-      if (!(name_flags & kNameConstant)) capture_args(b, e, inputs);
-      if ((name_flags & kNameAttentionMask) && s->read_masks) {
-        capture_mask(b, e, inputs, name_flags >> kNameMaskArgShift);
-      }
-      if (name_flags & kNameKvRead) {  // an attention op: its keys and values
-        capture_storage(b, e, inputs, 1);
-        capture_storage(b, e, inputs, 2);
-      } else if (name_flags & kNameKvWrite) {  // a write into, or an append to, a tensor
-        capture_storage(b, e, inputs, 0);
+      if (!(name_flags & kNameConstant)) {
+        ArgExtras extras;
+        if (name_flags & (kNameAttentionMask | kNameKvRead | kNameKvWrite)) {
+          if ((name_flags & kNameAttentionMask) && s->read_masks)
+            extras.mask = static_cast<int8_t>(name_flags >> kNameMaskArgShift);
+          // an attention op's keys and values; a write into, or an append to, a tensor
+          if (name_flags & kNameKvRead) extras.storage = 0b110;
+          if (name_flags & kNameKvWrite) extras.storage = 0b1;
+        }
+        capture_args(b, e, inputs, extras);
       }
     }
     const bool mark = s->events != nullptr && e.parent < 0;

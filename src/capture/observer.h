@@ -46,9 +46,19 @@ class CallbackGuard {
 /// never sees a record being written. Callbacks on the calling thread are suspended meanwhile.
 std::vector<std::unique_ptr<ThreadEvents>> snapshot_records(Session& session);
 
+/// What an op's arguments carry beyond their shapes (events.h, ArgTensorFlag): the storage
+/// identities of the arguments in `storage` (bit k: argument k; the ops that touch a KV cache),
+/// and the kept entries of the attention mask at `mask` (-1: none; read_attention_masks).
+struct ArgExtras {
+  uint16_t storage = 0;
+  int8_t mask = -1;
+};
+
 /// Appends the plain-data form of `inputs` (shapes, dtypes, scalars, lists) to `thread` and points
-/// `event`'s argument range at it. May allocate; never called for ops nested in counted ones.
-void capture_args(ThreadEvents* thread, RawEvent& event, c10::ArrayRef<const c10::IValue> inputs);
+/// `event`'s argument range at it; each argument's extras follow its sizes. May allocate; never
+/// called for ops nested in counted ones.
+void capture_args(ThreadEvents* thread, RawEvent& event, c10::ArrayRef<const c10::IValue> inputs,
+                  ArgExtras extras = {});
 
 #ifdef FLOPSPROF_CAPTURE_FAULTS
 /// Fault injection, only in the test build of this file (tests/CMakeLists.txt,

@@ -311,6 +311,7 @@ void write_modules(JsonWriter& w, const ProfileResult& r) {
     w.member("na_ops", m.na_ops);
     w.member("inferred_ops", m.inferred_ops);
     w.member("inferred_flops", m.inferred_flops);
+    w.member("inferred_bwd_flops", m.inferred_bwd_flops);
     w.member("maybe_missing_ops", m.maybe_missing_ops);
     w.member("maybe_missing_flops", m.maybe_missing_flops);
     by_dtype(w, "flops_by_dtype", m.flops_by_dtype);

@@ -372,10 +372,16 @@ void summary_coverage(std::string& out, const ProfileResult& r) {
     line(out, "fwd ops placed by inference (op order)",
          root.inferred_ops == 0
              ? std::string("none: every op placed by evidence")
-             : fmt::format("{} op(s), {} FLOPs = {} of fwd flops (see problems)", root.inferred_ops,
-                           number_to_string(root.inferred_flops),
+             : fmt::format("{} op(s), {} FLOPs = {} of fwd flops{} (see problems)",
+                           root.inferred_ops, number_to_string(root.inferred_flops),
                            percent(static_cast<double>(root.inferred_flops),
-                                   static_cast<double>(r.flops))));
+                                   static_cast<double>(r.flops)),
+                           root.inferred_bwd_flops > 0
+                               ? fmt::format("; their backward {} FLOPs = {} of bwd flops",
+                                             number_to_string(root.inferred_bwd_flops),
+                                             percent(static_cast<double>(root.inferred_bwd_flops),
+                                                     static_cast<double>(r.bwd_flops)))
+                               : ""));
   }
   line(out, "timer", r.timer);
 }
@@ -593,9 +599,10 @@ void aggregated(std::string& out, const ProfileResult& r, const ReportOptions& o
   }
 }
 
-// The inline marker of a module whose numbers rest on op order: "~ +A / -B FLOPs by op order"
-// (A of its FLOPs placed in it by inference, up to B FLOPs placed elsewhere that may be its
-// own); "" when its placement rests on evidence only.
+// The inline marker of a module whose numbers rest on op order: "~ +A / -B FLOPs (+C bwd) by op
+// order" (A of its FLOPs placed in it by inference, up to B FLOPs placed elsewhere that may be
+// its own, C of its backward FLOPs the backward of A's ops); "" when its placement rests on
+// evidence only.
 std::string inference_mark(const ModuleStats& m) {
   const bool gained = m.inferred_ops > 0, lost = m.maybe_missing_ops > 0;
   if (!gained && !lost) return "";
@@ -603,7 +610,11 @@ std::string inference_mark(const ModuleStats& m) {
   if (gained) s += " +" + number_to_string(static_cast<double>(m.inferred_flops));
   if (gained && lost) s += " /";
   if (lost) s += " -" + number_to_string(static_cast<double>(m.maybe_missing_flops));
-  return s + " FLOPs by op order";
+  s += " FLOPs";
+  if (m.inferred_bwd_flops > 0) {  // the backward of what it gained, marked as its forward is
+    s += " (+" + number_to_string(static_cast<double>(m.inferred_bwd_flops)) + " bwd)";
+  }
+  return s + " by op order";
 }
 
 void tree_node(std::string& out, const ProfileResult& r, const ReportOptions& o, int index,
@@ -710,8 +721,9 @@ void detailed(std::string& out, const ProfileResult& r, const ReportOptions& o) 
     out +=
         "3. '~ +A / -B FLOPs by op order' marks a module whose numbers rest on op order, not on\n"
         "evidence: A of its FLOPs were placed in it by inference, and up to B FLOPs placed\n"
-        "elsewhere may be its own; '(inferred)' marks a call count likewise. The problems list\n"
-        "below the summary says why, and what makes them exact.\n";
+        "elsewhere may be its own; '(+C bwd)' after them: C of its bwd flops are the backward of\n"
+        "A's ops; '(inferred)' marks a call count likewise. The problems list below the summary\n"
+        "says why, and what makes them exact.\n";
   }
   out += "\n";
   if (!r.modules.empty()) tree_node(out, r, o, 0, 0);
