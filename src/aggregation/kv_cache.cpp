@@ -10,28 +10,7 @@
 #include "formulas/registry.h"
 
 namespace flopsprof::detail {
-namespace {
-
-// Where in `dims` an argument's storage identity is (kArgStorage), after its other entries.
-size_t storage_at(const ArgRecord& a) {
-  if (a.kind == ArgKind::kTensorList) return a.offset + 1;  // after the list's bytes
-  return a.offset + a.count + ((a.tensor_flags & kArgExpanded) ? 1 : 0) +
-         ((a.tensor_flags & kArgMaskKept) ? 1 : 0);
-}
-
-// The bytes a tensor argument's memory holds: its covered elements times its element size.
-uint64_t tensor_bytes(const ThreadEvents& t, const ArgRecord& a) {
-  uint64_t n = 1;
-  if (a.tensor_flags & kArgExpanded) {
-    n = static_cast<uint64_t>(std::max<int64_t>(0, t.dims[a.offset + a.count]));
-  } else {
-    for (uint32_t d = 0; d < a.count; ++d)
-      n = sat_mul(n, static_cast<uint64_t>(std::max<int64_t>(0, t.dims[a.offset + d])));
-  }
-  return sat_mul(n, element_bytes(a.dtype));
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::vector<std::vector<KvBytes>> kv_cache_bytes(const std::vector<const ThreadEvents*>& threads,
                                                  const NameLookup& names,
@@ -74,11 +53,12 @@ std::vector<std::vector<KvBytes>> kv_cache_bytes(const std::vector<const ThreadE
         writers.emplace_back(t, i);
         continue;
       }
-      for (size_t k : {size_t{1}, size_t{2}}) {  // keys, values
+      const std::vector<ArgView> args = arg_views(th, e);  // the count stage's extents
+      for (size_t k : {size_t{1}, size_t{2}}) {            // keys, values
         const ArgRecord* a = stored(th, e, k);
         if (a == nullptr) continue;
-        const uint64_t bytes = tensor_bytes(th, *a);
-        const int64_t id = th.dims[storage_at(*a)];
+        const uint64_t bytes = sat_mul(args[k].extent, element_bytes(args[k].dtype));
+        const int64_t id = th.dims[trailing_at(*a, kArgStorage)];
         auto l = latest.emplace(std::make_pair(id, m), e.start_tick).first;
         l->second = std::max(l->second, e.start_tick);
         auto f = earliest.emplace(std::make_tuple(id, m, bytes), e.start_tick).first;
@@ -94,7 +74,7 @@ std::vector<std::vector<KvBytes>> kv_cache_bytes(const std::vector<const ThreadE
     const OpCount& c = counts.threads[t][i];
     const ArgRecord* a = stored(th, e, 0);
     if (a == nullptr || !c.has_bytes()) continue;
-    const int64_t id = th.dims[storage_at(*a)];
+    const int64_t id = th.dims[trailing_at(*a, kArgStorage)];
     const int m = module_of(t, i);
     bool cache = false;
     uint64_t old_cache = 0;
@@ -102,7 +82,8 @@ std::vector<std::vector<KvBytes>> kv_cache_bytes(const std::vector<const ThreadE
       auto l = latest.find({id, m});
       cache = l != latest.end() && l->second > e.start_tick;
     } else {  // an append: its first tensor read earlier as keys or values, whole
-      old_cache = static_cast<uint64_t>(std::max<int64_t>(0, th.dims[storage_at(*a) + 1]));
+      old_cache =
+          static_cast<uint64_t>(std::max<int64_t>(0, th.dims[trailing_at(*a, kArgStorage) + 1]));
       auto f = earliest.find({id, m, old_cache});
       cache = f != earliest.end() && f->second < e.start_tick;
     }

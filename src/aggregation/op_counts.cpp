@@ -28,7 +28,8 @@ std::vector<ArgView> arg_views(const ThreadEvents& thread, const RawEvent& event
         v.repeated = (a.tensor_flags & kArgRepeated) != 0;
         v.contiguous = (a.tensor_flags & kArgStrided) == 0;
         if (a.tensor_flags & kArgExpanded) {
-          v.extent = static_cast<uint64_t>(std::max<int64_t>(0, thread.dims[a.offset + a.count]));
+          v.extent = static_cast<uint64_t>(
+              std::max<int64_t>(0, thread.dims[trailing_at(a, kArgExpanded)]));
         } else {
           uint64_t n = 1;  // saturating: bytes of absurd (meta) shapes never wrap
           for (int64_t d : v.shape) {
@@ -38,8 +39,8 @@ std::vector<ArgView> arg_views(const ThreadEvents& thread, const RawEvent& event
           v.extent = n;
         }
         if (a.tensor_flags & kArgMaskKept) {
-          const size_t at = a.offset + a.count + ((a.tensor_flags & kArgExpanded) ? 1 : 0);
-          v.kept = static_cast<uint64_t>(std::max<int64_t>(0, thread.dims[at]));
+          v.kept = static_cast<uint64_t>(
+              std::max<int64_t>(0, thread.dims[trailing_at(a, kArgMaskKept)]));
         }
         break;
       }

@@ -1,6 +1,7 @@
 // Raw per-thread event records: plain data written by the hot path, read after collection.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -59,6 +60,19 @@ struct ArgRecord {
   ArgRecord() : i(0) {}
 };
 static_assert(sizeof(ArgRecord) == 16, "ArgRecord stays 16 bytes");
+
+/// Where in `ThreadEvents::dims` an argument's trailing entry `which` (kArgExpanded's covered
+/// elements, kArgMaskKept's count, kArgStorage's identity) is: after its sizes (a tensor list: its
+/// bytes) and the entries before it, in that order. Valid only when its flag is set.
+inline size_t trailing_at(const ArgRecord& a, ArgTensorFlag which) {
+  if (a.kind == ArgKind::kTensorList) return a.offset + 1;  // after the list's bytes
+  size_t at = a.offset + a.count;
+  for (ArgTensorFlag f : {kArgExpanded, kArgMaskKept, kArgStorage}) {
+    if (f == which) return at;
+    if (a.tensor_flags & f) ++at;
+  }
+  return at;
+}
 
 /// One op call as the observer saw it. 88 bytes, no pointers into torch.
 struct RawEvent {
