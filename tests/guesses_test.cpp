@@ -478,6 +478,10 @@ TEST(Guesses, TheBackwardOfWorkPlacedByOpOrderIsMarkedToo) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("; their backward"), std::string::npos);
+  EXPECT_TRUE(has_problem(
+      pd.result(),
+      fmt::format("(and their backward, {} FLOPs) given to the model", root.inferred_bwd_flops)))
+      << problems(pd.result());
   EXPECT_NE(pd.to_json().find(fmt::format("\"inferred_bwd_flops\": {}", root.inferred_bwd_flops)),
             std::string::npos);
 }

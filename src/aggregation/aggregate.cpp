@@ -62,7 +62,8 @@ struct ModuleOpAcc {
 struct ModuleAcc {
   uint64_t flops = 0, macs = 0, calls = 0, na_ops = 0;
   uint64_t inferred_ops = 0, inferred_flops = 0;  // placed by inference
-  uint64_t inferred_bwd_flops = 0;                 // the backward of those
+  uint64_t inferred_bwd_flops = 0;                // the backward of those
+  uint64_t own_inferred_bwd_flops = 0;            // the backward of its own inferred ops
   uint64_t own_inferred_ops = 0, own_inferred_flops = 0;
   uint64_t maybe_missing_ops = 0, maybe_missing_flops = 0;  // the other side of guesses
   uint64_t bwd_flops = 0, bwd_macs = 0, re_flops = 0, re_macs = 0;
@@ -115,11 +116,14 @@ void placement_problems(const ModuleTree& tree, const std::vector<ModuleAcc>& ac
     if (caller) other += other.empty() ? "the caller's" : ", or the caller's";
     if (other.empty())
       other = m == 0 ? "a submodule's or the caller's" : "a submodule's or its parent's";
+    const uint64_t bwd = acc[m].own_inferred_bwd_flops;
     problems.push_back(fmt::format(
-        "placement inferred from op order: {} op(s), {} FLOPs given to {}; op order cannot tell "
+        "placement inferred from op order: {} op(s), {} FLOPs{} given to {}; op order cannot tell "
         "whether they are its own or {}. FLOPSPROF_MODULE() as the first line of its forward, or "
         "of the method the program calls (and of its submodules'), makes them exact",
-        acc[m].own_inferred_ops, acc[m].own_inferred_flops, module_who(tree, m), other));
+        acc[m].own_inferred_ops, acc[m].own_inferred_flops,
+        bwd > 0 ? fmt::format(" (and their backward, {} FLOPs)", bwd) : "", module_who(tree, m),
+        other));
   }
 }
 
@@ -405,6 +409,7 @@ class Aggregator {
         if (fc && m == kOutsideModel && ta.inferred[i] != 0)
           add_saturating(outside.inferred_bwd_flops, fc->flops, overflow);
         if (fc && m >= 0 && ta.inferred[i] != 0) {  // marked as its forward is
+          add_saturating(acc[m].own_inferred_bwd_flops, fc->flops, overflow);
           for (int a = m; a >= 0; a = tree.nodes[a].parent)
             add_saturating(acc[a].inferred_bwd_flops, fc->flops, overflow);
         }
