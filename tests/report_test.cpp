@@ -357,6 +357,10 @@ TEST(TextReport, MatchesLineByLine) {
       "machine ridge point (fp32):                                   10.00 FLOP/B",
       "fwd utilisation (achieved / peak):                            0.8% of peak FLOPS, 0.5% of "
       "the bandwidth",
+      // No backward, one dtype: MFU and MBU are the forward's shares above; HFU is MFU (no
+      // recompute, no masks).
+      "MFU / HFU / MBU (fwd + bwd, per-dtype peaks):                 0.8% / 0.8% / 0.5% (model "
+      "FLOPs in the dense convention; HFU: as the hardware ran them, recompute included)",
       "op calls whose written bytes no rule derives:                 1 (counted as reads only, or "
       "from allocations with track_memory): aten::cumsum 1",
       "fwd ops without a formula (n/a, not counted):                 1 op(s), 1 call(s), 500.00 us "

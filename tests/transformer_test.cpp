@@ -285,7 +285,10 @@ TEST(Regions, GivenTokensBackwardAndWorkOutsideEveryRegion) {
   torch::manual_seed(0);
   auto net =
       torch::nn::Sequential(torch::nn::Linear(8, 16), torch::nn::ReLU(), torch::nn::Linear(16, 4));
-  flopsprof::FlopsProfiler prof(net.ptr());
+  flopsprof::ProfilerOptions po;
+  po.roofline.set_peak_flops(1e9);  // given: the utilisation follows by hand
+  po.roofline.peak_bandwidth = 1e8;
+  flopsprof::FlopsProfiler prof(net.ptr(), po);
   prof.start_profile();
   net->forward(torch::randn({3, 8}));  // outside every region
   {
@@ -310,6 +313,20 @@ TEST(Regions, GivenTokensBackwardAndWorkOutsideEveryRegion) {
   EXPECT_DOUBLE_EQ(g.flops_per_token, static_cast<double>(g.flops + g.bwd_flops) / 5);
   EXPECT_EQ(module(r, "0").regions[0].calls, 1u);
   EXPECT_EQ(module(r, "0").calls, 2u);
+  // The whole profile's utilisation (docs/report.md, "MFU, HFU and MBU"): fwd + bwd FLOPs (one
+  // dtype, fp32) over fwd + bwd time over the peak; no recompute, no masks: HFU = MFU. Bytes:
+  // fwd + bwd over the same time over the bandwidth. A module's likewise over its own time.
+  const double t = r.duration_s + r.bwd_latency_s;
+  EXPECT_NEAR(r.mfu, static_cast<double>(r.flops + r.bwd_flops) / t / 1e9, 1e-12 * r.mfu + 1e-15);
+  EXPECT_DOUBLE_EQ(r.hfu, r.mfu);
+  EXPECT_NEAR(r.mbu, static_cast<double>(r.fwd_bytes + r.bwd_bytes) / t / 1e8, 1e-9 * r.mbu);
+  const flopsprof::ModuleStats& l0 = module(r, "0");
+  EXPECT_NEAR(
+      l0.mfu,
+      static_cast<double>(l0.flops + l0.bwd_flops) / (l0.latency_s + l0.bwd_latency_s) / 1e9,
+      1e-9 * l0.mfu);
+  EXPECT_GT(l0.mfu, 0.0);
+  EXPECT_NE(prof.to_json().find("\"hfu\": "), std::string::npos);
 }
 
 TEST(Regions, OverlapAndEmptyNamesThrowAndInertWithoutAProfile) {

@@ -156,6 +156,12 @@ struct ModuleStats {
   /// Of those, a KV cache's (docs/report.md, "KV cache"): keys and values its attention ops read,
   /// and the cache's writes (an append by cat, an in-place update).
   uint64_t kv_read_bytes = 0, kv_write_bytes = 0;
+  /// Its forward and backward against the machine's ceilings over their time (the device's when
+  /// measured, else its latencies; docs/report.md, "MFU, HFU and MBU"): model FLOPs (fwd + bwd,
+  /// the convention's) over each op's dtype peak (mfu), what the hardware ran (recompute and
+  /// masked pairs computed in, skipped blocks out: hfu), bytes (fwd + bwd + recompute) over the
+  /// bandwidth (mbu). 0: unknown (no peaks, or no time).
+  double mfu = 0, hfu = 0, mbu = 0;
   /// Bytes of its backward ops (linked to its forward ops), and of forward ops re-run in
   /// backward (activation checkpointing).
   uint64_t bwd_bytes = 0, bwd_bytes_read = 0, bwd_bytes_written = 0;
@@ -399,6 +405,9 @@ struct ProfileResult {
   /// Of the forward's, a KV cache's (docs/report.md, "KV cache"): keys and values the attention
   /// ops read (the cache, when decoding with one), and the cache's writes.
   uint64_t kv_read_bytes = 0, kv_write_bytes = 0;
+  /// The model's forward and backward against the machine's ceilings, as ModuleStats::mfu, hfu
+  /// and mbu, over the forward and backward time (`duration_s + bwd_latency_s`, or the device's).
+  double mfu = 0, hfu = 0, mbu = 0;
   uint64_t bwd_bytes = 0, bwd_bytes_read = 0, bwd_bytes_written = 0;  ///< recompute excluded
   uint64_t recompute_bytes = 0;
   uint64_t autograd_bytes = 0;  ///< backward ops linked to no forward op

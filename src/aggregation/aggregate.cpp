@@ -73,6 +73,9 @@ struct ModuleAcc {
   FlopsByDtype by_dtype{};
   ByteAcc bytes, bwd_bytes, re_bytes;
   ByteAcc kv;  // of `bytes`, a KV cache's
+  // Utilisation: model FLOPs (fwd + bwd, the convention's) and what the hardware ran (recompute
+  // and masked pairs computed in, skipped blocks out), per dtype.
+  FlopsByDtype model_dt{}, hw_dt{};
 };
 
 // "the model (Net)" or "'encoder.layer.3' (BertLayer)".
@@ -405,7 +408,7 @@ class Aggregator {
         }
         break;
       case Phase::kBackward:
-        if (fc) add_backward(m, *fc);
+        if (fc) add_backward(m, *fc, c.dtype);
         if (fc && m == kOutsideModel && ta.inferred[i] != 0)
           add_saturating(outside.inferred_bwd_flops, fc->flops, overflow);
         if (fc && m >= 0 && ta.inferred[i] != 0) {  // marked as its forward is
@@ -415,7 +418,7 @@ class Aggregator {
         }
         break;
       case Phase::kRecompute:
-        if (fc) add_recompute(m, *fc);
+        if (fc) add_recompute(m, *fc, c.dtype);
         break;
       case Phase::kStep:
         r.has_step = true;
@@ -517,6 +520,7 @@ class Aggregator {
       add_saturating(r.flops, fc->flops, overflow);
       add_saturating(r.macs, fc->macs, overflow);
       add_saturating(r.flops_by_dtype[static_cast<size_t>(dt)], fc->flops, overflow);
+      add_utilisation(m, dt, *fc, true);
     }
     if (inferred && m >= 0) {
       const uint64_t f = fc ? fc->flops : 0;
@@ -545,14 +549,31 @@ class Aggregator {
     r.attention_masks_unread += fc.mask_unread ? 1 : 0;
   }
 
+  // An op's FLOPs into the utilisation's numerators, the totals' and module m's (inclusive):
+  // model FLOPs when `model` (forward, backward), what the hardware ran always.
+  void add_utilisation(int m, DType dt, const FlopCount& fc, bool model) {
+    const size_t d = static_cast<size_t>(dt);
+    uint64_t ran = fc.flops;
+    if (in.attention == AttentionConvention::kCausal)
+      add_saturating(ran, fc.masked_flops, overflow);
+    ran -= std::min(ran, fc.skipped_flops);
+    if (model) add_saturating(model_dt[d], fc.flops, overflow);
+    add_saturating(hw_dt[d], ran, overflow);
+    for (int a = m; a >= 0; a = tree.nodes[a].parent) {
+      if (model) add_saturating(acc[a].model_dt[d], fc.flops, overflow);
+      add_saturating(acc[a].hw_dt[d], ran, overflow);
+    }
+  }
+
   // A backward op: outside the model, "(autograd)" (m < 0) or module m's (inclusive).
-  void add_backward(int m, const FlopCount& fc) {
+  void add_backward(int m, const FlopCount& fc, DType dt) {
     count_masks(fc);
     if (m == kOutsideModel) {
       add_saturating(outside.bwd_flops, fc.flops, overflow);
       add_saturating(outside.bwd_macs, fc.macs, overflow);
       return;
     }
+    add_utilisation(m, dt, fc, true);
     add_saturating(r.bwd_flops, fc.flops, overflow);
     add_saturating(r.bwd_macs, fc.macs, overflow);
     add_saturating(r.bwd_masked_flops, fc.masked_flops, overflow);
@@ -566,7 +587,8 @@ class Aggregator {
   }
 
   // A forward op run again in backward (activation checkpointing).
-  void add_recompute(int m, const FlopCount& fc) {
+  void add_recompute(int m, const FlopCount& fc, DType dt) {
+    add_utilisation(m, dt, fc, false);
     add_saturating(r.recompute_flops, fc.flops, overflow);
     add_saturating(r.recompute_macs, fc.macs, overflow);
     for (int a = m; a >= 0; a = tree.nodes[a].parent) {
@@ -814,6 +836,7 @@ class Aggregator {
       s.bwd_bytes = acc[t].bwd_bytes.total();
       s.recompute_bytes = acc[t].re_bytes.total();
       module_roofline(s);
+      module_utilisation(s, acc[t]);
       if (s.parent >= 0) r.modules[s.parent].children.push_back(remap[t]);
       r.modules.push_back(std::move(s));
     }
@@ -848,6 +871,11 @@ class Aggregator {
                                     device ? r.gpu.backward_s : r.bwd_latency_s, in.machine, dt);
     r.step_roofline = roofline_point(r.step_flops, true, r.step_bytes,
                                      device ? r.gpu.step_s : r.step_latency_s, in.machine, dt);
+    uint64_t bytes = 0;
+    for (uint64_t b : {r.fwd_bytes, r.bwd_bytes, r.recompute_bytes})
+      add_saturating(bytes, b, overflow);
+    utilisation(r, model_dt, hw_dt, bytes,
+                device ? r.gpu.forward_s + r.gpu.backward_s : r.duration_s + r.bwd_latency_s);
   }
 
   // A module's forward and backward on the roofline: its FLOPs and bytes over its device time
@@ -862,6 +890,26 @@ class Aggregator {
     if (bytes < s.bwd_bytes) bytes = UINT64_MAX;
     s.bwd_roofline = roofline_point(flops, true, bytes, device ? s.device_bwd_s : s.bwd_latency_s,
                                     in.machine, dt);
+  }
+
+  // A module's (or the model's) utilisation over its forward and backward time: the device's
+  // when measured, else the host's (docs/report.md, "MFU, HFU and MBU").
+  template <class S>
+  void utilisation(S& s, const FlopsByDtype& model, const FlopsByDtype& hw, uint64_t bytes,
+                   double seconds) const {
+    s.mfu = flops_utilisation(model, seconds, in.machine);
+    s.hfu = flops_utilisation(hw, seconds, in.machine);
+    s.mbu = in.machine.bytes_per_s > 0 && seconds > 0
+                ? static_cast<double>(bytes) / seconds / in.machine.bytes_per_s
+                : 0.0;
+  }
+  void module_utilisation(ModuleStats& s, const ModuleAcc& a) const {
+    const bool device = r.gpu.measured;
+    uint64_t bytes = s.bytes;
+    bytes = bytes + s.bwd_bytes < bytes ? UINT64_MAX : bytes + s.bwd_bytes;
+    bytes = bytes + s.recompute_bytes < bytes ? UINT64_MAX : bytes + s.recompute_bytes;
+    utilisation(s, a.model_dt, a.hw_dt, bytes,
+                device ? s.device_fwd_s + s.device_bwd_s : s.latency_s + s.bwd_latency_s);
   }
 
   // The footprint: the bytes in use along the analysis' timeline, the peaks and who made them.
@@ -1108,6 +1156,7 @@ class Aggregator {
   const int num_modules;
   std::vector<ModuleAcc> acc;
   ByteAcc fwd_bytes, bwd_bytes, step_bytes;
+  FlopsByDtype model_dt{}, hw_dt{};  // the utilisation's numerators (ModuleAcc's, for the model)
   std::map<std::pair<int, uint32_t>, OpAcc> ops;               // (op-table phase, name id)
   std::map<std::pair<int, uint32_t>, ModuleOpAcc> module_ops;  // (module, name id): own forward
   const double s_per_tick;

@@ -111,6 +111,16 @@ void write_machine(JsonWriter& w, const ProfileResult& r) {
   w.end_object();
 }
 
+// A rate or ratio that is 0 only when unknown (tokens/s, MFU without peaks): null then.
+void known_or_null(JsonWriter& w, std::string_view key, double v) {
+  w.key(key);
+  if (v > 0) {
+    w.value(v);
+  } else {
+    w.null();
+  }
+}
+
 // The summary: totals, latencies, sizes.
 void write_summary(JsonWriter& w, const ProfileResult& r) {
   w.key("summary");
@@ -160,6 +170,9 @@ void write_summary(JsonWriter& w, const ProfileResult& r) {
   w.member("fwd_bytes_written", r.fwd_bytes_written);
   w.member("kv_read_bytes", r.kv_read_bytes);
   w.member("kv_write_bytes", r.kv_write_bytes);
+  known_or_null(w, "mfu", r.mfu);
+  known_or_null(w, "hfu", r.hfu);
+  known_or_null(w, "mbu", r.mbu);
   w.member("bwd_bytes", r.bwd_bytes);
   w.member("bwd_bytes_read", r.bwd_bytes_read);
   w.member("bwd_bytes_written", r.bwd_bytes_written);
@@ -176,16 +189,6 @@ void write_summary(JsonWriter& w, const ProfileResult& r) {
   spread(w, "bwd_spread", r.bwd_spread);
   spread(w, "step_spread", r.step_spread);
   w.end_object();
-}
-
-// A rate or ratio that is 0 only when unknown (tokens/s, MFU without peaks): null then.
-void known_or_null(JsonWriter& w, std::string_view key, double v) {
-  w.key(key);
-  if (v > 0) {
-    w.value(v);
-  } else {
-    w.null();
-  }
 }
 
 // The regions the caller named (FlopsProfiler::region()); each module's share is in its own
@@ -330,6 +333,9 @@ void write_modules(JsonWriter& w, const ProfileResult& r) {
     w.member("bytes_written", m.bytes_written);
     w.member("kv_read_bytes", m.kv_read_bytes);
     w.member("kv_write_bytes", m.kv_write_bytes);
+    known_or_null(w, "mfu", m.mfu);
+    known_or_null(w, "hfu", m.hfu);
+    known_or_null(w, "mbu", m.mbu);
     roofline(w, "", m.roofline);
     w.member("bwd_bytes", m.bwd_bytes);
     w.member("bwd_bytes_read", m.bwd_bytes_read);

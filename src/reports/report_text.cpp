@@ -130,6 +130,12 @@ void roofline_summary(std::string& out, const ProfileResult& r) {
       line(out, "fwd utilisation (achieved / peak)", use(r.roofline));
       if (r.has_backward) line(out, "bwd utilisation (achieved / peak)", use(r.bwd_roofline));
     }
+    // Over fwd + bwd time, each op's FLOPs against its own dtype's peak (docs/report.md).
+    auto known = [](double v) { return v > 0 ? share(v) : std::string("n/a"); };
+    line(out, "MFU / HFU / MBU (fwd + bwd, per-dtype peaks)",
+         fmt::format("{} / {} / {} (model FLOPs in the {} convention; HFU: as the hardware ran "
+                     "them, recompute included)",
+                     known(r.mfu), known(r.hfu), known(r.mbu), convention_name(r.attention)));
   }
   if (r.bytes_written_unknown_calls > 0) {
     // Named here: ops with a formula are in no table of the text (the JSON's op table has them).
@@ -372,16 +378,16 @@ void summary_coverage(std::string& out, const ProfileResult& r) {
     line(out, "fwd ops placed by inference (op order)",
          root.inferred_ops == 0
              ? std::string("none: every op placed by evidence")
-             : fmt::format("{} op(s), {} FLOPs = {} of fwd flops{} (see problems)",
-                           root.inferred_ops, number_to_string(root.inferred_flops),
-                           percent(static_cast<double>(root.inferred_flops),
-                                   static_cast<double>(r.flops)),
-                           root.inferred_bwd_flops > 0
-                               ? fmt::format("; their backward {} FLOPs = {} of bwd flops",
-                                             number_to_string(root.inferred_bwd_flops),
-                                             percent(static_cast<double>(root.inferred_bwd_flops),
-                                                     static_cast<double>(r.bwd_flops)))
-                               : ""));
+             : fmt::format(
+                   "{} op(s), {} FLOPs = {} of fwd flops{} (see problems)", root.inferred_ops,
+                   number_to_string(root.inferred_flops),
+                   percent(static_cast<double>(root.inferred_flops), static_cast<double>(r.flops)),
+                   root.inferred_bwd_flops > 0
+                       ? fmt::format("; their backward {} FLOPs = {} of bwd flops",
+                                     number_to_string(root.inferred_bwd_flops),
+                                     percent(static_cast<double>(root.inferred_bwd_flops),
+                                             static_cast<double>(r.bwd_flops)))
+                       : ""));
   }
   line(out, "timer", r.timer);
 }
