@@ -89,6 +89,13 @@ int main(int argc, char** argv) {
   }
   hostile.attention = flopsprof::AttentionConvention::kCausal;  // 500 FLOPs on masked pairs
   hostile.masked_flops = 500;
+  // A KV cache and the utilisation: the summary shows each (and the browser test checks each
+  // shown value against the JSON).
+  hostile.kv_read_bytes = 4096;
+  hostile.kv_write_bytes = 1024;
+  hostile.mfu = 0.25;
+  hostile.hfu = 0.3;
+  hostile.mbu = 0.5;
   finish(hostile);
   write(dir, "hostile", hostile);
 

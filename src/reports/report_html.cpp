@@ -83,12 +83,16 @@ constexpr const char* kScript = R"JS(
     ['bwd FLOPs (measured)', 'bwd_flops', (x) => num(x, 'FLOPs')], ['bwd latency', 'bwd_latency_s', dur],
     ['step latency', 'step_latency_s', dur], ['iteration latency', 'iter_latency_s', dur],
     ['time in ops without a formula', 'no_formula_latency_s', dur], ['batch size', 'batch_size', num], ['world size', 'world_size', num],
-    ['fwd bytes moved', 'fwd_bytes', (x) => num(x, 'B')], ['fwd intensity', 'fwd_intensity', (x) => x.toFixed(2) + ' FLOP/B']];
+    ['fwd bytes moved', 'fwd_bytes', (x) => num(x, 'B')], ['fwd intensity', 'fwd_intensity', (x) => x.toFixed(2) + ' FLOP/B'],
+    ['KV cache read', 'kv_read_bytes', (x) => num(x, 'B')], ['KV cache written', 'kv_write_bytes', (x) => num(x, 'B')],
+    ['MFU (fwd + bwd)', 'mfu', (x) => (100 * x).toFixed(1) + '%'], ['HFU (as run)', 'hfu', (x) => (100 * x).toFixed(1) + '%'],
+    ['MBU (fwd + bwd)', 'mbu', (x) => (100 * x).toFixed(1) + '%']];
   const training = S.bwd_latency_s > 0 || S.step_latency_s > 0;
   for (const [k, key, f] of items) {
     if (!(key in S)) continue;
     if ((key === 'batch_size' && !(S[key] > 0)) || (key === 'world_size' && !(S[key] > 1))) continue;
     if ((key === 'no_formula_latency_s' || key === 'step_latency_s') && !(S[key] > 0)) continue;
+    if (['kv_read_bytes', 'kv_write_bytes', 'mfu', 'hfu', 'mbu'].includes(key) && !(S[key] > 0)) continue;  // none, or unknown
     if ((key.startsWith('bwd') || key.startsWith('step') || key === 'iter_latency_s') && !training) continue;
     const box = el('div', 'kv');
     box.appendChild(el('span', 'k', k));

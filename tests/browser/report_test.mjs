@@ -148,6 +148,9 @@ async function roofline(page, json, name) {
   check((await page.$$('img')).length === 0 && (await page.$$('#ops b')).length === 0, 'hostile: no element was created from a name');
   const html = readFileSync(`${out}/hostile.html`, 'utf8');
   check(!html.includes('</script><script>alert(1)'), 'hostile: the file never contains the name raw');
+  for (const key of ['kv_read_bytes', 'kv_write_bytes', 'mfu', 'hfu', 'mbu']) {
+    check((await page.$$(`#summary [data-key="${key}"]`)).length === 1, `hostile: the summary shows ${key}`);
+  }
   const conv = await page.$eval('[data-key=attention_convention]', (e) => e.parentElement.textContent);
   check(conv.includes('causal') && conv.includes('dense 3.50 KFLOPs') && conv.includes('causal 3.00 KFLOPs'), `hostile: the attention convention and the dense count (${conv})`);
   // Regions: the table lists both, names as text; the module table follows the picked region.
