@@ -553,10 +553,7 @@ class Aggregator {
   // model FLOPs when `model` (forward, backward), what the hardware ran always.
   void add_utilisation(int m, DType dt, const FlopCount& fc, bool model) {
     const size_t d = static_cast<size_t>(dt);
-    uint64_t ran = fc.flops;
-    if (in.attention == AttentionConvention::kCausal)
-      add_saturating(ran, fc.masked_flops, overflow);
-    ran -= std::min(ran, fc.skipped_flops);
+    const uint64_t ran = r.kernel_flops(fc.flops, fc.masked_flops, fc.skipped_flops);
     if (model) add_saturating(model_dt[d], fc.flops, overflow);
     add_saturating(hw_dt[d], ran, overflow);
     for (int a = m; a >= 0; a = tree.nodes[a].parent) {

@@ -192,10 +192,8 @@ void split_by_region(const AggregateInput& in, const Analysis& analysis, Profile
       }
       // What the hardware ran (HFU): the dense count less what the kernels skipped, recompute in.
       if (fc) {
-        uint64_t ran = flops;
-        if (in.attention == AttentionConvention::kCausal) add_sat(ran, fc->masked_flops);
-        ran -= std::min(ran, fc->skipped_flops);
-        add_sat(a.hardware_by_dtype[dt], ran);
+        add_sat(a.hardware_by_dtype[dt],
+                r.kernel_flops(flops, fc->masked_flops, fc->skipped_flops));
       }
       if (c.has_bytes()) add_sat(s.bytes, c.bytes_total());
     }
