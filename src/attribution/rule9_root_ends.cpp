@@ -84,7 +84,10 @@ void ThreadAttributor::rule9_root_head() {
   if (scoped_[0]) return;
   for (Call& c : calls_) {
     if (c.module != 0) continue;
-    uint64_t model_data = 0;  // the data the model's first op that reads data reads
+    // The data the model's first op that reads data reads. Capture holds the tensor of every op
+    // outside the model's module calls (ThreadBuffer::hold_data), so the caller's ops compared with
+    // it below name a tensor that no later one could replace at the same address.
+    uint64_t model_data = 0;
     for (int p = c.first; p <= c.last && model_data == 0; ++p) {
       model_data = th_.events[items_[p].event].data_in;
     }

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <new>
 #include <thread>
+#include <type_traits>
 
 #include <ATen/SequenceNumber.h>
 #include <ATen/core/ivalue.h>
@@ -24,6 +25,7 @@
 #include "capture/gpu_backend.h"
 #include "capture/module_index.h"
 #include "flopsprof/error.h"
+#include "flopsprof/scope.h"
 #include "formulas/registry.h"
 
 namespace flopsprof::detail {
@@ -33,9 +35,13 @@ namespace flopsprof::detail {
 
 namespace {
 
+// No member initializers here or in ThreadLocals: the block must stay trivially constructible, so
+// that it is zero-initialized with the thread and no access checks a dynamic-initialization guard
+// (an initializer on any member made every access in this file test one, and kept registers
+// saved in the nested ops' early return).
 struct TlsBuffer {
-  uint64_t session = 0;
-  ThreadBuffer* buffer = nullptr;
+  uint64_t session;
+  ThreadBuffer* buffer;
 };
 // Every per-thread variable of the hot path in one trivially constructible and destructible
 // block: one TLS address computation per access and no guard. initial-exec: a direct
@@ -54,10 +60,15 @@ struct ThreadLocals {
   int suspended;    // > 0: this thread is taking a snapshot; its callbacks record nothing
   void* free_head;  // OpContext free list
 };
+static_assert(std::is_trivially_default_constructible_v<ThreadLocals> &&
+                  std::is_trivially_destructible_v<ThreadLocals>,
+              "the hot path's thread-local block must need no guard");
 #if defined(__GNUC__)
 #define FLOPSPROF_TLS_MODEL __attribute__((tls_model("initial-exec")))
+#define FLOPSPROF_NOINLINE __attribute__((noinline))
 #else
 #define FLOPSPROF_TLS_MODEL
+#define FLOPSPROF_NOINLINE
 #endif
 thread_local ThreadLocals tl FLOPSPROF_TLS_MODEL;
 
@@ -218,11 +229,13 @@ ThreadBuffer* Session::thread_buffer() noexcept {
     if (!b) {
       b = std::make_unique<ThreadBuffer>();
       // Sized so that a typical profile never grows them: 1 MiB of events, 256 KiB of arguments,
-      // 128 KiB of data holds.
+      // 256 KiB of module calls (each observed call of a built-in module has one), 128 KiB of
+      // data holds. A vector growing mid-profile also disturbs the allocator's state for the
+      // program's own allocations (measured: bench/RESULTS.md).
       b->events.reserve(16384);
       b->args.reserve(16384);
       b->dims.reserve(32768);
-      b->scopes.reserve(256);
+      b->scopes.reserve(8192);
       b->reserve_data(16384);
     }
     b->reset(at::RecordFunction::currentThreadId());
@@ -450,7 +463,7 @@ void capture_args(ThreadEvents* b, RawEvent& e, c10::ArrayRef<const c10::IValue>
 
 namespace {
 
-int32_t owner_of(const OwnerIndex& owners, const at::Tensor& t) {
+inline int32_t owner_of(const OwnerIndex& owners, const at::Tensor& t) {
   if (!t.defined()) return -1;
   const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
   if (!impl->has_storage()) return -1;
@@ -475,20 +488,22 @@ int32_t list_owner(const Session* s, const c10::IValue& v) {
 // One pass over the inputs serves all three.
 int32_t find_owner(const Session* s, c10::ArrayRef<const c10::IValue> inputs, bool top_level,
                    bool dataflow, RawEvent& e) {
+  int32_t first_owner = -1;                       // inputs[0]'s, looked up once
   if (!inputs.empty() && inputs[0].isTensor()) {  // an in-place update of a parameter?
-    const int32_t o = owner_of(s->owners, inputs[0].toTensor());
-    if (o >= 0) {
+    first_owner = owner_of(s->owners, inputs[0].toTensor());
+    if (first_owner >= 0) {
       e.flags |= kSelfOwned;
-      if (!top_level) return o;
+      if (!top_level) return first_owner;
     }
   }
   int32_t first = -1;
   int64_t seq = INT64_MAX;
-  for (const c10::IValue& v : inputs) {
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const c10::IValue& v = inputs[k];
     if (v.isTensor()) {
       const at::Tensor& t = v.toTensor();
       if (!t.defined()) continue;
-      const int32_t o = owner_of(s->owners, t);
+      const int32_t o = k == 0 ? first_owner : owner_of(s->owners, t);
       if (first < 0) first = o;
       if (!top_level) {
         if (first >= 0) return first;
@@ -520,15 +535,11 @@ int32_t find_owner(const Session* s, c10::ArrayRef<const c10::IValue> inputs, bo
   return first;
 }
 
+// The record of an op that is not nested in a counted one (on_op_start's slow path; out of line
+// so that the nested ops' early return pays for none of its frame).
 template <int K>
-std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
-  const at::RecordScope scope = fn.scope();
-  if (tl.counted[K] > 0 && scope != at::RecordScope::BACKWARD_FUNCTION) {
-    // Inside a counted op: never counted, attributed with its parent. Not recorded at all, and
-    // decided from this thread's own state before the lifetime protocol, which keeps the common
-    // case of composite ops (linear > matmul > mm > ...) cheap.
-    return nullptr;
-  }
+FLOPSPROF_NOINLINE OpContext* record_op(const at::RecordFunction& fn,
+                                        at::RecordScope scope) noexcept {
   OpGuard guard;
   if (!guard.ok()) return nullptr;
   Session* s = g_sessions[K].load(std::memory_order_acquire);
@@ -571,7 +582,9 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
         if (n > 0 && n < inputs.size()) inputs = inputs.slice(inputs.size() - n);
       }
       e.owner = find_owner(s, inputs, b->open_op < 0, b->open_op < 0 && e.seq_nr >= 0, e);
-      if (e.data_in != 0) b->hold_data(e.data_in);
+      // Held only where rule 9 compares it with another op's: outside the calls of the
+      // profiled model's modules (see hold_data).
+      if (e.data_in != 0 && !b->inside_model_call()) b->hold_data(e.data_in);
       if (name_flags & kNameHasFormula) {
         e.flags |= kCounted;
         pushed |= 1;
@@ -615,7 +628,7 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
     ctx->index = index;
     ctx->pushed = pushed;
     e.start_tick = s->now();
-    return ctx;
+    return ctx.release();
   } catch (...) {
     // Never throw into the dispatcher.
     b->events.resize(events_before);
@@ -624,6 +637,18 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
     ++b->capture_errors;
     return nullptr;
   }
+}
+
+template <int K>
+std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
+  const at::RecordScope scope = fn.scope();
+  if (tl.counted[K] > 0 && scope != at::RecordScope::BACKWARD_FUNCTION) {
+    // Inside a counted op: never counted, attributed with its parent. Not recorded at all, and
+    // decided from this thread's own state before the lifetime protocol, which keeps the common
+    // case of composite ops (linear > matmul > mm > ...) cheap.
+    return nullptr;
+  }
+  return std::unique_ptr<at::ObserverContext>(record_op<K>(fn, scope));
 }
 
 template <int K>
@@ -643,6 +668,64 @@ void on_op_end(const at::RecordFunction& /*fn*/, at::ObserverContext* c) {
   if (ctx->mark >= 0) s->events->record(&b->marks[ctx->mark].end);
   if (b->open_op == static_cast<int32_t>(ctx->index)) b->open_op = e.parent;
 }
+
+}  // namespace
+
+// Module call records (flopsprof/scope.h): every call of an observed built-in module takes them,
+// so they use the op callbacks' inlined guard and buffer lookup.
+const char* open_scope_records(const torch::nn::Module* module, ScopeHandles& handles,
+                               ScopeKind kind) noexcept {
+  OpGuard guard;
+  if (!guard.ok()) return nullptr;
+  // The module's index in each running profile's tree (-1: not in it). A module in none of them
+  // (an unregistered member, a module built in forward) is told apart from another profiled
+  // model's: the first may be this model's work, the second is not.
+  Session* sessions[kMaxSessions];
+  int32_t index[kMaxSessions];
+  bool known_anywhere = false;
+  for (int k = 0; k < kMaxSessions; ++k) {
+    sessions[k] = g_sessions[k].load(std::memory_order_acquire);
+    index[k] = -1;
+    if (sessions[k] == nullptr) continue;
+    auto it = sessions[k]->module_index.find(module);
+    if (it != sessions[k]->module_index.end()) {
+      index[k] = it->second;
+      known_anywhere = true;
+    }
+  }
+  const char* name = nullptr;
+  for (int k = 0; k < kMaxSessions; ++k) {
+    Session* s = sessions[k];
+    if (s == nullptr) continue;
+    const bool known = index[k] >= 0;
+    if (!known && kind == ScopeKind::kWindow) continue;
+    const TlsBuffer& tls = tl.buffers[k];
+    ThreadBuffer* b = tls.session == s->id ? tls.buffer : s->thread_buffer();
+    if (b == nullptr) continue;
+    ScopeHandle& h = handles[k];
+    const int32_t m = known ? index[k] : known_anywhere ? kForeignModule : kUnknownModule;
+    h.index = b->open_scope_record(m, s->now(), kind);
+    if (h.index < 0) continue;
+    h.buffer = b;
+    h.session = s->id;
+    if (name == nullptr && known) name = s->scope_names[index[k]].c_str();
+  }
+  return name;
+}
+
+void close_scope_records(ScopeHandles& handles) noexcept {
+  OpGuard guard;
+  if (!guard.ok()) return;
+  for (int k = 0; k < kMaxSessions; ++k) {
+    ScopeHandle& h = handles[k];
+    if (h.session == 0) continue;
+    Session* s = g_sessions[k].load(std::memory_order_acquire);
+    if (s == nullptr || s->id != h.session) continue;  // that profile stopped meanwhile
+    static_cast<ThreadBuffer*>(h.buffer)->close_scope_record(h.index, s->now());
+  }
+}
+
+namespace {
 
 // c10d collectives: a process group's work records itself as a USER_SCOPE record named
 // "<backend>:<collective>" (ProcessGroup::Work), started on the issuing thread and ended where the

@@ -21,44 +21,8 @@ void release_scopes() noexcept { g_scope_demand.fetch_sub(1, std::memory_order_r
 
 bool foreign_observers_active() noexcept { return at::hasCallbacks(); }
 
-const char* open_scope_records(const torch::nn::Module* module, ScopeHandles& handles,
-                               ScopeKind kind) noexcept {
-  const char* name = nullptr;
-  CallbackGuard guard;
-  if (!guard.ok()) return nullptr;
-  // The module's index in each running profile's tree (-1: not in it). A module in none of them
-  // (an unregistered member, a module built in forward) is told apart from another profiled
-  // model's: the first may be this model's work, the second is not.
-  Session* sessions[kMaxSessions];
-  int32_t index[kMaxSessions];
-  bool known_anywhere = false;
-  for (int k = 0; k < kMaxSessions; ++k) {
-    sessions[k] = g_sessions[k].load(std::memory_order_acquire);
-    index[k] = -1;
-    if (sessions[k] == nullptr) continue;
-    auto it = sessions[k]->module_index.find(module);
-    if (it != sessions[k]->module_index.end()) {
-      index[k] = it->second;
-      known_anywhere = true;
-    }
-  }
-  for (int k = 0; k < kMaxSessions && guard.ok(); ++k) {
-    Session* s = sessions[k];
-    if (s == nullptr) continue;
-    const bool known = index[k] >= 0;
-    if (!known && kind == ScopeKind::kWindow) continue;
-    ThreadBuffer* b = s->thread_buffer();
-    if (b == nullptr) continue;
-    ScopeHandle& h = handles[k];
-    const int32_t m = known ? index[k] : known_anywhere ? kForeignModule : kUnknownModule;
-    h.index = b->open_scope_record(m, s->now(), kind);
-    if (h.index < 0) continue;
-    h.buffer = b;
-    h.session = s->id;
-    if (name == nullptr && known) name = s->scope_names[index[k]].c_str();
-  }
-  return name;
-}
+// open_scope_records and close_scope_records: capture/observer.cpp (the op callbacks' inlined
+// lifetime protocol; a built-in module's every call takes them).
 
 namespace {
 // Ends the records `handles` opened, in the profiles still running: `end` on each one's buffer.
@@ -74,10 +38,6 @@ void end_records(ScopeHandles& handles) noexcept {
   }
 }
 }  // namespace
-
-void close_scope_records(ScopeHandles& handles) noexcept {
-  end_records<&ThreadBuffer::close_scope_record>(handles);
-}
 
 ScopeHandle open_step_record(Session& s, bool optimizer) noexcept {
   ScopeHandle h;

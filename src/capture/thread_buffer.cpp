@@ -42,23 +42,16 @@ void ThreadBuffer::reset(uint64_t thread) {
   names.validate();
 }
 
-int32_t ThreadBuffer::open_scope_record(int32_t module, int64_t now, ScopeKind kind) noexcept {
+int32_t ThreadBuffer::open_scope_record_growing(int32_t module, int64_t now,
+                                                ScopeKind kind) noexcept {
   try {
-    scopes.push_back(ScopeRecord{module, open_scope, now, 0, backward_depth > 0,
-                                 kind == ScopeKind::kWindow, kind == ScopeKind::kBuiltin,
-                                 kind == ScopeKind::kStart, kind == ScopeKind::kExact});
+    scopes.push_back(scope_record(module, now, kind));
   } catch (...) {
     ++capture_errors;
     return -1;
   }
   open_scope = static_cast<int32_t>(scopes.size() - 1);
   return open_scope;
-}
-
-void ThreadBuffer::close_scope_record(int32_t index, int64_t now) noexcept {
-  if (index < 0 || static_cast<size_t>(index) >= scopes.size()) return;
-  scopes[index].exit_tick = now;
-  open_scope = scopes[index].parent;
 }
 
 int32_t ThreadBuffer::begin_step(int64_t now, bool optimizer) noexcept {

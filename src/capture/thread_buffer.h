@@ -24,15 +24,26 @@ struct ThreadBuffer : ThreadEvents {
 
   /// Keeps the object of tensor `impl` (a c10::TensorImpl*, a record's `data_in`) allocated until
   /// release_data() (the session's records are discarded), reset() or destruction: a weak
-  /// reference, which frees the tensor's memory as usual but lets no other tensor take its address,
-  /// so each data identity in the records is unique. Cost: an atomic increment when the op's data
-  /// is not the previous op's (amortised push, no lock); memory: one tensor object (about 200
-  /// bytes) per distinct datum. Throws std::bad_alloc before taking the reference.
+  /// reference, which frees the tensor's memory as usual but lets no other tensor take its address.
+  /// Cost: an atomic increment when the op's data is not the previous op's (amortised push, no
+  /// lock), and a tensor object (about 200 bytes) that the allocator cannot hand out again, which
+  /// costs the next tensor's allocation more (the larger part). Throws std::bad_alloc before taking
+  /// the reference.
+  ///
+  /// Called only for ops outside every call of a profiled module (inside_model_call() false): rule
+  /// 9 (attribution/rule9_root_ends.cpp) compares the data of such an op, before the model's call,
+  /// with the data of the call's first op that reads data. One held side is enough to make an
+  /// equal identity the same tensor: while it is held no other tensor has its address. Ops inside
+  /// a profiled module's call are the model's by evidence and never compared with each other.
   void hold_data(uint64_t impl) {
     if (impl == last_held_) return;
     held_.push_back(impl);
     last_held_ = impl;
     take_weak_reference(impl);
+  }
+  /// Whether the innermost open scope record is a call of a module of the profiled tree.
+  bool inside_model_call() const noexcept {
+    return open_scope >= 0 && scopes[static_cast<size_t>(open_scope)].module >= 0;
   }
   /// Room for `n` holds without growing (a typical profile's: no allocation per op).
   void reserve_data(size_t n) { held_.reserve(n); }
@@ -53,8 +64,18 @@ struct ThreadBuffer : ThreadEvents {
   // on the buffer's own thread inside a CallbackGuard and never throws: a record that cannot be
   // stored is counted in `capture_errors`.
   /// Opens a FLOPSPROF_MODULE() scope record; its index, or -1 when it could not be stored.
-  int32_t open_scope_record(int32_t module, int64_t now, ScopeKind kind) noexcept;
-  void close_scope_record(int32_t index, int64_t now) noexcept;
+  /// Inline: every observed call of a built-in module opens and closes one.
+  int32_t open_scope_record(int32_t module, int64_t now, ScopeKind kind) noexcept {
+    if (scopes.size() == scopes.capacity()) return open_scope_record_growing(module, now, kind);
+    scopes.push_back(scope_record(module, now, kind));  // cannot throw: room is there
+    open_scope = static_cast<int32_t>(scopes.size() - 1);
+    return open_scope;
+  }
+  void close_scope_record(int32_t index, int64_t now) noexcept {
+    if (index < 0 || static_cast<size_t>(index) >= scopes.size()) return;
+    scopes[static_cast<size_t>(index)].exit_tick = now;
+    open_scope = scopes[static_cast<size_t>(index)].parent;
+  }
   /// Opens a step scope record (ops until end_step are the step phase); index or -1.
   int32_t begin_step(int64_t now, bool optimizer = false) noexcept;
   void end_step(int32_t index, int64_t now) noexcept;
@@ -64,6 +85,18 @@ struct ThreadBuffer : ThreadEvents {
 
  private:
   static void take_weak_reference(uint64_t impl) noexcept;
+  ScopeRecord scope_record(int32_t module, int64_t now, ScopeKind kind) const noexcept {
+    return ScopeRecord{module,
+                       open_scope,
+                       now,
+                       0,
+                       backward_depth > 0,
+                       kind == ScopeKind::kWindow,
+                       kind == ScopeKind::kBuiltin,
+                       kind == ScopeKind::kStart,
+                       kind == ScopeKind::kExact};
+  }
+  int32_t open_scope_record_growing(int32_t module, int64_t now, ScopeKind kind) noexcept;
   std::vector<uint64_t> held_;  ///< tensor objects held by hold_data, each once
   uint64_t last_held_ = 0;
 };
