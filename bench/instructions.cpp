@@ -12,6 +12,7 @@
 // creates the records of nested ops: the only way a callback has to skip them, and what it costs
 // on LibTorch 1.13, which rebuilds the thread's callback cache at each switch).
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -47,9 +48,18 @@ torch::nn::Sequential tiny_mlp() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: %s mlp|train plain|ours|floor|machinery|toggle\n", argv[0]);
+  if (argc != 3 && argc != 4) {
+    std::fprintf(stderr, "usage: %s mlp|train plain|ours|floor|machinery|toggle [PAD]\n", argv[0]);
     return 2;
+  }
+  // PAD: bytes allocated (and kept) before the model is built. It moves every later heap block,
+  // which changes how much glibc's aligned allocation of tensor data costs in the loop (whether
+  // the block it finds is already 64-byte aligned): the counts' sensitivity to heap layout, which
+  // no profiler controls (bench/RESULTS.md, "Where the instructions above the floor go").
+  if (argc == 4) {
+    static volatile char* pad = nullptr;
+    pad = static_cast<char*>(std::malloc(std::strtoul(argv[3], nullptr, 10) + 1));
+    pad[0] = 1;
   }
   const std::string workload = argv[1], variant = argv[2];
   torch::set_num_threads(1);

@@ -1,6 +1,8 @@
 // Op names (see names.h): interning, and the per-thread cache the op callbacks read.
 #include "capture/names.h"
 
+#include <cstring>
+
 #include "formulas/registry.h"
 
 namespace flopsprof::detail {
@@ -58,15 +60,40 @@ void NameCache::insert(uint64_t hash, const Slot& slot) {
   ++used_;
 }
 
+namespace {
+
+// A name's hash from its length and three of its 8-byte words (first, middle, last), not every
+// byte: the slow path runs for every autograd node (their names are strings built per call, so the
+// pointer cache never hits), and the names of a program's ops differ within those words. A
+// collision costs one strcmp more, never a wrong id (the slots compare the text).
+uint64_t name_hash(const char* name, size_t n) {
+  auto mix = [](uint64_t h, uint64_t w) {
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    return h ^ (h >> 33);
+  };
+  uint64_t h = mix(0x9E3779B97F4A7C15ull, n);
+  if (n >= 8) {
+    uint64_t w;
+    std::memcpy(&w, name, 8);
+    h = mix(h, w);
+    std::memcpy(&w, name + (n - 8) / 2, 8);
+    h = mix(h, w);
+    std::memcpy(&w, name + n - 8, 8);
+    h = mix(h, w);
+  } else {
+    uint64_t w = 0;
+    std::memcpy(&w, name, n);
+    h = mix(h, w);
+  }
+  return h == 0 ? 1 : h;
+}
+
+}  // namespace
+
 void NameCache::lookup_slow(const char* name, uint32_t* id, uint16_t* flags) {
   PtrSlot& fast = by_ptr_[(reinterpret_cast<uintptr_t>(name) >> 3) & (by_ptr_.size() - 1)];
-  uint64_t h = 1469598103934665603ull;  // FNV-1a over the bytes
-  const char* p = name;
-  for (; *p; ++p) {
-    h ^= static_cast<unsigned char>(*p);
-    h *= 1099511628211ull;
-  }
-  if (h == 0) h = 1;
+  const size_t length = std::strlen(name);
+  const uint64_t h = name_hash(name, length);
   size_t mask = slots_.size() - 1;
   for (size_t i = h & mask;; i = (i + 1) & mask) {
     const Slot& s = slots_[i];
@@ -80,7 +107,7 @@ void NameCache::lookup_slow(const char* name, uint32_t* id, uint16_t* flags) {
   }
   // First sight of this name on this thread in this profile: intern it (locks, allocates).
   NameTable& table = NameTable::instance();
-  uint32_t nid = table.intern(name, static_cast<size_t>(p - name));
+  uint32_t nid = table.intern(name, length);
   const std::string& text = table.name(nid);
   uint16_t f = 0;
   if (find_formula(text)) f |= kNameHasFormula;

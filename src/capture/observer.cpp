@@ -679,36 +679,40 @@ const char* open_scope_records(const torch::nn::Module* module, ScopeHandles& ha
   if (!guard.ok()) return nullptr;
   // The module's index in each running profile's tree (-1: not in it). A module in none of them
   // (an unregistered member, a module built in forward) is told apart from another profiled
-  // model's: the first may be this model's work, the second is not.
+  // model's: the first may be this model's work, the second is not. The running profiles are
+  // gathered first (usually one), so that the second pass visits only them.
   Session* sessions[kMaxSessions];
   int32_t index[kMaxSessions];
+  int slots[kMaxSessions];
+  int n = 0;
   bool known_anywhere = false;
   for (int k = 0; k < kMaxSessions; ++k) {
-    sessions[k] = g_sessions[k].load(std::memory_order_acquire);
-    index[k] = -1;
-    if (sessions[k] == nullptr) continue;
-    auto it = sessions[k]->module_index.find(module);
-    if (it != sessions[k]->module_index.end()) {
-      index[k] = it->second;
-      known_anywhere = true;
-    }
+    Session* s = g_sessions[k].load(std::memory_order_acquire);
+    if (s == nullptr) continue;
+    auto it = s->module_index.find(module);
+    const int32_t i = it == s->module_index.end() ? -1 : it->second;
+    known_anywhere |= i >= 0;
+    sessions[n] = s;
+    index[n] = i;
+    slots[n++] = k;
   }
   const char* name = nullptr;
-  for (int k = 0; k < kMaxSessions; ++k) {
-    Session* s = sessions[k];
-    if (s == nullptr) continue;
-    const bool known = index[k] >= 0;
+  for (int j = 0; j < n; ++j) {
+    Session* s = sessions[j];
+    const bool known = index[j] >= 0;
     if (!known && kind == ScopeKind::kWindow) continue;
-    const TlsBuffer& tls = tl.buffers[k];
+    const TlsBuffer& tls = tl.buffers[slots[j]];
     ThreadBuffer* b = tls.session == s->id ? tls.buffer : s->thread_buffer();
     if (b == nullptr) continue;
-    ScopeHandle& h = handles[k];
-    const int32_t m = known ? index[k] : known_anywhere ? kForeignModule : kUnknownModule;
+    ScopeHandle& h = handles[slots[j]];
+    const int32_t m = known ? index[j] : known_anywhere ? kForeignModule : kUnknownModule;
     h.index = b->open_scope_record(m, s->now(), kind);
     if (h.index < 0) continue;
     h.buffer = b;
     h.session = s->id;
-    if (name == nullptr && known) name = s->scope_names[index[k]].c_str();
+    if (name == nullptr && known && kind != ScopeKind::kBuiltin) {
+      name = s->scope_names[index[j]].c_str();
+    }
   }
   return name;
 }

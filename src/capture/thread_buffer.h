@@ -86,15 +86,28 @@ struct ThreadBuffer : ThreadEvents {
  private:
   static void take_weak_reference(uint64_t impl) noexcept;
   ScopeRecord scope_record(int32_t module, int64_t now, ScopeKind kind) const noexcept {
-    return ScopeRecord{module,
-                       open_scope,
-                       now,
-                       0,
-                       backward_depth > 0,
-                       kind == ScopeKind::kWindow,
-                       kind == ScopeKind::kBuiltin,
-                       kind == ScopeKind::kStart,
-                       kind == ScopeKind::kExact};
+    ScopeRecord r;
+    switch (kind) {  // one flag per kind
+      case ScopeKind::kBuiltin:
+        r.builtin = true;
+        break;
+      case ScopeKind::kWindow:
+        r.window = true;
+        break;
+      case ScopeKind::kStart:
+        r.start_only = true;
+        break;
+      case ScopeKind::kExact:
+        r.exact = true;
+        break;
+      default:
+        break;
+    }
+    r.module = module;
+    r.parent = open_scope;
+    r.enter_tick = now;
+    r.backward = backward_depth > 0;
+    return r;
   }
   int32_t open_scope_record_growing(int32_t module, int64_t now, ScopeKind kind) noexcept;
   std::vector<uint64_t> held_;  ///< tensor objects held by hold_data, each once
