@@ -109,6 +109,26 @@ struct TwoBlocksImpl : torch::nn::Module {
 };
 TORCH_MODULE(TwoBlocks);
 
+// The C++ frontend's mse_loss broadcasts its operands (aten::broadcast_tensors) before the loss
+// op: views, a known 0, not an op without a formula (found on pytorch-cpp's style transfer).
+TEST(Profiler, CppFrontendMseLossHasNoOpWithoutAFormula) {
+  torch::manual_seed(0);
+  torch::nn::Linear model(4, 4);
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  torch::Tensor y = model->forward(torch::randn({2, 4}));
+  torch::Tensor loss = torch::nn::functional::mse_loss(y, torch::randn({2, 4}));
+  prof.stop_profile();
+  const auto& r = prof.result();
+  bool broadcast_seen = false;
+  for (const auto& op : r.ops) {
+    EXPECT_TRUE(op.has_formula) << op.name;
+    broadcast_seen = broadcast_seen || op.name == "aten::broadcast_tensors";
+  }
+  EXPECT_TRUE(broadcast_seen) << "the frontend no longer broadcasts first: the test needs another op";
+  EXPECT_EQ(r.no_formula_s, 0.0);
+}
+
 TEST(Profiler, ScopesCountCallsAndOwnUnownedOps) {
   TwoBlocks model;
   torch::NoGradGuard no_grad;
