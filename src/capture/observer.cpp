@@ -717,7 +717,10 @@ const char* open_scope_records(const torch::nn::Module* module, ScopeHandles& ha
   return name;
 }
 
-void close_scope_records(ScopeHandles& handles) noexcept {
+namespace {
+// Ends the records `handles` opened, in the profiles still running: `end` on each one's buffer.
+template <void (ThreadBuffer::*End)(int32_t, int64_t) noexcept>
+void end_records(ScopeHandles& handles) noexcept {
   OpGuard guard;
   if (!guard.ok()) return;
   for (int k = 0; k < kMaxSessions; ++k) {
@@ -725,8 +728,17 @@ void close_scope_records(ScopeHandles& handles) noexcept {
     if (h.session == 0) continue;
     Session* s = g_sessions[k].load(std::memory_order_acquire);
     if (s == nullptr || s->id != h.session) continue;  // that profile stopped meanwhile
-    static_cast<ThreadBuffer*>(h.buffer)->close_scope_record(h.index, s->now());
+    (static_cast<ThreadBuffer*>(h.buffer)->*End)(h.index, s->now());
   }
+}
+}  // namespace
+
+void close_scope_records(ScopeHandles& handles) noexcept {
+  end_records<&ThreadBuffer::close_scope_record>(handles);
+}
+
+void close_step_records(ScopeHandles& handles) noexcept {
+  end_records<&ThreadBuffer::end_step>(handles);
 }
 
 namespace {

@@ -21,23 +21,8 @@ void release_scopes() noexcept { g_scope_demand.fetch_sub(1, std::memory_order_r
 
 bool foreign_observers_active() noexcept { return at::hasCallbacks(); }
 
-// open_scope_records and close_scope_records: capture/observer.cpp (the op callbacks' inlined
-// lifetime protocol; a built-in module's every call takes them).
-
-namespace {
-// Ends the records `handles` opened, in the profiles still running: `end` on each one's buffer.
-template <void (ThreadBuffer::*End)(int32_t, int64_t) noexcept>
-void end_records(ScopeHandles& handles) noexcept {
-  CallbackGuard guard;
-  for (int k = 0; k < kMaxSessions && guard.ok(); ++k) {
-    ScopeHandle& h = handles[k];
-    if (h.session == 0) continue;
-    Session* s = g_sessions[k].load(std::memory_order_acquire);
-    if (s == nullptr || s->id != h.session) continue;  // that profile stopped meanwhile
-    (static_cast<ThreadBuffer*>(h.buffer)->*End)(h.index, s->now());
-  }
-}
-}  // namespace
+// open_scope_records, close_scope_records and close_step_records: capture/observer.cpp (the op
+// callbacks' inlined lifetime protocol; a built-in module's every call takes them).
 
 ScopeHandle open_step_record(Session& s, bool optimizer) noexcept {
   ScopeHandle h;
@@ -68,10 +53,6 @@ void open_step_records(ScopeHandles& handles) noexcept {
     Session* s = g_sessions[k].load(std::memory_order_acquire);
     if (s != nullptr) handles[k] = open_step_record(*s, /*optimizer=*/true);
   }
-}
-
-void close_step_records(ScopeHandles& handles) noexcept {
-  end_records<&ThreadBuffer::end_step>(handles);
 }
 
 namespace {

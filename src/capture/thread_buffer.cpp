@@ -1,6 +1,8 @@
 // The writers of a thread's records besides the op callbacks (see thread_buffer.h).
 #include "capture/thread_buffer.h"
 
+#include <algorithm>
+
 #include <c10/core/TensorImpl.h>
 
 namespace flopsprof::detail {
@@ -42,16 +44,14 @@ void ThreadBuffer::reset(uint64_t thread) {
   names.validate();
 }
 
-int32_t ThreadBuffer::open_scope_record_growing(int32_t module, int64_t now,
-                                                ScopeKind kind) noexcept {
+bool ThreadBuffer::grow_scopes() noexcept {
   try {
-    scopes.push_back(scope_record(module, now, kind));
+    scopes.reserve(std::max<size_t>(16, 2 * scopes.capacity()));
   } catch (...) {
     ++capture_errors;
-    return -1;
+    return false;
   }
-  open_scope = static_cast<int32_t>(scopes.size() - 1);
-  return open_scope;
+  return true;
 }
 
 int32_t ThreadBuffer::begin_step(int64_t now, bool optimizer) noexcept {

@@ -66,7 +66,7 @@ struct ThreadBuffer : ThreadEvents {
   /// Opens a FLOPSPROF_MODULE() scope record; its index, or -1 when it could not be stored.
   /// Inline: every observed call of a built-in module opens and closes one.
   int32_t open_scope_record(int32_t module, int64_t now, ScopeKind kind) noexcept {
-    if (scopes.size() == scopes.capacity()) return open_scope_record_growing(module, now, kind);
+    if (scopes.size() == scopes.capacity() && !grow_scopes()) return -1;
     scopes.push_back(scope_record(module, now, kind));  // cannot throw: room is there
     open_scope = static_cast<int32_t>(scopes.size() - 1);
     return open_scope;
@@ -109,7 +109,8 @@ struct ThreadBuffer : ThreadEvents {
     r.backward = backward_depth > 0;
     return r;
   }
-  int32_t open_scope_record_growing(int32_t module, int64_t now, ScopeKind kind) noexcept;
+  /// Doubles the scope records' room; false (counted in capture_errors) when it cannot.
+  bool grow_scopes() noexcept;
   std::vector<uint64_t> held_;  ///< tensor objects held by hold_data, each once
   uint64_t last_held_ = 0;
 };
