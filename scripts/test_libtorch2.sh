@@ -29,8 +29,10 @@ mkdir -p "$build"
 t0=$(date +%s)
 cuda=OFF
 [ -x /usr/local/cuda/bin/nvcc ] && cuda=ON
+# Each library file compiled alone here (FLOPSPROF_UNITY_BUILD=OFF): the other jobs build unity
+# translation units, which would hide a file that compiles only after another's includes.
 cmake -S /src -B "$build" -DCMAKE_BUILD_TYPE="$build_type" -DFLOPSPROF_WITH_CUDA=$cuda \
-  > "$build.configure.log" 2>&1 ||
+  -DFLOPSPROF_UNITY_BUILD=OFF > "$build.configure.log" 2>&1 ||
   { cat "$build.configure.log"; exit 1; }
 grep -E "flopsprof|CUDA" "$build.configure.log" || true
 cmake --build "$build" -j "$jobs" 2>&1 | grep -E "warning|error|Error|^/src/[^ ]*: In " || true

@@ -647,6 +647,7 @@ TEST(Guesses, EveryGuessIsInTheJsonAndTheTextSaysHowManyMore) {
 }
 
 // A residual add that op order gives two levels up, and a parameterless merge module.
+namespace residual {  // a namespace of its own: the test binary's unity build has other ResBlocks
 struct ResBlockImpl : nn::Module {
   explicit ResBlockImpl(bool scoped) : scoped(scoped) {
     fc1 = register_module("fc1", nn::Linear(8, 8));
@@ -660,6 +661,7 @@ struct ResBlockImpl : nn::Module {
   nn::Linear fc1{nullptr}, fc2{nullptr};
 };
 TORCH_MODULE(ResBlock);
+}  // namespace residual
 
 struct StageImpl : nn::Module {
   explicit StageImpl(bool scoped) : scoped(scoped), block(scoped) {
@@ -670,7 +672,7 @@ struct StageImpl : nn::Module {
     return block(x);
   }
   bool scoped;
-  ResBlock block;
+  residual::ResBlock block;
 };
 TORCH_MODULE(Stage);
 
@@ -940,6 +942,7 @@ TEST(Guesses, ASequentialWhoseOnlyChildIsAnIdentityHasItsCall) {
   EXPECT_EQ(module(p, "").calls, 1u) << problems(p);
 }
 
+namespace back_to_back {  // of its own: the test binary's unity build has another TwoLayer
 struct TwoLayerImpl : nn::Module {
   TwoLayerImpl() {
     a = register_module("a", nn::Linear(4, 4));
@@ -949,9 +952,10 @@ struct TwoLayerImpl : nn::Module {
   nn::Linear a{nullptr}, b{nullptr};
 };
 TORCH_MODULE(TwoLayer);
+}  // namespace back_to_back
 
 TEST(Guesses, BackToBackForwardsAreCountedFromTheirChildren) {
-  TwoLayer net;
+  back_to_back::TwoLayer net;
   torch::Tensor x = torch::randn({2, 4});
   {
     const ProfileResult p = profile(

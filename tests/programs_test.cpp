@@ -441,17 +441,19 @@ struct ResNetImpl : nn::Module {
 };
 }  // namespace ns
 
+namespace twice {  // a namespace of its own: the test binary's unity build has other Blocks
 struct BlockImpl : nn::Module {
   BlockImpl() : fc(register_module("fc", nn::Linear(4, 4))) {}
   torch::Tensor forward(const torch::Tensor& x) { return fc(x); }
   nn::Linear fc;
 };
 TORCH_MODULE(Block);
+}  // namespace twice
 
 struct TwiceImpl : nn::Module {
-  TwiceImpl() : block(register_module("block", Block())) {}
+  TwiceImpl() : block(register_module("block", twice::Block())) {}
   torch::Tensor forward(const torch::Tensor& x) { return block(block(x)); }  // back to back
-  Block block;
+  twice::Block block;
 };
 
 TEST(Programs, TemplateNamesAndBackToBackCalls) {
