@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -262,6 +264,60 @@ TEST(RooflineRun, AnOpAboveThePeakSaysThePeakIsTooLow) {
   EXPECT_FALSE(said(run(1e15)));
 }
 
+// A measured peak that an op beat (here a cached line lowered by hand, as a measurement on a busy
+// machine would leave it): the problem names the cache file and both causes, a kernel faster
+// than those measured or a busy machine.
+TEST(RooflineRun, AnOpAboveAMeasuredPeakNamesTheCacheAndBothCauses) {
+  char dir[] = "/tmp/flopsprof_peaks_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const char* old = std::getenv("FLOPSPROF_CACHE_DIR");
+  const std::string saved = old ? old : "";
+  setenv("FLOPSPROF_CACHE_DIR", dir, 1);
+  flopsprof::detail::forget_measured_peaks();
+  flopsprof::cpu_peaks({DType::kFloat32}, 0);
+  const std::string file = std::string(dir) + "/machine-peaks.txt";
+  std::string text;
+  {
+    std::ifstream f(file);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    text = ss.str();
+  }
+  const size_t at = text.find("\tfp32=");
+  ASSERT_NE(at, std::string::npos) << text;
+  text.replace(at, text.find('\t', at + 1) - at, "\tfp32=1e8");  // 0.1 GFLOP/s
+  std::ofstream(file) << text;
+  flopsprof::detail::forget_measured_peaks();
+
+  torch::NoGradGuard no_grad;
+  torch::Tensor a = torch::randn({256, 256}), b = torch::randn({256, 256});
+  auto dummy = std::make_shared<torch::nn::Module>();
+  FlopsProfiler prof(dummy);
+  prof.start_profile();
+  const auto t0 = std::chrono::steady_clock::now();  // 1 ms of mm at least (see above)
+  while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(20)) torch::mm(a, b);
+  prof.stop_profile();
+  const ProfileResult r = prof.result();
+  EXPECT_EQ(r.machine.flops_source, "measured (cached)");
+  bool said = false;
+  for (const std::string& p : r.problems) {
+    said = said || (p.find("ran above the peak FLOP/s (0.1 GFLOP/s, measured (cached)") !=
+                        std::string::npos &&
+                    p.find("that op's kernel ran faster than the kernels the peak was measured "
+                           "with") != std::string::npos &&
+                    p.find("or the peak was measured while the machine was busy: delete " + file) !=
+                        std::string::npos);
+  }
+  EXPECT_TRUE(said) << (r.problems.empty() ? "no problems" : r.problems.back());
+  if (saved.empty()) {
+    unsetenv("FLOPSPROF_CACHE_DIR");
+  } else {
+    setenv("FLOPSPROF_CACHE_DIR", saved.c_str(), 1);
+  }
+  flopsprof::detail::forget_measured_peaks();
+  std::filesystem::remove_all(dir);
+}
+
 // A device's short measurement runs the CPU's code on the device's tensors: run here with the CPU
 // as the device. Positive ceilings, "measured", kept for the process; neither it nor the CPU's
 // measurement draws from the random generator (the program's random numbers stay the same);
@@ -326,6 +382,29 @@ TEST(RooflineRun, ADevicesMeasurementIsShownBesideItsCeilings) {
       << p.detail;
 }
 
+// A CPU's peak FLOP/s is its fastest kernel family's: on an AVX-512 machine OpenBLAS's GEMM (its
+// AVX2 kernel) reached 34 GFLOP/s on one thread and oneDNN's convolutions 137-150, so a peak from
+// the GEMM alone put every convolution at 400% "of peak".
+TEST(Roofline, ThePeakIsTheFastestKernelFamilysAndEachIsNamed) {
+  using flopsprof::detail::fastest_kernel;
+  std::string detail;
+  EXPECT_DOUBLE_EQ(fastest_kernel({{34e9, "fp32 mm 1024^3"}, {140e9, "fp32 conv2d 3x3 8x64x56^2"}},
+                                  &detail),
+                   140e9);
+  EXPECT_EQ(detail, "fp32 mm 1024^3 34 GFLOP/s, fp32 conv2d 3x3 8x64x56^2 140 GFLOP/s (the peak); ");
+  EXPECT_DOUBLE_EQ(fastest_kernel({{150e9, "fp32 mm 2048^3"}, {90.5e9, "fp32 conv2d 3x3 4x64x56^2"}},
+                                  &detail),
+                   150e9);
+  EXPECT_EQ(detail,
+            "fp32 mm 2048^3 150 GFLOP/s (the peak), fp32 conv2d 3x3 4x64x56^2 90.5 GFLOP/s; ");
+  // One kernel measured (fp64 has no convolution timed): nothing to single out
+  EXPECT_DOUBLE_EQ(fastest_kernel({{12.25e9, "fp64 mm 1024^3"}, {0, ""}}, &detail), 12.25e9);
+  EXPECT_EQ(detail, "fp64 mm 1024^3 12.25 GFLOP/s; ");
+  // Neither runs: 0 (the dtype then uses fp32's peak), the reason kept
+  EXPECT_EQ(fastest_kernel({{0, "fp16 mm not supported"}, {0, ""}}, &detail), 0.0);
+  EXPECT_EQ(detail, "fp16 mm not supported; ");
+}
+
 TEST(RooflineRun, CpuPeaksAreMeasuredOnceAndKeptInTheCacheFile) {
   char dir[] = "/tmp/flopsprof_peaks_XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
@@ -342,6 +421,17 @@ TEST(RooflineRun, CpuPeaksAreMeasuredOnceAndKeptInTheCacheFile) {
   std::cout << "     measured with 1 thread in " << first.measure_s
             << " s: " << first.peak_flops(DType::kFloat32) / 1e9 << " GFLOP/s, "
             << first.bytes_per_s / 1e9 << " GB/s (" << first.detail << ")\n";
+  // Two kernel families timed, the peak the faster one's (its rate as printed, 4 digits)
+  for (const char* kernel : {"fp32 mm ", "fp32 conv2d 3x3 ", " (the peak)"}) {
+    EXPECT_NE(first.detail.find(kernel), std::string::npos) << kernel << " in " << first.detail;
+  }
+  double fastest = 0;
+  for (size_t at = first.detail.find(" GFLOP/s"); at != std::string::npos;
+       at = first.detail.find(" GFLOP/s", at + 1)) {
+    const size_t begin = first.detail.rfind(' ', at - 1) + 1;
+    fastest = std::max(fastest, std::stod(first.detail.substr(begin, at - begin)) * 1e9);
+  }
+  EXPECT_NEAR(first.peak_flops(DType::kFloat32), fastest, 1e-3 * fastest) << first.detail;
   // The cache file has this machine's line, keyed by model, threads and LibTorch
   std::ifstream f(std::string(dir) + "/machine-peaks.txt");
   std::stringstream text;

@@ -1095,7 +1095,8 @@ class Aggregator {
   }
 
   // Compute-bound ops well above the peak FLOP/s (over 125% of it, for at least 1 ms): the peak is
-  // too low, measured on a busy machine (and cached) or given too low. Memory-bound work above
+  // too low: measured with kernels slower than that op's (a kernel family not measured), on a busy
+  // machine (and cached), or given too low. Memory-bound work above
   // the bandwidth is expected (data still in cache), so only the compute side is checked.
   void low_peak_problem() {
     const OpStats* worst = nullptr;
@@ -1114,9 +1115,10 @@ class Aggregator {
         n, m.peak_flops(worst->dtype) / 1e9, m.flops_source, worst->name,
         100 * worst->roofline.share,
         measured
-            ? fmt::format("the peaks were probably measured while the machine was busy: delete "
-                          "{} to measure again, or give them (ProfilerOptions::roofline, "
-                          "--peak-flops, FLOPSPROF_PEAK_FLOPS)",
+            ? fmt::format("that op's kernel ran faster than the kernels the peak was measured "
+                          "with (the machine's line above names them), or the peak was measured "
+                          "while the machine was busy: delete {} to measure again, or give the "
+                          "peak (ProfilerOptions::roofline, --peak-flops, FLOPSPROF_PEAK_FLOPS)",
                           m.cache_file.empty() ? "the cache file" : m.cache_file)
             : "the peak given is lower than this machine reaches"));
   }

@@ -234,6 +234,52 @@ double gemm_peak(DType dtype, std::string* detail, const c10::Device& device = c
   }
 }
 
+// Peak FLOP/s of a 3x3 convolution at `dtype` on this CPU (64 to 64 channels, 56 x 56, padding 1:
+// 2 x N x 64 x 64 x 9 x 56 x 56 FLOPs): LibTorch runs it with oneDNN, whose kernels may use wider
+// vector units than the BLAS behind at::mm (OpenBLAS's fp32 GEMM is its AVX2 kernel on a CPU with
+// AVX-512: a quarter of what oneDNN's convolutions reach there). The batch N doubles from 1 until
+// one convolution takes >= 8 ms (or N = 64), then the best of up to 6 more within about 120 ms,
+// as for the GEMM. Constant operands. 0 when LibTorch cannot convolve this dtype here.
+double conv_peak(DType dtype, std::string* what) {
+  c10::ScalarType st;
+  switch (dtype) {
+    case DType::kFloat32:
+      st = at::kFloat;
+      break;
+    case DType::kBFloat16:
+      st = at::kBFloat16;
+      break;
+    default:
+      return 0;  // fp64 and fp16 convolutions have no faster CPU kernel than the GEMM's
+  }
+  try {
+    const auto options = at::TensorOptions().dtype(st);
+    const at::Tensor w = at::full({64, 64, 3, 3}, 0.125, options);
+    int64_t n = 1;
+    at::Tensor x;
+    auto conv = [&] {
+      return device_seconds(c10::kCPU, [&] { at::Tensor y = at::conv2d(x, w, {}, 1, 1); });
+    };
+    double t = 0;
+    for (;;) {
+      x = at::full({n, 64, 56, 56}, 0.5, options);
+      t = conv();
+      if (t >= 0.008 || n >= 64) break;
+      n *= 2;
+    }
+    double spent = 0;
+    for (int k = 0; k < 6 && spent < 0.12; ++k) {
+      const double tk = conv();
+      spent += tk;
+      t = std::min(t, tk);
+    }
+    *what = fmt::format("{} conv2d 3x3 {}x64x56^2", dtype_name(dtype), n);
+    return 2.0 * static_cast<double>(n) * 64 * 64 * 9 * 56 * 56 / t;
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
 // Bandwidth of a = b + 2 * c over fp32 arrays (on a CPU of max(2 x LLC, 32 MiB) each, at most
 // 512 MiB; on a device 128 MiB each, and 10 passes per timing, as one pass takes well under a
 // millisecond there): 3 x the array's bytes per pass (the compulsory traffic), best of 3 after a
@@ -282,7 +328,9 @@ std::optional<MachinePeaks> peaks_of_this_cpu(const std::vector<DType>& dtypes, 
   if (threads <= 0) threads = at::get_num_threads();
   const char* isa = std::getenv("ATEN_CPU_CAPABILITY");
   const std::string model = detail::cpu_model();
-  const std::string key = fmt::format("{}|threads={}|libtorch={}|blas={}|isa={}", model, threads,
+  // "kernels=mm+conv": entries cached before the convolution was measured are measured again.
+  const std::string key = fmt::format("{}|threads={}|libtorch={}|blas={}|isa={}|kernels=mm+conv",
+                                      model, threads,
                                       TORCH_VERSION, blas_library(), isa && *isa ? isa : "default");
   const std::string dir = cache_dir();
   const std::string file = dir.empty() ? "" : dir + "/machine-peaks.txt";
@@ -325,8 +373,11 @@ std::optional<MachinePeaks> peaks_of_this_cpu(const std::vector<DType>& dtypes, 
       for (DType d : wanted) {
         const char* n = dtype_name(d);
         if (e.tried.count(n)) continue;
-        std::string det;
-        e.flops[static_cast<size_t>(d)] = gemm_peak(d, &det);
+        std::string det, conv_what;
+        const double mm = gemm_peak(d, &det);
+        const double conv = conv_peak(d, &conv_what);
+        e.flops[static_cast<size_t>(d)] =
+            detail::fastest_kernel({{mm, det.substr(0, det.size() - 2)}, {conv, conv_what}}, &det);
         e.tried[n] = true;
         e.detail = det + e.detail;
         measured_now = true;
@@ -407,6 +458,30 @@ MachinePeaks measure_device_peaks(int device_type, int device_index,
 }
 
 namespace detail {
+double fastest_kernel(const std::vector<std::pair<double, std::string>>& kernels,
+                      std::string* detail) {
+  double best = 0;
+  size_t at = 0, rated = 0;
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    if (kernels[k].first > 0 && !kernels[k].second.empty()) ++rated;
+    if (kernels[k].first > best) {
+      best = kernels[k].first;
+      at = k;
+    }
+  }
+  std::string out;
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    if (kernels[k].second.empty()) continue;
+    if (!out.empty()) out += ", ";
+    out += kernels[k].first > 0
+               ? fmt::format("{} {:.4g} GFLOP/s", kernels[k].second, kernels[k].first / 1e9)
+               : kernels[k].second;  // e.g. "fp32 mm not supported"
+    if (k == at && rated > 1) out += " (the peak)";
+  }
+  *detail = out.empty() ? "" : out + "; ";
+  return best;
+}
+
 std::string cpu_model() {
   static const std::string model = [] {
     std::string m = first_line_value("/proc/cpuinfo", "model name");

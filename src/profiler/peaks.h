@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "flopsprof/roofline.h"
@@ -27,6 +28,14 @@ struct PeaksTarget {
 /// variable that does not parse (ignored), is said in `*problem`. Never throws.
 MachinePeaks profile_peaks(const RooflineOptions& options, const std::vector<DType>& dtypes,
                            const PeaksTarget& target, bool measure, std::string* problem);
+
+/// The peak FLOP/s of one dtype from the rates its kernels reached (`kernels`: rate in FLOP/s and
+/// what was timed, e.g. {34e9, "fp32 mm 1024^3"}; 0: it could not run, its text saying so or
+/// empty): the largest, as an op runs at most as fast as the fastest kernel family. `*detail`
+/// lists each with its rate, "(the peak)" after the largest when there are several, then "; "
+/// (empty when no kernel has a text).
+double fastest_kernel(const std::vector<std::pair<double, std::string>>& kernels,
+                      std::string* detail);
 
 /// This CPU's model name from /proc/cpuinfo ("unknown CPU" when it says none); read once.
 std::string cpu_model();
