@@ -11,7 +11,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
+#include <stdexcept>
 
 #include <torch/torch.h>
 
@@ -264,18 +266,40 @@ TEST(RooflineRun, AnOpAboveThePeakSaysThePeakIsTooLow) {
   EXPECT_FALSE(said(run(1e15)));
 }
 
+// A scratch FLOPSPROF_CACHE_DIR for the peaks' cache file, the measured peaks forgotten on entry
+// and exit; the variable restored.
+class ScratchPeaksCache {
+ public:
+  ScratchPeaksCache() {
+    if (mkdtemp(dir_) == nullptr) throw std::runtime_error("mkdtemp failed");
+    if (const char* old = std::getenv("FLOPSPROF_CACHE_DIR")) saved_ = old;
+    setenv("FLOPSPROF_CACHE_DIR", dir_, 1);
+    flopsprof::detail::forget_measured_peaks();
+  }
+  ~ScratchPeaksCache() {
+    if (saved_) {
+      setenv("FLOPSPROF_CACHE_DIR", saved_->c_str(), 1);
+    } else {
+      unsetenv("FLOPSPROF_CACHE_DIR");
+    }
+    flopsprof::detail::forget_measured_peaks();
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  std::string dir() const { return dir_; }
+
+ private:
+  char dir_[32] = "/tmp/flopsprof_peaks_XXXXXX";
+  std::optional<std::string> saved_;
+};
+
 // A measured peak that an op beat (here a cached line lowered by hand, as a measurement on a busy
 // machine would leave it): the problem names the cache file and both causes, a kernel faster
 // than those measured or a busy machine.
 TEST(RooflineRun, AnOpAboveAMeasuredPeakNamesTheCacheAndBothCauses) {
-  char dir[] = "/tmp/flopsprof_peaks_XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const char* old = std::getenv("FLOPSPROF_CACHE_DIR");
-  const std::string saved = old ? old : "";
-  setenv("FLOPSPROF_CACHE_DIR", dir, 1);
-  flopsprof::detail::forget_measured_peaks();
+  const ScratchPeaksCache cache;
   flopsprof::cpu_peaks({DType::kFloat32}, 0);
-  const std::string file = std::string(dir) + "/machine-peaks.txt";
+  const std::string file = cache.dir() + "/machine-peaks.txt";
   std::string text;
   {
     std::ifstream f(file);
@@ -309,13 +333,6 @@ TEST(RooflineRun, AnOpAboveAMeasuredPeakNamesTheCacheAndBothCauses) {
                         std::string::npos);
   }
   EXPECT_TRUE(said) << (r.problems.empty() ? "no problems" : r.problems.back());
-  if (saved.empty()) {
-    unsetenv("FLOPSPROF_CACHE_DIR");
-  } else {
-    setenv("FLOPSPROF_CACHE_DIR", saved.c_str(), 1);
-  }
-  flopsprof::detail::forget_measured_peaks();
-  std::filesystem::remove_all(dir);
 }
 
 // A device's short measurement runs the CPU's code on the device's tensors: run here with the CPU
@@ -406,12 +423,8 @@ TEST(Roofline, ThePeakIsTheFastestKernelFamilysAndEachIsNamed) {
 }
 
 TEST(RooflineRun, CpuPeaksAreMeasuredOnceAndKeptInTheCacheFile) {
-  char dir[] = "/tmp/flopsprof_peaks_XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const char* old = std::getenv("FLOPSPROF_CACHE_DIR");
-  const std::string saved = old ? old : "";
-  setenv("FLOPSPROF_CACHE_DIR", dir, 1);
-  flopsprof::detail::forget_measured_peaks();
+  const ScratchPeaksCache cache;
+  const std::string dir = cache.dir();
   flopsprof::MachinePeaks first = flopsprof::cpu_peaks({DType::kFloat32}, 1);
   EXPECT_GT(first.peak_flops(DType::kFloat32), 0.0);
   EXPECT_GT(first.bytes_per_s, 0.0);
@@ -456,12 +469,6 @@ TEST(RooflineRun, CpuPeaksAreMeasuredOnceAndKeptInTheCacheFile) {
   int lines = 0;
   while (std::getline(f2, line)) lines += !line.empty();
   EXPECT_EQ(lines, 2);
-  if (old) {
-    setenv("FLOPSPROF_CACHE_DIR", saved.c_str(), 1);
-  } else {
-    unsetenv("FLOPSPROF_CACHE_DIR");
-  }
-  flopsprof::detail::forget_measured_peaks();
 }
 
 TEST(RooflineRun, TraceTextAndJsonShowBytesAndTheRoofline) {

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -182,24 +183,38 @@ double device_seconds(const c10::Device& device, F launch) {
 // warm the kernel up), then the best of that one and up to 6 more at that size (at most about
 // 120 ms more). The operands are constant (no random generator is drawn from: the program's
 // random numbers stay as they were). 0 when LibTorch cannot multiply this dtype there.
-double gemm_peak(DType dtype, std::string* detail, const c10::Device& device = c10::kCPU) {
-  c10::ScalarType st;
+// The LibTorch type of a floating dtype the peaks are measured in; nullopt for the others.
+std::optional<c10::ScalarType> measured_scalar_type(DType dtype) {
   switch (dtype) {
     case DType::kFloat64:
-      st = at::kDouble;
-      break;
+      return at::kDouble;
     case DType::kFloat32:
-      st = at::kFloat;
-      break;
+      return at::kFloat;
     case DType::kBFloat16:
-      st = at::kBFloat16;
-      break;
+      return at::kBFloat16;
     case DType::kFloat16:
-      st = at::kHalf;
-      break;
+      return at::kHalf;
     default:
-      return 0;
+      return std::nullopt;
   }
+}
+
+// The best of `first` and up to 6 more timings of `timed` (seconds), within about 120 ms: on a
+// shared machine one run in three can go at half speed (a neighbour on the core), and a peak is
+// the fastest the kernel can go.
+double best_of_more(double first, const std::function<double()>& timed) {
+  double t = first, spent = 0;
+  for (int k = 0; k < 6 && spent < 0.12; ++k) {
+    const double tk = timed();
+    spent += tk;
+    t = std::min(t, tk);
+  }
+  return t;
+}
+
+double gemm_peak(DType dtype, std::string* detail, const c10::Device& device = c10::kCPU) {
+  const std::optional<c10::ScalarType> st = measured_scalar_type(dtype);
+  if (!st) return 0;
   try {
     int64_t n = 128;
     at::Tensor a, b;
@@ -207,7 +222,7 @@ double gemm_peak(DType dtype, std::string* detail, const c10::Device& device = c
     const bool cpu = device.is_cpu();
     const double enough = cpu ? 0.008 : 0.002;
     const int64_t largest = cpu ? 2048 : 8192;
-    const auto options = at::TensorOptions().dtype(st).device(device);
+    const auto options = at::TensorOptions().dtype(*st).device(device);
     double t = 0;
     for (;;) {
       a = at::full({n, n}, 0.5, options);
@@ -216,14 +231,7 @@ double gemm_peak(DType dtype, std::string* detail, const c10::Device& device = c
       if (t >= enough || n >= largest) break;
       n *= 2;
     }
-    // Best of up to 6 more, within about 120 ms: on a shared machine one product in three can
-    // run at half speed (a neighbour on the core), and the peak is the fastest the GEMM can go.
-    double spent = 0;
-    for (int k = 0; k < 6 && spent < 0.12; ++k) {
-      const double tk = product();
-      spent += tk;
-      t = std::min(t, tk);
-    }
+    t = best_of_more(t, product);
     const double flops =
         2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / t;
     *detail += fmt::format("{} mm {}^3; ", dtype_name(dtype), n);
@@ -241,19 +249,10 @@ double gemm_peak(DType dtype, std::string* detail, const c10::Device& device = c
 // one convolution takes >= 8 ms (or N = 64), then the best of up to 6 more within about 120 ms,
 // as for the GEMM. Constant operands. 0 when LibTorch cannot convolve this dtype here.
 double conv_peak(DType dtype, std::string* what) {
-  c10::ScalarType st;
-  switch (dtype) {
-    case DType::kFloat32:
-      st = at::kFloat;
-      break;
-    case DType::kBFloat16:
-      st = at::kBFloat16;
-      break;
-    default:
-      return 0;  // fp64 and fp16 convolutions have no faster CPU kernel than the GEMM's
-  }
+  // fp64 and fp16 convolutions have no faster CPU kernel than the GEMM's
+  if (dtype != DType::kFloat32 && dtype != DType::kBFloat16) return 0;
   try {
-    const auto options = at::TensorOptions().dtype(st);
+    const auto options = at::TensorOptions().dtype(*measured_scalar_type(dtype));
     const at::Tensor w = at::full({64, 64, 3, 3}, 0.125, options);
     int64_t n = 1;
     at::Tensor x;
@@ -267,12 +266,7 @@ double conv_peak(DType dtype, std::string* what) {
       if (t >= 0.008 || n >= 64) break;
       n *= 2;
     }
-    double spent = 0;
-    for (int k = 0; k < 6 && spent < 0.12; ++k) {
-      const double tk = conv();
-      spent += tk;
-      t = std::min(t, tk);
-    }
+    t = best_of_more(t, conv);
     *what = fmt::format("{} conv2d 3x3 {}x64x56^2", dtype_name(dtype), n);
     return 2.0 * static_cast<double>(n) * 64 * 64 * 9 * 56 * 56 / t;
   } catch (const std::exception&) {
