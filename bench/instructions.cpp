@@ -91,7 +91,9 @@ torch::nn::Sequential tiny_mlp() {
 
 int main(int argc, char** argv) {
   if (argc != 3 && argc != 4) {
-    std::fprintf(stderr, "usage: %s mlp|train plain|ours|floor|machinery|toggle|minimum|pytorch [PAD]\n", argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s mlp|train plain|ours|floor|machinery|toggle|minimum|pytorch [PAD]\n",
+                 argv[0]);
     return 2;
   }
   // PAD: bytes allocated (and kept) before the model is built. It moves every later heap block,

@@ -320,6 +320,38 @@ ProfileResult small_result() {
   return r;
 }
 
+// A module above the peak while the op rows are not (koba-jon/pytorch_cpp's YOLOv3: fast 3x3
+// convolutions in one layer, slow ones elsewhere, so aten::conv2d's row averaged 33-57% while
+// layers showed 256%): the problem names the module.
+TEST(Problems, AModuleAboveThePeakIsSaidWhenNoOpRowIs) {
+  Names names;
+  ModuleTree tree = make_tree();
+  Builder b{names};
+  b.mm(1000, 1000, 1000, /*owner=*/0, -1, -1, 1200000);  // fc1: 2e9 FLOPs in 1.2 ms: 1.67 TFLOP/s
+  for (int i = 0; i < 9; ++i)
+    b.mm(1, 1, 1, /*owner=*/1, -1, -1, 1000000);  // fc2: 9 x 2 FLOPs, 9 ms
+  // 1 TFLOP/s and 100 GB/s (ridge 10 FLOP/B): the mm row, 2e9 + 18 FLOPs in 10.2 ms (196 GFLOP/s,
+  // 20%), and fc1 (2e9 FLOPs over 12 MB: 167 FLOP/B) are compute-bound; fc1 at 167%.
+  MachinePeaks m;
+  m.flops_per_s[static_cast<size_t>(DType::kFloat32)] = 1e12;
+  m.bytes_per_s = 100e9;
+  m.flops_source = m.bandwidth_source = "given";
+  const ProfileResult r = run(tree, {&b.th}, names, m);
+  std::string said;
+  for (const std::string& p : r.problems) {
+    if (p.rfind("roofline: ", 0) == 0) said += p;
+  }
+  EXPECT_EQ(said,
+            "roofline: 1 module(s) ran above the peak FLOP/s (given: 'enc.fc1' (Linear) at 167% of "
+            "it in its forward), though no op's row averaged above it; the peak given is lower "
+            "than this machine reaches");
+  // The same work at a peak it cannot beat: nothing said
+  m.flops_per_s[static_cast<size_t>(DType::kFloat32)] = 10e12;
+  for (const std::string& p : run(tree, {&b.th}, names, m).problems) {
+    EXPECT_EQ(p.rfind("roofline: ", 0), std::string::npos) << p;
+  }
+}
+
 TEST(TextReport, MatchesLineByLine) {
   std::string text = format_text_report(small_result(), ReportOptions{7, -1, 2, true});
   std::vector<std::string> expected = {

@@ -52,6 +52,37 @@ const flopsprof::OpStats* op_row(const ProfileResult& r, const std::string& name
   return nullptr;
 }
 
+// A segmentation loss: nll_loss on [N, C, H, W] scores (koba-jon/pytorch_cpp's U-Net). Its kernel
+// resizes its output inside the op (aten::resize_, aten::empty: metadata that counts 0 FLOPs and
+// moves nothing), which took the bytes from nll_loss itself: 0 B.
+TEST(RooflineRun, NllLossOnSegmentationScoresCountsItsBytes) {
+  torch::manual_seed(0);
+  torch::nn::Conv2d conv(torch::nn::Conv2dOptions(3, 4, 1));
+  const torch::Tensor x = torch::randn({2, 3, 8, 8});
+  const torch::Tensor target = torch::randint(0, 4, {2, 8, 8});  // int64
+  FlopsProfiler prof(conv, given_peaks());
+  prof.start_profile();
+  torch::Tensor loss = torch::nll_loss2d(torch::log_softmax(conv(x), 1), target);
+  loss.backward();
+  prof.stop_profile();
+  const ProfileResult r = prof.result();
+  // Forward, outside the model (the outermost nll op carries the bytes): reads the 128 targets
+  // (int64: 1,024 B) and one fp32 score per target (512 B); writes the mean (4 B).
+  uint64_t forward = 0;
+  for (const auto& op : r.ops) {
+    if (op.name.find("nll_loss") != std::string::npos && op.phase == "outside") forward += op.bytes;
+  }
+  EXPECT_EQ(forward, 1024u + 512u + 4u);
+  // Backward: nll_loss2d_backward has no FLOP formula and runs counted ops inside (zeros_like,
+  // zero_), which carry its bytes; the resize_as_ between them is metadata and moves nothing (it
+  // showed the 6,144 bytes of its arguments).
+  const flopsprof::OpStats* resize = op_row(r, "aten::resize_as_", "backward");
+  if (resize != nullptr) EXPECT_EQ(resize->bytes, 0u);
+  const flopsprof::OpStats* zeros = op_row(r, "aten::zeros_like", "backward");
+  ASSERT_NE(zeros, nullptr);
+  EXPECT_EQ(zeros->bytes, 2u * 4 * 8 * 8 * 4) << "writes the scores' gradient, 2,048 B";
+}
+
 TEST(RooflineRun, LinearAndEmbeddingAsTheIssueCountsThem) {
   torch::manual_seed(0);
   torch::nn::Linear fc(16, 32);
@@ -327,8 +358,8 @@ TEST(RooflineRun, AnOpAboveAMeasuredPeakNamesTheCacheAndBothCauses) {
   for (const std::string& p : r.problems) {
     said = said || (p.find("ran above the peak FLOP/s (0.1 GFLOP/s, measured (cached)") !=
                         std::string::npos &&
-                    p.find("that op's kernel ran faster than the kernels the peak was measured "
-                           "with") != std::string::npos &&
+                    p.find("that work's kernels ran faster than the kernels the peak was "
+                           "measured with") != std::string::npos &&
                     p.find("or the peak was measured while the machine was busy: delete " + file) !=
                         std::string::npos);
   }
@@ -405,13 +436,14 @@ TEST(RooflineRun, ADevicesMeasurementIsShownBesideItsCeilings) {
 TEST(Roofline, ThePeakIsTheFastestKernelFamilysAndEachIsNamed) {
   using flopsprof::detail::fastest_kernel;
   std::string detail;
-  EXPECT_DOUBLE_EQ(fastest_kernel({{34e9, "fp32 mm 1024^3"}, {140e9, "fp32 conv2d 3x3 8x64x56^2"}},
-                                  &detail),
-                   140e9);
-  EXPECT_EQ(detail, "fp32 mm 1024^3 34 GFLOP/s, fp32 conv2d 3x3 8x64x56^2 140 GFLOP/s (the peak); ");
-  EXPECT_DOUBLE_EQ(fastest_kernel({{150e9, "fp32 mm 2048^3"}, {90.5e9, "fp32 conv2d 3x3 4x64x56^2"}},
-                                  &detail),
-                   150e9);
+  EXPECT_DOUBLE_EQ(
+      fastest_kernel({{34e9, "fp32 mm 1024^3"}, {140e9, "fp32 conv2d 3x3 8x64x56^2"}}, &detail),
+      140e9);
+  EXPECT_EQ(detail,
+            "fp32 mm 1024^3 34 GFLOP/s, fp32 conv2d 3x3 8x64x56^2 140 GFLOP/s (the peak); ");
+  EXPECT_DOUBLE_EQ(
+      fastest_kernel({{150e9, "fp32 mm 2048^3"}, {90.5e9, "fp32 conv2d 3x3 4x64x56^2"}}, &detail),
+      150e9);
   EXPECT_EQ(detail,
             "fp32 mm 2048^3 150 GFLOP/s (the peak), fp32 conv2d 3x3 4x64x56^2 90.5 GFLOP/s; ");
   // One kernel measured (fp64 has no convolution timed): nothing to single out

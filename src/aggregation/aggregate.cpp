@@ -1094,33 +1094,65 @@ class Aggregator {
     low_peak_problem();
   }
 
-  // Compute-bound ops well above the peak FLOP/s (over 125% of it, for at least 1 ms): the peak is
-  // too low: measured with kernels slower than that op's (a kernel family not measured), on a busy
-  // machine (and cached), or given too low. Memory-bound work above
-  // the bandwidth is expected (data still in cache), so only the compute side is checked.
+  // Compute-bound work well above the peak FLOP/s (over 125% of it, for at least 1 ms): the peak is
+  // too low: measured with kernels slower than that work's (a kernel family not measured), on a
+  // busy machine (and cached), or given too low. Op rows first (they average all calls of a name);
+  // then modules, forward and backward, which can be above while their ops' rows are not (one
+  // layer's convolutions fast, another's slow). Memory-bound work above the bandwidth is expected
+  // (data still in cache), so only the compute side is checked.
   void low_peak_problem() {
+    auto above = [](const RooflinePoint& p, double seconds) {
+      return p.bound == "compute" && p.share > 1.25 && seconds >= 1e-3;
+    };
     const OpStats* worst = nullptr;
     size_t n = 0;
     for (const OpStats& s : r.ops) {
-      if (s.roofline.bound != "compute" || s.roofline.share <= 1.25 || s.latency_s < 1e-3) continue;
+      if (!above(s.roofline, s.latency_s)) continue;
       ++n;
       if (worst == nullptr || s.roofline.share > worst->roofline.share) worst = &s;
     }
-    if (worst == nullptr) return;
+    const ModuleStats* worst_module = nullptr;
+    const char* pass = "forward";
+    double worst_share = 0;
+    size_t modules = 0;
+    for (const ModuleStats& m : r.modules) {
+      const bool fwd = above(m.roofline, m.latency_s), bwd = above(m.bwd_roofline, m.bwd_latency_s);
+      modules += fwd || bwd;
+      for (const auto& [p, what] :
+           {std::pair{&m.roofline, "forward"}, {&m.bwd_roofline, "backward"}}) {
+        if ((p == &m.roofline ? fwd : bwd) && p->share > worst_share) {
+          worst_share = p->share;
+          worst_module = &m;
+          pass = what;
+        }
+      }
+    }
+    if (worst == nullptr && worst_module == nullptr) return;
     const MachinePeaks& m = in.machine;
     const bool measured = m.flops_source.rfind("measured", 0) == 0;
-    r.problems.push_back(fmt::format(
-        "roofline: {} op(s) ran above the peak FLOP/s ({:.4g} GFLOP/s, {}: {} at {:.0f}% of it); "
-        "{}",
-        n, m.peak_flops(worst->dtype) / 1e9, m.flops_source, worst->name,
-        100 * worst->roofline.share,
-        measured
-            ? fmt::format("that op's kernel ran faster than the kernels the peak was measured "
-                          "with (the machine's line above names them), or the peak was measured "
-                          "while the machine was busy: delete {} to measure again, or give the "
-                          "peak (ProfilerOptions::roofline, --peak-flops, FLOPSPROF_PEAK_FLOPS)",
-                          m.cache_file.empty() ? "the cache file" : m.cache_file)
-            : "the peak given is lower than this machine reaches"));
+    const std::string cause =
+        measured ? fmt::format(
+                       "that work's kernels ran faster than the kernels the peak was measured "
+                       "with (the machine's line above names them), or the peak was measured "
+                       "while the machine was busy: delete {} to measure again, or give the "
+                       "peak (ProfilerOptions::roofline, --peak-flops, FLOPSPROF_PEAK_FLOPS)",
+                       m.cache_file.empty() ? "the cache file" : m.cache_file)
+                 : "the peak given is lower than this machine reaches";
+    if (worst != nullptr) {
+      r.problems.push_back(fmt::format(
+          "roofline: {} op(s) ran above the peak FLOP/s ({:.4g} GFLOP/s, {}: {} at {:.0f}% of "
+          "it){}; "
+          "{}",
+          n, m.peak_flops(worst->dtype) / 1e9, m.flops_source, worst->name,
+          100 * worst->roofline.share,
+          modules > 0 ? fmt::format(", and {} module(s)", modules) : std::string(), cause));
+    } else {
+      r.problems.push_back(fmt::format(
+          "roofline: {} module(s) ran above the peak FLOP/s ({}: '{}' ({}) at {:.0f}% of it in "
+          "its {}), though no op's row averaged above it; {}",
+          modules, m.flops_source, worst_module->name, worst_module->type, 100 * worst_share, pass,
+          cause));
+    }
   }
 
   // Formula errors, overflow, and the collectives per module.

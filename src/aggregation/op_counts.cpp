@@ -141,11 +141,16 @@ OpCounts count_ops(const std::vector<const ThreadEvents*>& threads, const NameLo
     const std::vector<RawEvent>& ev = th.events;
     std::vector<OpCount>& counts = out.threads[t];
     counts.resize(ev.size());
-    // Which ops have a FLOP-counting op inside them (children follow their parents).
+    // Which ops have a FLOP-counting op inside them (children follow their parents). A view or
+    // metadata op (empty, resize_: a constant formula, no arguments read) moves no bytes, so it
+    // does not take the bytes from the op around it: nll_loss2d_forward, whose kernel resizes
+    // its output, keeps its own.
     std::vector<uint8_t> counts_inside(ev.size(), 0);
     for (size_t i = ev.size(); i-- > 0;) {
       const int32_t p = ev[i].parent;
-      if (p >= 0 && ((ev[i].flags & kCounted) || counts_inside[i])) counts_inside[p] = 1;
+      if (p < 0) continue;
+      const bool moves = (ev[i].flags & kCounted) && !rules_of(ev[i].name_id).metadata;
+      if (moves || counts_inside[i]) counts_inside[p] = 1;
     }
     for (size_t i = 0; i < ev.size(); ++i) {
       const RawEvent& e = ev[i];

@@ -476,7 +476,7 @@ void register_zero_formulas() {
         "aten::split_with_sizes", "aten::chunk", "aten::unsafe_split",
         "aten::unsafe_split_with_sizes", "aten::unsafe_chunk", "aten::unbind",
         // metadata and state
-        "aten::resize_", "aten::set_", "aten::requires_grad_", "aten::item",
+        "aten::resize_", "aten::resize_as_", "aten::set_", "aten::requires_grad_", "aten::item",
         "aten::_local_scalar_dense", "aten::is_nonzero", "aten::size", "aten::stride",
         "aten::result_type", "aten::cudnn_is_acceptable", "aten::is_same_size",
         "aten::_has_compatible_shallow_copy_type", "aten::retains_grad", "aten::_version",

@@ -47,7 +47,6 @@ std::string first_line_value(const char* path, const char* key) {
   return "";
 }
 
-
 // The BLAS library LibTorch's matrix products run in, as loaded (its real path): the GEMM peak
 // depends on it (Debian switches libblas.so.3 between implementations).
 std::string blas_library() {
@@ -323,9 +322,9 @@ std::optional<MachinePeaks> peaks_of_this_cpu(const std::vector<DType>& dtypes, 
   const char* isa = std::getenv("ATEN_CPU_CAPABILITY");
   const std::string model = detail::cpu_model();
   // "kernels=mm+conv": entries cached before the convolution was measured are measured again.
-  const std::string key = fmt::format("{}|threads={}|libtorch={}|blas={}|isa={}|kernels=mm+conv",
-                                      model, threads,
-                                      TORCH_VERSION, blas_library(), isa && *isa ? isa : "default");
+  const std::string key =
+      fmt::format("{}|threads={}|libtorch={}|blas={}|isa={}|kernels=mm+conv", model, threads,
+                  TORCH_VERSION, blas_library(), isa && *isa ? isa : "default");
   const std::string dir = cache_dir();
   const std::string file = dir.empty() ? "" : dir + "/machine-peaks.txt";
   const std::vector<DType> wanted = measured_dtypes(dtypes);
