@@ -1115,17 +1115,20 @@ class Aggregator {
     const char* pass = "forward";
     double worst_share = 0;
     size_t modules = 0;
-    for (const ModuleStats& m : r.modules) {
-      const bool fwd = above(m.roofline, m.latency_s), bwd = above(m.bwd_roofline, m.bwd_latency_s);
-      modules += fwd || bwd;
-      for (const auto& [p, what] :
-           {std::pair{&m.roofline, "forward"}, {&m.bwd_roofline, "backward"}}) {
-        if ((p == &m.roofline ? fwd : bwd) && p->share > worst_share) {
+    for (const ModuleStats& mod : r.modules) {
+      bool any = false;
+      for (const auto& [p, seconds, what] :
+           {std::tuple{&mod.roofline, mod.latency_s, "forward"},
+            std::tuple{&mod.bwd_roofline, mod.bwd_latency_s, "backward"}}) {
+        if (!above(*p, seconds)) continue;
+        any = true;
+        if (p->share > worst_share) {
           worst_share = p->share;
-          worst_module = &m;
+          worst_module = &mod;
           pass = what;
         }
       }
+      modules += any;
     }
     if (worst == nullptr && worst_module == nullptr) return;
     const MachinePeaks& m = in.machine;
@@ -1141,8 +1144,7 @@ class Aggregator {
     if (worst != nullptr) {
       r.problems.push_back(fmt::format(
           "roofline: {} op(s) ran above the peak FLOP/s ({:.4g} GFLOP/s, {}: {} at {:.0f}% of "
-          "it){}; "
-          "{}",
+          "it){}; {}",
           n, m.peak_flops(worst->dtype) / 1e9, m.flops_source, worst->name,
           100 * worst->roofline.share,
           modules > 0 ? fmt::format(", and {} module(s)", modules) : std::string(), cause));

@@ -177,11 +177,6 @@ double device_seconds(const c10::Device& device, F launch) {
   return seconds_since(t0);
 }
 
-// Peak FLOP/s of torch::mm at `dtype` on `device`: n doubles from 128 until one product takes
-// >= 8 ms on a CPU, 2 ms on a device (or n = 2048 on a CPU, 8192 on a device; the smaller ones
-// warm the kernel up), then the best of that one and up to 6 more at that size (at most about
-// 120 ms more). The operands are constant (no random generator is drawn from: the program's
-// random numbers stay as they were). 0 when LibTorch cannot multiply this dtype there.
 // The LibTorch type of a floating dtype the peaks are measured in; nullopt for the others.
 std::optional<c10::ScalarType> measured_scalar_type(DType dtype) {
   switch (dtype) {
@@ -211,7 +206,13 @@ double best_of_more(double first, const std::function<double()>& timed) {
   return t;
 }
 
-double gemm_peak(DType dtype, std::string* detail, const c10::Device& device = c10::kCPU) {
+// Peak FLOP/s of torch::mm at `dtype` on `device`: n doubles from 128 until one product takes
+// >= 8 ms on a CPU, 2 ms on a device (or n = 2048 on a CPU, 8192 on a device; the smaller ones
+// warm the kernel up), then the best of that one and up to 6 more at that size (at most about
+// 120 ms more). The operands are constant (no random generator is drawn from: the program's
+// random numbers stay as they were). `*what`: what was timed ("fp32 mm 1024^3"), or that it could
+// not run. 0 when LibTorch cannot multiply this dtype there.
+double gemm_peak(DType dtype, std::string* what, const c10::Device& device = c10::kCPU) {
   const std::optional<c10::ScalarType> st = measured_scalar_type(dtype);
   if (!st) return 0;
   try {
@@ -233,10 +234,10 @@ double gemm_peak(DType dtype, std::string* detail, const c10::Device& device = c
     t = best_of_more(t, product);
     const double flops =
         2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / t;
-    *detail += fmt::format("{} mm {}^3; ", dtype_name(dtype), n);
+    *what = fmt::format("{} mm {}^3", dtype_name(dtype), n);
     return flops;
   } catch (const std::exception&) {
-    *detail += fmt::format("{} mm not supported; ", dtype_name(dtype));
+    *what = fmt::format("{} mm not supported", dtype_name(dtype));
     return 0;
   }
 }
@@ -366,11 +367,11 @@ std::optional<MachinePeaks> peaks_of_this_cpu(const std::vector<DType>& dtypes, 
       for (DType d : wanted) {
         const char* n = dtype_name(d);
         if (e.tried.count(n)) continue;
-        std::string det, conv_what;
-        const double mm = gemm_peak(d, &det);
+        std::string det, mm_what, conv_what;
+        const double mm = gemm_peak(d, &mm_what);
         const double conv = conv_peak(d, &conv_what);
         e.flops[static_cast<size_t>(d)] =
-            detail::fastest_kernel({{mm, det.substr(0, det.size() - 2)}, {conv, conv_what}}, &det);
+            detail::fastest_kernel({{mm, mm_what}, {conv, conv_what}}, &det);
         e.tried[n] = true;
         e.detail = det + e.detail;
         measured_now = true;
@@ -432,9 +433,9 @@ MachinePeaks measure_device_peaks(int device_type, int device_index,
     std::string d;
     p.bytes_per_s = triad_bandwidth(&d, device);
     for (DType dt : wanted) {
-      std::string det;
-      p.flops_per_s[static_cast<size_t>(dt)] = gemm_peak(dt, &det, device);
-      p.detail += det;
+      std::string what;
+      p.flops_per_s[static_cast<size_t>(dt)] = gemm_peak(dt, &what, device);
+      p.detail += what + "; ";
     }
     p.detail += d;
   } catch (const std::exception& ex) {
