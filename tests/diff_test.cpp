@@ -3,6 +3,9 @@
 // warnings, the JSON read back (old schema, corrupt and foreign files), the gate and the command's
 // exit codes, and the three renderings.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -578,6 +581,259 @@ TEST(DiffCommand, ExitCodesAndFiles) {
   std::remove(b.c_str());
   std::remove(n.c_str());
   std::remove(bad.c_str());
+}
+
+// Bad input to the reader (issue 49): every case a clear error naming the file and the field,
+// never a crash, a hang, a wrong number or a megabyte pasted into the message.
+std::string reader_error(const std::string& text) {
+  try {
+    profile_from_json(text, "x.json");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(ProfileJson, DeepNestingIsRefusedBeforeParsing) {
+  // "params" holding an array nested 100,000 deep (200 KB): dump() in the message recursed
+  // 100,000 frames deep (SIGSEGV) before.
+  nlohmann::json j = nlohmann::json::parse(to_json(base_profile()));
+  std::string text = j.dump();
+  const std::string key = "\"params\":";
+  const size_t at = text.find(key) + key.size();
+  const size_t end = text.find_first_of(",}", at);
+  text =
+      text.substr(0, at) + std::string(100000, '[') + std::string(100000, ']') + text.substr(end);
+  const std::string e = reader_error(text);
+  EXPECT_NE(e.find("x.json: it nests arrays and objects more than 64 levels deep"),
+            std::string::npos)
+      << e.substr(0, 300);
+  // Brackets inside strings are not nesting.
+  j["modules"][1]["name"] = std::string(1000, '[');
+  EXPECT_EQ(reader_error(j.dump()).find("levels deep"), std::string::npos);
+}
+
+TEST(ProfileJson, ABadValueIsQuotedShort) {
+  nlohmann::json j = nlohmann::json::parse(to_json(base_profile()));
+  j["modules"][1]["flops"] = std::string(1 << 20, 'x');  // a 1 MB string where a count goes
+  const std::string e = reader_error(j.dump());
+  EXPECT_NE(e.find("modules[1]: \"flops\" is not a count (\"xxxx"), std::string::npos)
+      << e.substr(0, 300);
+  EXPECT_NE(e.find("... (1048578 characters)"), std::string::npos) << e.substr(0, 300);
+  EXPECT_LT(e.size(), 400u);
+}
+
+TEST(ProfileJson, SchemaVersionIsAnIntegerOfItsRange) {
+  nlohmann::json j = nlohmann::json::parse(to_json(base_profile()));
+  auto with = [&](const std::string& v) {
+    std::string text = j.dump();
+    const std::string key = "\"schema_version\":2";
+    const size_t at = text.find(key);
+    return reader_error(text.substr(0, at) + "\"schema_version\":" + v +
+                        text.substr(at + key.size()));
+  };
+  EXPECT_NE(with("\"2\"").find("\"schema_version\" is \"2\", not an integer (1 to 2)"),
+            std::string::npos)
+      << with("\"2\"");
+  EXPECT_NE(with("2.0").find("\"schema_version\" is 2.0, not an integer"), std::string::npos);
+  EXPECT_NE(with("1e30").find("not an integer"), std::string::npos);
+  EXPECT_NE(with("18446744073709551615").find("schema_version 18446744073709551615 is newer"),
+            std::string::npos);
+  EXPECT_NE(with("4294967298").find("schema_version 4294967298 is newer"), std::string::npos);
+  EXPECT_NE(with("0").find("schema_version 0 is not one flopsprof writes"), std::string::npos);
+  EXPECT_NE(with("-1").find("schema_version -1 is not one"), std::string::npos);
+  EXPECT_EQ(with("2"), "(no error)");
+}
+
+TEST(ProfileJson, DepthsAndNumbersOutsideTheirRangeAreNamed) {
+  const std::string good = to_json(base_profile());
+  nlohmann::json j = nlohmann::json::parse(good);
+  j["modules"][1]["depth"] = -1;
+  EXPECT_NE(reader_error(j.dump()).find("modules[1]: \"depth\" is -1, outside [0, 2147483647]"),
+            std::string::npos)
+      << reader_error(j.dump());
+  j["modules"][1]["depth"] = 4294967297ULL;  // 2^32 + 1: would wrap to 1 as an int
+  EXPECT_NE(reader_error(j.dump()).find("\"depth\" is 4294967297, outside"), std::string::npos);
+  j = nlohmann::json::parse(good);
+  j["modules"][2]["latency_s"] = -1.0;
+  EXPECT_NE(reader_error(j.dump()).find("modules[2]: \"latency_s\" is -1.0, not a number >= 0"),
+            std::string::npos)
+      << reader_error(j.dump());
+  j = nlohmann::json::parse(good);
+  j["modules"][2]["flops"] = 18446744073709551615ULL;  // the largest count reads exactly
+  EXPECT_EQ(profile_from_json(j.dump()).result.modules[2].flops, 18446744073709551615ULL);
+}
+
+TEST(ProfileJson, FoldersDevicesAndFifosAreNamedNotParsed) {
+  auto e = [](const std::string& path) {
+    try {
+      load_profile_json(path);
+    } catch (const Error& x) {
+      return std::string(x.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_NE(e(::testing::TempDir()).find("it is a folder"), std::string::npos);
+  EXPECT_NE(e("/dev/zero").find("character device, not a regular file"), std::string::npos);
+}
+
+// A profile whose parsed document would not fit what the process may allocate is refused before
+// parsing (a parser out of memory ended in terminate(): nlohmann's document allocates while it is
+// destroyed). Checked in a child process under an address-space limit 64 MB above its use.
+TEST(ProfileJson, AProfileTooLargeForTheMemoryLeftIsRefusedBeforeParsing) {
+  const std::string path = ::testing::TempDir() + "large_profile.json";
+  {
+    std::ofstream f(path);
+    f << "{\"schema_version\": 2, \"pad\": \"" << std::string(16 << 20, 'x') << "\"}";
+  }
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    uint64_t pages = 0;
+    std::ifstream("/proc/self/statm") >> pages;
+    const rlim_t used = pages * static_cast<rlim_t>(sysconf(_SC_PAGESIZE));
+    const struct rlimit limit = {used + (64 << 20), used + (64 << 20)};
+    if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(3);
+    try {
+      load_profile_json(path);
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      _exit(m.find("of JSON need about 192.00 MiB of memory to read, and this process may "
+                   "allocate") != std::string::npos
+                ? 0
+                : 1);
+    } catch (...) {
+      _exit(2);
+    }
+    _exit(4);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  std::remove(path.c_str());
+}
+
+// 10,000 sibling modules and 10,000 regions per side: matched by hash and parents found by a stack
+// (a nested loop took 443 s for 100,000 regions, the parent scan 45 s for 100,000 modules).
+// bench/diff_scale.sh times 100,000 of each; here the result is checked.
+TEST(DiffScale, TenThousandSiblingsAndRegions) {
+  constexpr int kN = 10000;
+  ProfileResult r;
+  r.modules.push_back(mod("", "Net", 0, -1, kN, 0, 1.0));
+  for (int i = 0; i < kN; ++i) {
+    r.modules.push_back(mod("m" + std::to_string(i), "Linear", 1, 0, 1, 0, 1e-5));
+    RegionStats g;
+    g.name = "region" + std::to_string(i);
+    g.windows = 1;
+    g.duration_s = 1e-5;
+    r.regions.push_back(g);
+  }
+  finish(r);
+  const LoadedProfile lp = profile_from_json(to_json(r));
+  ASSERT_EQ(lp.result.modules.size(), static_cast<size_t>(kN + 1));
+  EXPECT_EQ(lp.result.modules[0].children.size(), static_cast<size_t>(kN));
+  EXPECT_EQ(lp.result.modules[kN].parent, 0);
+  const ProfileDiff d = diff(lp, lp);
+  ASSERT_EQ(d.modules.size(), static_cast<size_t>(kN + 1));
+  ASSERT_EQ(d.regions.size(), static_cast<size_t>(kN));
+  for (const RegionDiff& g : d.regions) ASSERT_EQ(g.status, DiffStatus::kSame) << g.name;
+  for (const ModuleDiff& m : d.modules) ASSERT_EQ(m.status, DiffStatus::kSame) << m.name;
+}
+
+// A 10,000-deep chain: the text indents at most 32 levels (it grew with the square of the depth:
+// 2 x depth spaces a line, 3.6 GB for 60,000; bad_alloc under a memory limit).
+TEST(DiffScale, ADeepChainsTextGrowsWithItsModules) {
+  constexpr int kDepth = 10000;
+  ProfileResult r;
+  r.modules.push_back(mod("", "Net", 0, -1, 1, 0, 1.0));
+  for (int i = 1; i <= kDepth; ++i)
+    r.modules.push_back(mod("m" + std::to_string(i), "Block", i, i - 1, 1, 0, 1e-5));
+  finish(r);
+  const LoadedProfile lp = profile_from_json(to_json(r));
+  EXPECT_EQ(lp.result.modules[kDepth].depth, kDepth);
+  const std::string text = format_diff_text(diff(lp, lp));
+  EXPECT_LT(text.size(), 300u * kDepth);
+  EXPECT_NE(text.find("[depth 10000] m10000 (Block)"), std::string::npos);
+}
+
+TEST(Gate, CountsOfTheWholeUint64RangeAreExact) {
+  ProfileResult b = base_profile(), n = base_profile();
+  b.modules[2].flops = 0;
+  n.modules[2].flops = 18446744073709551615ULL;  // 2^64 - 1
+  const ProfileDiff d = diff(b, n);
+  const GateResult g = check_gate(d, {parse_gate_rule("module=enc.fc:flops>0")});
+  ASSERT_EQ(g.broken.size(), 1u);
+  EXPECT_NE(g.broken[0].find("0 -> 18446744073709551615 (+18446744073709551615, +inf%)"),
+            std::string::npos)
+      << g.broken[0];
+  // The text's delta: 18,446.74 P (it read +9223.37 P, the int64 saturation, before).
+  EXPECT_NE(format_diff_text(d).find("+18446.74 P"), std::string::npos);
+}
+
+TEST(Gate, RuleValuesAreDecimalNumbers) {
+  for (const char* bad : {"flops>0x10", "flops>inf", "flops>nan", "flops> 5", "flops>1e", "flops>.",
+                          "flops>+", "flops>1e999"}) {
+    EXPECT_THROW(parse_gate_rule(bad), Error) << bad;
+  }
+  EXPECT_DOUBLE_EQ(parse_gate_rule("flops>-2.5e3").value, -2500);
+  EXPECT_DOUBLE_EQ(parse_gate_rule("flops>.5").value, 0.5);
+}
+
+TEST(DiffText, ControlCharactersInNamesReachNoTerminal) {
+  ProfileResult b = base_profile();
+  b.modules[3].name = "dec\x1b[2J\nfake line";
+  b.modules[3].type =
+      "Lin\x07"
+      "ear";
+  b.ops[0].name = "aten::\x1b]0;title\x07mm";
+  const std::string text = format_diff_text(diff(b, b));
+  EXPECT_EQ(text.find('\x1b'), std::string::npos);
+  EXPECT_EQ(text.find('\x07'), std::string::npos);
+  EXPECT_NE(text.find("dec\\x1b[2J\\nfake line (Lin\\x07ear)"), std::string::npos) << text;
+  const std::string report = format_text_report(b, ReportOptions{});
+  EXPECT_EQ(report.find('\x1b'), std::string::npos);
+  EXPECT_NE(report.find("(dec\\x1b[2J\\nfake line): Lin\\x07ear"), std::string::npos) << report;
+}
+
+// Outputs: checked before the profiles are read, written only when the diff finished, never over
+// an input, and none when a rule cannot be checked.
+TEST(DiffCommand, OutputsAreAllOrNoneAndNeverAnInput) {
+  const std::string dir = ::testing::TempDir();
+  const std::string b = dir + "diff_out_base.json", n = dir + "diff_out_new.json";
+  std::ofstream(b) << to_json(base_profile());
+  std::ofstream(n) << to_json(new_profile());
+  const std::string json = dir + "diff_out.json", html = dir + "diff_out.html";
+  std::remove(json.c_str());
+  std::remove(html.c_str());
+  std::string out, err;
+  // memory.peak: neither profile tracked memory, so the rule cannot be checked
+  EXPECT_EQ(
+      diff_command({b, n, "--json", json, "--html", html, "--fail-if", "memory.peak>0"}, out, err),
+      2);
+  EXPECT_NE(err.find("cannot check memory.peak>0"), std::string::npos) << err;
+  EXPECT_NE(err.find("no output file was written"), std::string::npos) << err;
+  EXPECT_FALSE(std::ifstream(json).good());
+  EXPECT_FALSE(std::ifstream(html).good());
+  err.clear();
+  EXPECT_EQ(diff_command({b, n, "--json", b}, out, err), 2);
+  EXPECT_NE(err.find("it is BASE '" + b + "', which this run reads"), std::string::npos) << err;
+  EXPECT_EQ(profile_from_json(to_json(base_profile())).result.flops,
+            load_profile_json(b).result.flops);
+  err.clear();
+  EXPECT_EQ(diff_command({b, n, "--json", json, "--html", "/dev/full"}, out, err), 2);
+  EXPECT_NE(err.find("(No space left on device); no output file was written"), std::string::npos)
+      << err;
+  EXPECT_FALSE(std::ifstream(json).good());
+  err.clear();
+  EXPECT_EQ(diff_command({b, n, "--json", ""}, out, err), 2);
+  EXPECT_NE(err.find("the path is empty"), std::string::npos) << err;
+  err.clear();
+  EXPECT_EQ(diff_command({b, n, "--depth", "2147483648"}, out, err), 2);
+  EXPECT_NE(err.find("--depth '2147483648': give an integer from -1 to 1000000"), std::string::npos)
+      << err;
+  std::remove(b.c_str());
+  std::remove(n.c_str());
 }
 
 TEST(CombineRuns, SpreadsOverRepeatedProfiles) {

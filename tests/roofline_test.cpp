@@ -366,6 +366,37 @@ TEST(RooflineRun, AnOpAboveAMeasuredPeakNamesTheCacheAndBothCauses) {
   EXPECT_TRUE(said) << (r.problems.empty() ? "no problems" : r.problems.back());
 }
 
+// A cached peak that no CPU measures (NaN, negative, 1e-300: a corrupt or hand-edited cache) is
+// not trusted: measured again, never used (1e-300 FLOP/s gave an MFU of 2e306) nor taken as "no
+// roofline" (NaN and -1 switched it off).
+TEST(RooflineRun, AnImplausibleCachedPeakIsMeasuredAgain) {
+  const ScratchPeaksCache cache;
+  flopsprof::cpu_peaks({DType::kFloat32}, 0);
+  const std::string file = cache.dir() + "/machine-peaks.txt";
+  std::string good;
+  {
+    std::ifstream f(file);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    good = ss.str();
+  }
+  for (const std::string field : {"fp32", "bandwidth"}) {
+    for (const std::string bad : {"nan", "-1", "1e-300", "3e30", "12abc"}) {
+      std::string text = good;
+      const size_t at = text.find("\t" + field + "=");
+      ASSERT_NE(at, std::string::npos) << text;
+      text.replace(at, text.find('\t', at + 1) - at, "\t" + field + "=" + bad);
+      std::ofstream(file) << text;
+      flopsprof::detail::forget_measured_peaks();
+      const flopsprof::MachinePeaks p = flopsprof::cpu_peaks({DType::kFloat32}, 0);
+      EXPECT_EQ(p.flops_source, "measured") << field << "=" << bad;
+      EXPECT_GT(p.flops_per_s[static_cast<size_t>(DType::kFloat32)], 1e6) << field << "=" << bad;
+      EXPECT_GT(p.bytes_per_s, 1e6) << field << "=" << bad;
+      EXPECT_LT(p.bytes_per_s, 1e15) << field << "=" << bad;
+    }
+  }
+}
+
 // A device's short measurement runs the CPU's code on the device's tensors: run here with the CPU
 // as the device. Positive ceilings, "measured", kept for the process; neither it nor the CPU's
 // measurement draws from the random generator (the program's random numbers stay the same);

@@ -28,7 +28,14 @@ struct LoadedProfile {
 /// schema, a module or op without a required key or with a value of the wrong type). Fills what
 /// diff() compares: the summary's totals, workload, spreads, modules, ops, memory peak.
 LoadedProfile profile_from_json(const std::string& text, const std::string& source = "<string>");
-/// `profile_from_json` of a file; `Error` when it cannot be read.
+/// The largest profile file `load_profile_json` reads: 1 GiB (a profile of 100,000 modules with
+/// their op tables takes about 100 MB).
+constexpr uint64_t kMaxProfileBytes = uint64_t{1} << 30;
+
+/// `profile_from_json` of a file: a regular file (not a folder, FIFO or device) of at most
+/// kMaxProfileBytes. `Error` naming the path and the reason when it cannot be read. Values nested
+/// more than 64 levels deep are refused before parsing; messages quote at most 60 characters of a
+/// bad value.
 LoadedProfile load_profile_json(const std::string& path);
 
 /// A profile standing for repeated runs of one workload (the command's --profile-runs): the
@@ -43,6 +50,8 @@ struct CountDelta {
   uint64_t base = 0, next = 0;
   bool known = true;
   int64_t delta() const;  ///< next - base, saturating at the int64 range
+  /// |next - base|, exact over the whole uint64 range (the sign: next < base).
+  uint64_t abs_delta() const { return next >= base ? next - base : base - next; }
   /// 100 x delta / base; +/-infinity when base is 0 and next is not; 0 when both are 0.
   double percent() const;
   bool changed() const { return known && base != next; }

@@ -87,8 +87,11 @@ double parse_value(const std::string& text, const char* what) {
                     "3.35T",
                     what, text, rest));
   }
-  if (!(v > 0) || !std::isfinite(v)) {
-    throw Error(fmt::format("{} '{}' must be a positive number", what, text));
+  // Every machine's peaks lie between a megaFLOP/s (or MB/s) and an exaFLOP/s: a value outside
+  // is a typo (1e-300, 3e30), and would put every share at 0 or at 1e300 %.
+  if (!std::isfinite(v) || v < 1e6 || v > 1e18) {
+    throw Error(fmt::format("{} '{}' must lie between 1M and 1000P per second (a machine's peak)",
+                            what, text));
   }
   return v;
 }

@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -320,15 +321,15 @@ void modules(ProfileDiff& d, const LoadedProfile& b, const LoadedProfile& n, con
 // profile only has nothing on the other side (0, known; its rates unknown there).
 void regions(ProfileDiff& d, const ProfileResult& x, const ProfileResult& y) {
   std::vector<std::pair<const RegionStats*, const RegionStats*>> pairs;
+  std::unordered_map<std::string, const RegionStats*> base_by_name, new_by_name;
+  for (const RegionStats& g : x.regions) base_by_name[g.name] = &g;  // the last of a name
   for (const RegionStats& n : y.regions) {
-    const RegionStats* b = nullptr;
-    for (const RegionStats& g : x.regions) b = g.name == n.name ? &g : b;
-    pairs.emplace_back(b, &n);
+    new_by_name.emplace(n.name, &n);
+    auto it = base_by_name.find(n.name);
+    pairs.emplace_back(it != base_by_name.end() ? it->second : nullptr, &n);
   }
   for (const RegionStats& g : x.regions) {
-    bool matched = false;
-    for (const RegionStats& n : y.regions) matched = matched || n.name == g.name;
-    if (!matched) pairs.emplace_back(&g, nullptr);
+    if (!new_by_name.count(g.name)) pairs.emplace_back(&g, nullptr);
   }
   static const RegionStats kNone;
   for (const auto& [b, n] : pairs) {

@@ -1,12 +1,16 @@
 // `flopsprof diff BASE.json NEW.json [options]` (docs/diff.md): the comparison as text, JSON or
 // HTML, and --fail-if rules for CI. Exit 0: no rule broken; 1: a rule broken; 2: bad input.
+#include <cctype>
+#include <cerrno>
 #include <cstdlib>
+#include <future>
+#include <new>
 
 #include <fmt/format.h>
 
 #include "flopsprof/diff.h"
 #include "flopsprof/error.h"
-#include "reports/text_file.h"
+#include "io/output_files.h"
 
 namespace flopsprof {
 namespace {
@@ -69,10 +73,13 @@ void parse_threshold(const std::string& v, DiffTextOptions& o) {
 }
 
 int parse_count(const std::string& flag, const std::string& v, int min) {
+  constexpr long kMax = 1000000;
   char* end = nullptr;
+  errno = 0;
   const long x = std::strtol(v.c_str(), &end, 10);
-  if (v.empty() || end != v.c_str() + v.size() || x < min || x > 1000000)
-    throw Usage(fmt::format("{} '{}': not a number >= {}", flag, v, min));
+  const bool digits = !v.empty() && (std::isdigit(static_cast<unsigned char>(v[0])) || v[0] == '-');
+  if (!digits || end != v.c_str() + v.size() || errno != 0 || x < min || x > kMax)
+    throw Usage(fmt::format("{} '{}': give an integer from {} to {}", flag, v, min, kMax));
   return static_cast<int>(x);
 }
 
@@ -85,6 +92,7 @@ int diff_command(const std::vector<std::string>& args, std::string& out, std::st
     DiffTextOptions text;
     std::vector<GateRule> rules;
     std::string json_file, html_file;
+    bool json_file_given = false, html_file_given = false;  // '' given is an error, not "none"
     for (size_t i = 0; i < args.size(); ++i) {
       const std::string& a = args[i];
       auto value = [&]() -> const std::string& {
@@ -112,8 +120,10 @@ int diff_command(const std::vector<std::string>& args, std::string& out, std::st
         text.module_ops = true;
       } else if (a == "--json") {
         json_file = value();
+        json_file_given = true;
       } else if (a == "--html") {
         html_file = value();
+        html_file_given = true;
       } else if (a == "--fail-if") {
         rules.push_back(parse_gate_rule(value()));
       } else if (a.size() > 1 && a[0] == '-') {
@@ -127,27 +137,55 @@ int diff_command(const std::vector<std::string>& args, std::string& out, std::st
           fmt::format("give two profiles, BASE.json and NEW.json ({} given); usage: "
                       "flopsprof diff BASE.json NEW.json",
                       files.size()));
+    // Every output checked before the profiles are read, written only once all is known.
+    std::vector<detail::OutputFile> outputs;
+    if (json_file_given) outputs.push_back({json_file, "diff JSON", ""});
+    if (html_file_given) outputs.push_back({html_file, "diff HTML", ""});
+    const std::vector<detail::InputFile> inputs = {{files[0], "BASE"}, {files[1], "NEW"}};
+    detail::check_outputs(outputs, inputs);
+    // The two files parsed side by side (parsing is most of a large diff's time).
+    auto next_read = std::async(std::launch::async, [&] { return load_profile_json(files[1]); });
     const LoadedProfile base = load_profile_json(files[0]);
-    const LoadedProfile next = load_profile_json(files[1]);
+    const LoadedProfile next = next_read.get();
     const ProfileDiff d = diff(base, next, options);
-    out += format_diff_text(d, text);
-    if (!json_file.empty()) detail::write_text_file(json_file, diff_to_json(d), "diff JSON");
-    if (!html_file.empty()) detail::write_text_file(html_file, diff_to_html(d), "diff HTML");
-    if (rules.empty()) return 0;
-    const GateResult g = check_gate(d, rules);
-    out += "\nGate\n";
-    for (const std::string& s : g.noise)
-      out += "noise:  " + s + " (inside the run-to-run spread: not counted)\n";
-    for (const std::string& s : g.broken) out += "BROKEN: " + s + "\n";
-    for (const std::string& s : g.unknown) err += "flopsprof diff: cannot check " + s + "\n";
-    if (!g.unknown.empty()) return 2;
+    std::string report = format_diff_text(d, text);
+    GateResult g;
+    if (!rules.empty()) {
+      g = check_gate(d, rules);
+      if (!g.unknown.empty()) {  // a rule that cannot be checked: bad input, nothing written
+        for (const std::string& s : g.unknown) err += "flopsprof diff: cannot check " + s + "\n";
+        err += "flopsprof diff: no output file was written\n";
+        return 2;
+      }
+      report += "\nGate\n";
+      for (const std::string& s : g.noise)
+        report += "noise:  " + s + " (inside the run-to-run spread: not counted)\n";
+      for (const std::string& s : g.broken) report += "BROKEN: " + s + "\n";
+      if (g.broken.empty())
+        report += fmt::format("{} rule(s) checked, none broken\n", rules.size());
+    }
+    bool on_stdout = false;
+    for (detail::OutputFile& o : outputs) {
+      o.text = o.what == "diff JSON" ? diff_to_json(d) : diff_to_html(d);
+      on_stdout = on_stdout || detail::is_standard_output(o.path);
+    }
+    detail::write_outputs(outputs, inputs);
+    // An output on standard output keeps it for itself: the text goes to standard error.
+    (on_stdout ? err : out) += report;
     if (!g.broken.empty()) {
       err += fmt::format("flopsprof diff: {} rule(s) broken\n", g.broken.size());
       return 1;
     }
-    out += fmt::format("{} rule(s) checked, none broken\n", rules.size());
     return 0;
   } catch (const Error& e) {
+    err += std::string("flopsprof diff: ") + e.what() + "\n";
+    return 2;
+  } catch (const std::bad_alloc&) {
+    err +=
+        "flopsprof diff: out of memory (the profiles or their diff need more than this "
+        "process may allocate; compare smaller profiles, or use --depth and --top)\n";
+    return 2;
+  } catch (const std::exception& e) {
     err += std::string("flopsprof diff: ") + e.what() + "\n";
     return 2;
   }

@@ -1,5 +1,7 @@
 #include "compare/diff_format.h"
 
+#include "reports/terminal.h"
+
 #include <cmath>
 
 #include <fmt/format.h>
@@ -27,9 +29,8 @@ std::string percent_text(double p) {
 
 std::string count_delta_text(const CountDelta& c) {
   if (!c.known) return "n/a";
-  const int64_t d = c.delta();
-  if (d == 0) return "0";
-  return (d > 0 ? "+" : "-") + number_to_string(std::fabs(static_cast<double>(d)));
+  if (c.base == c.next) return "0";
+  return (c.next > c.base ? "+" : "-") + number_to_string(static_cast<double>(c.abs_delta()));
 }
 
 std::string time_delta_text(const TimeDelta& t) {
@@ -52,15 +53,16 @@ bool in_both(const ModuleDiff& m) {
 }
 
 std::string module_label(const ModuleDiff& m) {
-  std::string name = m.name.empty() ? "(root)" : m.name;
-  if (!m.base_name.empty() && m.base_name != m.name) name += " (was " + m.base_name + ")";
+  std::string name = m.name.empty() ? "(root)" : printable(m.name);
+  if (!m.base_name.empty() && m.base_name != m.name)
+    name += " (was " + printable(m.base_name) + ")";
   return name;
 }
 
 std::string type_label(const ModuleDiff& m) {
-  if (m.base_type == m.new_type || m.base_type.empty()) return m.new_type;
-  if (m.new_type.empty()) return m.base_type;
-  return m.base_type + " -> " + m.new_type;
+  if (m.base_type == m.new_type || m.base_type.empty()) return printable(m.new_type);
+  if (m.new_type.empty()) return printable(m.base_type);
+  return printable(m.base_type) + " -> " + printable(m.new_type);
 }
 
 bool unused_training_total(const TotalDiff& t) {

@@ -6,6 +6,7 @@
 
 #include "compare/diff_format.h"
 #include "flopsprof/diff.h"
+#include "reports/terminal.h"
 
 namespace flopsprof {
 namespace {
@@ -23,6 +24,14 @@ using detail::type_label;
 std::string count(uint64_t v) { return number_to_string(static_cast<double>(v)); }
 
 bool is_time_key(const TotalDiff& t) { return t.is_time; }
+
+// A module's indentation: two spaces a level, at most kMaxIndent levels (a deeper one says its
+// depth), so that the text grows with the modules, not with the square of their depth.
+constexpr int kMaxIndent = 32;
+std::string indent(int depth) {
+  if (depth <= kMaxIndent) return std::string(2 * static_cast<size_t>(depth), ' ');
+  return std::string(2 * kMaxIndent, ' ') + fmt::format("[depth {}] ", depth);
+}
 
 // The largest relative change of a module, for --threshold.
 bool under_threshold(const ModuleDiff& m, const DiffTextOptions& o) {
@@ -97,7 +106,7 @@ std::string format_diff_text(const ProfileDiff& d, const DiffTextOptions& o) {
                    "status", "latency", "new", "delta", "%", "share", "flops delta", "%",
                    "macs delta", "params", "calls", "module");
   for (const ModuleDiff* m : shown) {
-    const std::string name = std::string(o.top > 0 ? 0 : 2 * m->depth, ' ') + module_label(*m);
+    const std::string name = (o.top > 0 ? "" : indent(m->depth)) + module_label(*m);
     const std::string type = type_label(*m);
     const bool both = in_both(*m);
     s += fmt::format(
@@ -117,7 +126,7 @@ std::string format_diff_text(const ProfileDiff& d, const DiffTextOptions& o) {
           status_name(op.status), duration_to_string(op.latency.base),
           duration_to_string(op.latency.next), time_delta_text(op.latency), "", "",
           count_delta_text(op.flops), "", count_delta_text(op.macs), "", count_delta_text(op.calls),
-          std::string(o.top > 0 ? 2 : 2 * m->depth + 2, ' '), op.name);
+          o.top > 0 ? "  " : indent(m->depth) + "  ", detail::printable(op.name));
     }
   }
   if (!d.regions.empty()) {
@@ -134,7 +143,8 @@ std::string format_diff_text(const ProfileDiff& d, const DiffTextOptions& o) {
       s += fmt::format(
           "{:<8} {:<12} {:>9} {:>11} {:>11} {:>8} {:>11} {:>11} {:>8} {:>10} {:>10} {:>8} {:>6} "
           "{:>6} {:>6} {:>6} {:>11}\n",
-          status_name(g.status), g.name, fmt::format("{}->{}", g.windows.base, g.windows.next),
+          status_name(g.status), detail::printable(g.name),
+          fmt::format("{}->{}", g.windows.base, g.windows.next),
           g.status == DiffStatus::kAdded ? "-" : duration_to_string(g.latency.base),
           g.status == DiffStatus::kRemoved
               ? "-"
@@ -159,10 +169,11 @@ std::string format_diff_text(const ProfileDiff& d, const DiffTextOptions& o) {
       s += fmt::format("{:<8} {:>11} {:>11} {:>13} {:>11} {:>8}  {} [{}]\n", status_name(op.status),
                        duration_to_string(op.latency.base), duration_to_string(op.latency.next),
                        time_delta_text(op.latency), count_delta_text(op.flops),
-                       count_delta_text(op.calls), op.name, op.phase);
+                       count_delta_text(op.calls), detail::printable(op.name),
+                       detail::printable(op.phase));
     }
   }
-  return s;
+  return detail::terminal_safe(s);
 }
 
 }  // namespace flopsprof

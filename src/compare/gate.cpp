@@ -59,14 +59,37 @@ bool holds(double x, const std::string& op, double v) {
   return x != v;
 }
 
+// A decimal number as a rule writes it: [+-]digits[.digits][e[+-]digits] (strtod alone would
+// also take hexadecimal, "inf" and leading spaces).
+bool is_decimal(const std::string& v) {
+  size_t i = 0;
+  auto digits = [&] {
+    const size_t from = i;
+    while (i < v.size() && v[i] >= '0' && v[i] <= '9') ++i;
+    return i > from;
+  };
+  if (i < v.size() && (v[i] == '+' || v[i] == '-')) ++i;
+  bool any = digits();
+  if (i < v.size() && v[i] == '.') {
+    ++i;
+    any = digits() || any;
+  }
+  if (!any) return false;
+  if (i < v.size() && (v[i] == 'e' || v[i] == 'E')) {
+    ++i;
+    if (i < v.size() && (v[i] == '+' || v[i] == '-')) ++i;
+    if (!digits()) return false;
+  }
+  return i == v.size();
+}
+
 // How a field's values read in a broken rule's line.
 enum class Shown { kCount, kTime, kRate };
 
-// One side's value as text for a broken rule's line.
+// One side's value as text for a broken rule's line (counts are written from their integers).
 std::string shown(double v, Shown how) {
   if (how == Shown::kTime) return duration_to_string(v);
-  if (how == Shown::kRate) return fmt::format("{:.4g}", v);
-  return fmt::format("{}", static_cast<uint64_t>(v));
+  return fmt::format("{:.4g}", v);
 }
 
 }  // namespace
@@ -114,10 +137,9 @@ GateRule parse_gate_rule(const std::string& text) {
     r.percent = true;
     v.pop_back();
   }
-  char* end = nullptr;
-  r.value = std::strtod(v.c_str(), &end);
-  if (v.empty() || end != v.c_str() + v.size() || !std::isfinite(r.value))
-    bad(fmt::format("'{}' is not a number", v));
+  if (!is_decimal(v)) bad(fmt::format("'{}' is not a decimal number (e.g. 5, -2.5, 1e9)", v));
+  r.value = std::strtod(v.c_str(), nullptr);
+  if (!std::isfinite(r.value)) bad(fmt::format("'{}' is out of range", v));
   return r;
 }
 
@@ -132,11 +154,14 @@ GateResult check_gate(const ProfileDiff& d, const std::vector<GateRule>& rules) 
     Shown how = Shown::kCount;
     bool known = true, noise = false;
     double base = 0, next = 0, delta = 0, pct = 0;
+    const CountDelta* count = nullptr;  // a count's exact values, for its line
     auto from_count = [&](const CountDelta& c) {
+      count = &c;
       known = c.known;
       base = static_cast<double>(c.base);
       next = static_cast<double>(c.next);
-      delta = static_cast<double>(c.delta());
+      const double magnitude = static_cast<double>(c.abs_delta());
+      delta = c.next >= c.base ? magnitude : -magnitude;
       pct = c.percent();
     };
     auto from_time = [&](const TimeDelta& t) {
@@ -228,8 +253,12 @@ GateResult check_gate(const ProfileDiff& d, const std::vector<GateRule>& rules) 
     const double x = r.percent ? pct : delta;
     if (!holds(x, r.op, r.value)) continue;
     const std::string line =
-        fmt::format("{}: {} -> {} ({}{}, {:+.2f}%)", r.text, shown(base, how), shown(next, how),
-                    delta >= 0 ? "+" : "-", shown(std::fabs(delta), how), pct);
+        count != nullptr
+            ? fmt::format("{}: {} -> {} ({}{}, {:+.2f}%)", r.text, count->base, count->next,
+                          count->next >= count->base ? "+" : "-", count->abs_delta(), pct)
+            : fmt::format("{}: {} -> {} ({}{}, {:+.2f}%)", r.text, shown(base, how),
+                          shown(next, how), delta >= 0 ? "+" : "-", shown(std::fabs(delta), how),
+                          pct);
     (noise ? out.noise : out.broken).push_back(line);
   }
   return out;

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -101,6 +102,19 @@ struct Entry {
   std::string detail;
 };
 
+// A cached rate as written: a finite number, 0 ("cannot compute it here", FLOP/s only) or within
+// what any CPU measures (1 M to 1 E per second). Anything else (NaN, -1, 1e-300, text) is not
+// trusted: the entry is measured again.
+std::optional<double> cached_rate(const std::string& value, bool zero_allowed) {
+  char* end = nullptr;
+  const double v = std::strtod(value.c_str(), &end);
+  if (value.empty() || end != value.c_str() + value.size() || !std::isfinite(v))
+    return std::nullopt;
+  if (v == 0 && zero_allowed) return v;
+  if (v < 1e6 || v > 1e18) return std::nullopt;
+  return v;
+}
+
 std::map<std::string, Entry> read_cache(const std::string& file) {
   std::map<std::string, Entry> out;
   std::ifstream f(file);
@@ -110,24 +124,29 @@ std::map<std::string, Entry> read_cache(const std::string& file) {
     std::string key, field;
     if (!std::getline(ss, key, '\t') || key.empty()) continue;
     Entry e;
+    bool trusted = true;
     while (std::getline(ss, field, '\t')) {
       const size_t eq = field.find('=');
       if (eq == std::string::npos) continue;
       const std::string name = field.substr(0, eq), value = field.substr(eq + 1);
       if (name == "bandwidth") {
-        e.bandwidth = std::strtod(value.c_str(), nullptr);
+        const auto v = cached_rate(value, false);
+        trusted = trusted && v.has_value();
+        e.bandwidth = v.value_or(0);
       } else if (name == "detail") {
         e.detail = value;
       } else {
         for (size_t d = 1; d < e.flops.size(); ++d) {
           if (name == dtype_name(static_cast<DType>(d))) {
-            e.flops[d] = std::strtod(value.c_str(), nullptr);
+            const auto v = cached_rate(value, true);
+            trusted = trusted && v.has_value();
+            e.flops[d] = v.value_or(0);
             e.tried[name] = true;
           }
         }
       }
     }
-    if (e.bandwidth > 0) out[key] = e;
+    if (trusted && e.bandwidth > 0) out[key] = e;
   }
   return out;
 }

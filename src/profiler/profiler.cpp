@@ -28,7 +28,7 @@
 #include "flopsprof/sweep.h"
 #include "profiler/peaks.h"
 #include "reports/report_html.h"
-#include "reports/text_file.h"
+#include "io/output_files.h"
 #include "reports/trace.h"
 
 namespace flopsprof {
@@ -479,7 +479,7 @@ void FlopsProfiler::attach_distributed(DistributedStats stats) {
 }
 
 void FlopsProfiler::export_chrome_trace(const std::string& path, int level) const {
-  detail::write_text_file(path, chrome_trace(level), "Chrome trace");
+  detail::write_output(path, chrome_trace(level), "Chrome trace");
 }
 
 std::string FlopsProfiler::model_profile_string(int header_step, int module_depth, int top_modules,
@@ -500,7 +500,7 @@ void FlopsProfiler::print_model_profile(int header_step, int module_depth, int t
   if (output_file.empty()) {
     std::cout << text << std::flush;
   } else {
-    detail::write_text_file(output_file, text, "profile");
+    detail::write_output(output_file, text, "profile");
   }
 }
 
@@ -509,7 +509,7 @@ std::string FlopsProfiler::to_json(int indent) const {
 }
 
 void FlopsProfiler::save_json(const std::string& path) const {
-  detail::write_text_file(path, to_json(), "JSON profile");
+  detail::write_output(path, to_json(), "JSON profile");
 }
 
 std::string FlopsProfiler::html(const BatchSweep* sweep) const {
@@ -517,7 +517,7 @@ std::string FlopsProfiler::html(const BatchSweep* sweep) const {
 }
 
 void FlopsProfiler::save_html(const std::string& path, const BatchSweep* sweep) const {
-  detail::write_text_file(path, html(sweep), "HTML report");
+  detail::write_output(path, html(sweep), "HTML report");
 }
 
 namespace detail {

@@ -7,7 +7,7 @@
 #include "flopsprof/error.h"
 #include "flopsprof/profiler.h"
 #include "reports/report_sweep.h"
-#include "reports/text_file.h"
+#include "io/output_files.h"
 
 namespace flopsprof {
 
@@ -54,10 +54,10 @@ std::string BatchSweep::csv() const { return detail::sweep_csv(rows); }
 std::string BatchSweep::svg() const { return detail::sweep_svg(rows); }
 
 void BatchSweep::save_csv(const std::string& path) const {
-  detail::write_text_file(path, csv(), "batch sweep CSV");
+  detail::write_output(path, csv(), "batch sweep CSV");
 }
 void BatchSweep::save_svg(const std::string& path) const {
-  detail::write_text_file(path, svg(), "batch sweep plot");
+  detail::write_output(path, svg(), "batch sweep plot");
 }
 
 }  // namespace flopsprof

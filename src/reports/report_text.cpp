@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "flopsprof/report.h"
+#include "reports/terminal.h"
 
 namespace flopsprof {
 namespace {
@@ -673,7 +674,10 @@ void tree_node(std::string& out, const ProfileResult& r, const ReportOptions& o,
   }
   std::string pad(static_cast<size_t>(indent), ' ');
   std::string head =
-      m.parent < 0 ? m.type : fmt::format("({}): {}", m.name.substr(m.name.rfind('.') + 1), m.type);
+      m.parent < 0
+          ? detail::printable(m.type)
+          : fmt::format("({}): {}", detail::printable(m.name.substr(m.name.rfind('.') + 1)),
+                        detail::printable(m.type));
   std::vector<int> shown;
   for (int c : m.children) {
     if (o.module_depth < 0 || r.modules[c].depth <= o.module_depth) shown.push_back(c);
@@ -832,7 +836,7 @@ std::string format_text_report(const ProfileResult& result, const ReportOptions&
   if (!result.collectives.empty()) collectives(out, result);
   if (result.distributed) ranks(out, *result.distributed, options);
   out += "------------------------------------------------------------------------------\n";
-  return out;
+  return detail::terminal_safe(out);
 }
 
 }  // namespace flopsprof
