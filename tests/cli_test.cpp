@@ -1,7 +1,11 @@
 // The `flopsprof` command (tools/flopsprof_main.cpp) run as a user runs it: reports, files, errors.
 // Models are TorchScript modules built here in C++ (Module::define) and saved, so this test needs
 // no Python and runs on every LibTorch.
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -308,8 +312,10 @@ TEST(Cli, DiffOfTwoProfiles) {
   EXPECT_EQ(r.out.find("BROKEN: module=enc"), std::string::npos) << r.out;
   r = run("diff " + base + " " + batch);
   EXPECT_EQ(r.code, 0) << r.out;
-  EXPECT_NE(r.out.find("workload differs: batch_size: 4 (base) vs 8 (new)"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("inputs: fp32[4, 16] (base) vs fp32[8, 16] (new)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("workload differs: batch_size: 4 (base) vs 8 (new)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("inputs: fp32[4, 16] (base) vs fp32[8, 16] (new)"), std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("single samples"), std::string::npos) << r.out;
   r = run("diff " + base + " " + dir() + "/no_such.json");
   EXPECT_EQ(r.code, 2) << r.out;
@@ -332,7 +338,8 @@ void expect_error(const std::string& args, const std::string& message,
 TEST(Cli, ClearErrorsAndNothingWritten) {
   const std::string model = save_net();
   const std::string json = dir() + "/never.json";
-  expect_error(dir() + "/missing.pt --input 1x16 --json " + json, "no such file", json);
+  expect_error(dir() + "/missing.pt --input 1x16 --json " + json, "No such file or directory",
+               json);
   { std::ofstream(dir() + "/corrupt.pt") << "not a zip archive"; }
   expect_error(dir() + "/corrupt.pt --input 1x16 --json " + json, "cannot load MODEL", json);
   expect_error(model + " --input 1x16:complex7 --json " + json, "unknown dtype 'complex7'", json);
@@ -356,11 +363,12 @@ TEST(Cli, InputsFileErrorsSayWhatIsAcceptedAndWriteNothing) {
   const std::string json = dir() + "/never_inputs.json";
   const std::string how = "torch.save((x, y), \"inputs.pt\")";
   const std::string end = " --json " + json;
-  expect_error(model + " --inputs " + dir() + "/missing_inputs.pt" + end, "cannot open --inputs",
-               json);
+  expect_error(model + " --inputs " + dir() + "/missing_inputs.pt" + end,
+               "cannot read --inputs '" + dir() + "/missing_inputs.pt': No such file", json);
   expect_error(model + " --inputs " + dir() + "/missing_inputs.pt", how);
   { std::ofstream(dir() + "/corrupt_inputs.pt") << "not a zip archive"; }
-  expect_error(model + " --inputs " + dir() + "/corrupt_inputs.pt" + end, "cannot read --inputs",
+  expect_error(model + " --inputs " + dir() + "/corrupt_inputs.pt" + end,
+               "cannot read --inputs '" + dir() + "/corrupt_inputs.pt': not a readable zip archive",
                json);
   expect_error(model + " --inputs " + dir() + "/corrupt_inputs.pt", how);
   // torch.save(x, f, _use_new_zipfile_serialization=False) starts with pickle protocol 2 and
@@ -413,6 +421,141 @@ TEST(Cli, InputsFileErrorsSayWhatIsAcceptedAndWriteNothing) {
                json);
   expect_error(model + " --inputs " + one + " --inputs " + one, "--inputs given twice");
   expect_error(model + " --inputs", "--inputs needs a value");
+}
+
+// Outputs (issue 49): checked before the model runs, written all or none at the end, never over a
+// device, a link or an input of the run.
+TEST(Cli, OutputsNeverReplaceDevicesLinksOrInputs) {
+  const std::string model = save_net();
+  const std::string before = [&] {
+    std::ifstream f(model, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  }();
+  CliRun r = run(model + " --input 3x16 --quiet --json /dev/null --html /dev/null");
+  EXPECT_EQ(r.code, 0) << r.out;
+  struct stat st {};
+  ASSERT_EQ(stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  expect_error(model + " --input 3x16 --json " + model, "it is MODEL '" + model + "'");
+  {
+    std::ifstream f(model, std::ios::binary);
+    EXPECT_EQ(std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>()),
+              before);
+  }
+  const std::string inputs = save_value("out_inputs.pt", torch::randn({3, 16}));
+  expect_error(model + " --inputs " + inputs + " --trace " + inputs, "it is the --inputs file");
+  expect_error(model + " --input 3x16 --json ''", "the path is empty");
+  expect_error(model + " --input 3x16 --json " + dir() + " --quiet", "it is a folder");
+  expect_error(model + " --input 3x16 --json " + dir() + "/a.json --html " + dir() + "/a.json",
+               "the JSON profile goes there too");
+  // A link is followed, and stays a link.
+  const std::string target = dir() + "/link_target.json", link = dir() + "/link.json";
+  std::ofstream(target) << "old";
+  std::remove(link.c_str());
+  ASSERT_EQ(symlink(target.c_str(), link.c_str()), 0);
+  r = run(model + " --input 3x16 --quiet --json " + link);
+  EXPECT_EQ(r.code, 0) << r.out;
+  ASSERT_EQ(lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_EQ(read_json(target)["schema_version"], 2);
+  // Standard output takes the JSON alone; the text report goes to standard error.
+  const std::string cmd =
+      std::string(FLOPSPROF_CLI) + " " + model + " --input 3x16 --quiet --json -";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string json;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) json.append(buf, n);
+  EXPECT_EQ(pclose(p), 0);
+  EXPECT_EQ(nlohmann::json::parse(json)["modules"][1]["name"], "enc");
+}
+
+TEST(Cli, NothingIsLeftWhenALaterOutputFails) {
+  const std::string model = save_net();
+  const std::string json = dir() + "/later_fails.json", html = dir() + "/later_fails.html";
+  // The HTML's device is full: the JSON, written first before, is not left behind.
+  expect_error(model + " --input 3x16 --quiet --json " + json + " --html /dev/full",
+               "cannot write the HTML report to '/dev/full' (No space left on device); no output "
+               "file was written",
+               json);
+  // A missing folder is found before the model runs (no profile taken).
+  CliRun r = run(model + " --input 3x16 --json " + json + " --trace " + dir() + "/no/such/t.json");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(
+      r.out.find("its folder '" + dir() + "/no/such' cannot be used (No such file or directory)"),
+      std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("profiled in"), std::string::npos) << r.out;
+  EXPECT_FALSE(exists(json));
+}
+
+// The most common error first: LibTorch's cause, then the inputs, then what to do.
+TEST(Cli, ARejectedForwardSaysTheCauseFirst) {
+  const std::string model = save_net();
+  CliRun r = run(model + " --input 3x5 --quiet");
+  EXPECT_EQ(r.code, 2);
+  const std::string first = r.out.substr(0, r.out.find('\n'));
+  EXPECT_NE(first.find("flopsprof: error: "), std::string::npos) << r.out;
+  EXPECT_NE(first.find("mat1 and mat2 shapes cannot be multiplied (3x5 and 16x16): the model's "
+                       "forward rejected the inputs (--input 3x5); its schema is "
+                       "forward(__torch__.Net self, Tensor x) -> Tensor"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("Traceback"), std::string::npos) << r.out;
+  r = run(model + " --input 3x16:int64 --quiet");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("rejected the inputs (--input 3x16:int64)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("Traceback"), std::string::npos) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+}
+
+TEST(Cli, IntegerOptionsAreRangeCheckedNeverWrapped) {
+  const std::string model = save_net() + " --input 3x16 ";
+  expect_error(model + "--profile-runs 4294967296",
+               "--profile-runs: '4294967296' is out of range; give an integer from 1 to 10000");
+  expect_error(model + "--depth 2147483648", "--depth: '2147483648' is out of range");
+  expect_error(model + "--warmup 2147483648", "--warmup: '2147483648' is out of range");
+  expect_error(model + "--threads 4294967297", "--threads: '4294967297' is out of range");
+  expect_error(model + "--threads 100000", "more than this machine's");
+  expect_error(model + "--runs -1", "--runs: '-1' is not an integer");
+  expect_error(model + "--depth -2", "--depth: '-2' is out of range");
+  expect_error(save_net() + " --input 99999999x99999999",
+               "--input 99999999x99999999: the tensor would take 39999999200000004 bytes");
+  expect_error(save_net() + " --input 99999999999x99999999999x99999999999",
+               "would take over 2^64 bytes");
+}
+
+// --inputs: a zip archive checked whole before LibTorch 1.13's reader (which overran its buffer on
+// such files, under ASan) sees it; truncated files and random bytes of 4 KB to 64 KB.
+TEST(Cli, InputsFileIsCheckedAsAZipArchiveFirst) {
+  const std::string model = save_net();
+  const std::string good = save_value("zip_good.pt", torch::randn({3, 16}));
+  std::string bytes;
+  {
+    std::ifstream f(good, std::ios::binary);
+    bytes.assign((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  }
+  const std::string bad = dir() + "/zip_bad.pt";
+  for (size_t n : {size_t{0}, size_t{30}, bytes.size() / 2, bytes.size() - 22, bytes.size() - 1}) {
+    std::ofstream(bad, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(n));
+    expect_error(model + " --quiet --inputs " + bad, "not a readable zip archive");
+  }
+  // A flipped byte in the tensor's data: its CRC-32 no longer matches.
+  const size_t data_at = caffe2::serialize::PyTorchStreamReader(good).getRecordOffset("data/0");
+  std::string flipped = bytes;
+  flipped[data_at + 1] = static_cast<char>(flipped[data_at + 1] ^ 0xff);
+  std::ofstream(bad, std::ios::binary)
+      .write(flipped.data(), static_cast<std::streamsize>(flipped.size()));
+  expect_error(model + " --quiet --inputs " + bad, "member 'archive/data/0' is corrupt");
+  std::srand(49);
+  for (size_t size : {4096, 16384, 65536}) {
+    std::string junk(size, '\0');
+    for (char& c : junk) c = static_cast<char>(std::rand());
+    std::ofstream(bad, std::ios::binary).write(junk.data(), static_cast<std::streamsize>(size));
+    expect_error(model + " --quiet --inputs " + bad, "not a readable zip archive");
+  }
+  expect_error(model + " --quiet --inputs /dev/zero", "character device, not a regular file");
 }
 
 }  // namespace
