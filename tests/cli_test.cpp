@@ -479,6 +479,26 @@ TEST(Cli, NothingIsLeftWhenALaterOutputFails) {
                "cannot write the HTML report to '/dev/full' (No space left on device); no output "
                "file was written",
                json);
+  // A file-size limit (ulimit -f 8: 8 KB): the OS's reason, nothing left (it left 8,192 bytes of
+  // JSON and said "check that its folder exists" before).
+  {
+    const std::string cmd = "ulimit -f 8; " + std::string(FLOPSPROF_CLI) + " " + model +
+                            " --input 3x16 --quiet --json " + json + " 2>&1";
+    FILE* p = popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    const int status = pclose(p);
+    EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 2) << out;
+    EXPECT_NE(out.find("cannot write the JSON profile to '" + json +
+                       "' (File too large); no output "
+                       "file was written"),
+              std::string::npos)
+        << out;
+    EXPECT_FALSE(exists(json));
+  }
   // A missing folder is found before the model runs (no profile taken).
   CliRun r = run(model + " --input 3x16 --json " + json + " --trace " + dir() + "/no/such/t.json");
   EXPECT_EQ(r.code, 2);
