@@ -28,6 +28,13 @@ ByteCount bytes(const char* op, const Args& args) {
   return *b;
 }
 
+// The bytes rule's answer (nullopt: it declined, reads only); throws when there is no rule.
+std::optional<ByteCount> bytes_or_none(const char* op, const Args& args) {
+  BytesFn f = find_bytes_rule(op);
+  if (!f) throw Error(std::string("no bytes rule for ") + op);
+  return f(args.inputs());
+}
+
 // ---- The issue's two examples ----------------------------------------------------------------
 
 TEST(Bytes, LinearOnABatchIsItsInputsWeightsBiasAndOutput) {
@@ -502,6 +509,31 @@ TEST(ZeroFlopBytes, GathersReadWhatTheyTouchScattersWriteWhatTheyTouch) {
                                                   .b(false));
   EXPECT_EQ(eb.read, 48u + 6u * 32 + 16u);
   EXPECT_EQ(eb.written, 2u * 32 + (6u + 2u + 2u) * 8);
+}
+
+// Issue 45: aten::index with integer indices and the triangles wrote no bytes.
+TEST(ZeroFlopBytes, IndexWithIntegerIndicesAndTriangles) {
+  // x[100,8][idx[5]]: the indices (40 B) and 5 rows of 8 fp32 read, those 5 rows written
+  ByteCount a = bytes("aten::index", Args().tensor({100, 8}).optional_tensor_list({5}, 40));
+  EXPECT_EQ(a.read, 40u + 5u * 32);
+  EXPECT_EQ(a.written, 5u * 32);
+  // x[4,10][:, idx[3]]: None over dim 0 keeps its 4; 12 elements
+  ByteCount b = bytes("aten::index", Args().tensor({4, 10}).optional_tensor_list({-1, 3}, 24));
+  EXPECT_EQ(b.read, 24u + 12u * 4);
+  EXPECT_EQ(b.written, 12u * 4);
+  // x[4,10][i[3], j[3]]: 3 elements
+  ByteCount c = bytes("aten::index", Args().tensor({4, 10}).optional_tensor_list({3, 3}, 48));
+  EXPECT_EQ(c.written, 3u * 4);
+  // a boolean mask selects a data-dependent count: no rule (reads only)
+  EXPECT_FALSE(bytes_or_none("aten::index",
+                             Args().tensor({4, 10}).optional_tensor_list({40}, 40, DType::kBool)));
+  // triu / tril: a copy with zeros (read and written whole); in place: self read and written
+  ByteCount t = bytes("aten::triu", Args().tensor({8, 8}).i(0));
+  EXPECT_EQ(t.read, 256u);
+  EXPECT_EQ(t.written, 256u);
+  ByteCount ti = bytes("aten::tril_", Args().tensor({8, 8}).i(-1));
+  EXPECT_EQ(ti.read, 256u);
+  EXPECT_EQ(ti.written, 256u);
 }
 
 // ---- Which ops of a profile count bytes --------------------------------------------------------

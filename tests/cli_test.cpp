@@ -423,6 +423,53 @@ TEST(Cli, InputsFileErrorsSayWhatIsAcceptedAndWriteNothing) {
   expect_error(model + " --inputs", "--inputs needs a value");
 }
 
+// Issue 45's ops on the TorchScript path: the numbers of the C++ path
+// (RealShapes.ComparisonsNormsLossesTrianglesAndIndexAreCounted).
+TEST(Cli, ComparisonsNormsLossesTrianglesAndIndexOnTheTorchScriptPath) {
+  const std::string path = dir() + "/issue45_ops.pt";
+  {
+    torch::jit::Module m("Ops45");
+    m.define(
+        "def forward(self, x, ids):\n"
+        "  c = torch.lt(x, 0.5)\n"
+        "  any_mask = torch.any(c)\n"
+        "  any_x = torch.any(x)\n"
+        "  t = torch.triu(x)\n"
+        "  n = torch.norm(x)\n"
+        "  p = torch.sigmoid(x)\n"
+        "  b = torch.binary_cross_entropy(p, p)\n"
+        "  l = torch.nll_loss(torch.log_softmax(x, 1), ids)\n"
+        "  g = x[ids]\n"
+        "  return c.sum() + any_mask + any_x + t.sum() + n + b + l + g.sum()\n");
+    m.save(path);
+  }
+  const std::string json = dir() + "/issue45_ops.json";
+  const std::string ids =
+      save_value("issue45_ids.pt", c10::ivalue::Tuple::create(std::vector<c10::IValue>{
+                                       torch::randn({4, 8}), torch::tensor({1, 2, 3, 0})}));
+  CliRun r = run(path + " --inputs " + ids + " --quiet --json " + json);
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::map<std::string, nlohmann::json> rows;
+  const nlohmann::json profile = read_json(json);
+  for (const auto& op : profile["ops"]) {
+    if (op["phase"] == "forward") rows[op["name"].get<std::string>()] = op;
+  }
+  for (const char* name : {"aten::lt", "aten::any", "aten::triu", "aten::norm",
+                           "aten::binary_cross_entropy", "aten::nll_loss", "aten::index"}) {
+    ASSERT_TRUE(rows.count(name)) << name;
+    EXPECT_EQ(rows[name]["has_formula"], true) << name;
+  }
+  EXPECT_EQ(rows["aten::lt"]["flops"], 32);
+  EXPECT_EQ(rows["aten::lt"]["bytes"], 160);
+  EXPECT_EQ(rows["aten::any"]["flops"], 32);
+  EXPECT_EQ(rows["aten::triu"]["bytes"], 256);
+  EXPECT_EQ(rows["aten::norm"]["flops"], 65);
+  EXPECT_EQ(rows["aten::binary_cross_entropy"]["flops"], 288);
+  EXPECT_EQ(rows["aten::nll_loss"]["flops"], 9);
+  EXPECT_EQ(rows["aten::index"]["bytes_read"], 160);
+  EXPECT_EQ(rows["aten::index"]["bytes_written"], 128);
+}
+
 // Outputs (issue 49): checked before the model runs, written all or none at the end, never over a
 // device, a link or an input of the run.
 TEST(Cli, OutputsNeverReplaceDevicesLinksOrInputs) {

@@ -348,6 +348,61 @@ TEST(LossFormula, MseAndL1CountSubtractElementwiseAndReduce) {
       60u);
 }
 
+// Issue 45: ops met in public programs that listed as "no formula".
+TEST(PointwiseFormula, ComparisonsAreOnePerElementExceptOnIntegers) {
+  // x[4,8] < y[8]: broadcast 32 comparisons; in-place too
+  EXPECT_EQ(count("aten::lt", Args().tensor({4, 8}).tensor({8})).flops, 32u);
+  EXPECT_EQ(count("aten::ge_", Args().tensor({4, 8}).d(0.5)).flops, 32u);
+  // token ids == 0 (a padding mask): integers, no floating-point operation
+  EXPECT_EQ(count("aten::eq", Args().tensor({2, 16}, DType::kInt64).i(0)).flops, 0u);
+  EXPECT_EQ(count("aten::ne", Args().tensor({2, 16}, DType::kBool).b(false)).flops, 0u);
+}
+
+TEST(ReductionFormula, AnyAllAndNorms) {
+  // any/all of a floating x[3,5]: 15 comparisons with zero; of a boolean mask: none
+  EXPECT_EQ(count("aten::any", Args().tensor({3, 5})).flops, 15u);
+  EXPECT_EQ(count("aten::all", Args().tensor({3, 5}, DType::kBool).i(1).b(false)).flops, 0u);
+  // norm(x[4,8]) (p = 2): square 32, sum 32, one square root: 65
+  EXPECT_EQ(count("aten::norm", Args().tensor({4, 8}).d(2.0)).flops, 65u);
+  EXPECT_EQ(count("aten::norm", Args().tensor({4, 8})).flops, 65u);  // p not captured: 2
+  // over dim 1, keepdim: 64 + 4 square roots
+  EXPECT_EQ(count("aten::norm", Args().tensor({4, 8}).d(2.0).list({1}).b(true)).flops, 68u);
+  // p = 1: abs 32, sum 32; p = inf: abs 32, max 32; p = 3: abs, pow, sum 96 + pow(1/3) 1
+  EXPECT_EQ(count("aten::norm", Args().tensor({4, 8}).i(1)).flops, 64u);
+  EXPECT_EQ(count("aten::norm", Args().tensor({4, 8}).d(INFINITY)).flops, 64u);
+  EXPECT_EQ(count("aten::norm", Args().tensor({4, 8}).d(3.0)).flops, 97u);
+  // linalg_vector_norm(x, ord = 2, dim = None, keepdim, dtype) and frobenius_norm(x, [0, 1])
+  EXPECT_EQ(
+      count("aten::linalg_vector_norm", Args().tensor({4, 8}).d(2.0).none().b(false).none()).flops,
+      65u);
+  EXPECT_EQ(count("aten::frobenius_norm", Args().tensor({4, 8}).list({0, 1}).b(false)).flops, 65u);
+}
+
+TEST(LossFormula, BinaryCrossEntropyAndNllLoss) {
+  // binary_cross_entropy(x[4,8], t[4,8], weight?, reduction): 8 per element (log x, 1 - x,
+  // log(1 - x), 1 - t, two products, add, negate), + 1 to reduce, + 1 with a weight
+  auto bce = [](Args a) { return count("aten::binary_cross_entropy", a).flops; };
+  EXPECT_EQ(bce(Args().tensor({4, 8}).tensor({4, 8}).none().i(1)), 9u * 32);
+  EXPECT_EQ(bce(Args().tensor({4, 8}).tensor({4, 8}).tensor({4, 8}).i(1)), 10u * 32);
+  EXPECT_EQ(bce(Args().tensor({4, 8}).tensor({4, 8}).none().i(0)), 8u * 32);
+  // nll_loss(x[4,10], target[4], weight?, reduction, ignore_index): per target the negation and
+  // the reduction's add (+ the weight's product and the total weight's add); a mean divides once
+  auto nll = [](const char* op, Args a) { return count(op, a).flops; };
+  EXPECT_EQ(
+      nll("aten::nll_loss", Args().tensor({4, 10}).tensor({4}, DType::kInt64).none().i(1).i(-100)),
+      4u * 2 + 1);
+  EXPECT_EQ(nll("aten::nll_loss_forward",
+                Args().tensor({4, 10}).tensor({4}, DType::kInt64).tensor({10}).i(1).i(-100)),
+            4u * 4 + 1);
+  EXPECT_EQ(nll("aten::nll_loss_nd",
+                Args().tensor({4, 10}).tensor({4}, DType::kInt64).none().i(0).i(-100)),
+            4u);
+  // segmentation: scores[2,5,3,3], target[2,3,3]: 18 targets, summed
+  EXPECT_EQ(nll("aten::nll_loss2d",
+                Args().tensor({2, 5, 3, 3}).tensor({2, 3, 3}, DType::kInt64).none().i(2).i(-100)),
+            18u * 2);
+}
+
 TEST(AttentionFormula, SdpaIsTwoGemmsPlusSoftmax) {
   // q[2,4,16,8], k[2,4,32,8], v[2,4,32,8]: B = 8, L = 16, S = 32, E = Ev = 8
   // MACs = 8*16*32*8 + 8*16*32*8 = 65536; FLOPs = 2*65536 + 8*16*32 = 135168

@@ -640,4 +640,57 @@ TEST(RealShapes, SeveralProfilersEachReportTheirOwnBackward) {
   EXPECT_TRUE(pd.result().has_step);
 }
 
+// Issue 45: comparisons, logic reductions, norms (clip_grad_norm_), triangles (causal masks),
+// losses and integer indexing, met in public programs, counted and their bytes written. The
+// TorchScript path gives the same numbers (Cli.ComparisonsNormsLossesTrianglesAndIndex...).
+struct Issue45Ops : nn::Module {
+  torch::Tensor forward(torch::Tensor x, torch::Tensor ids) {
+    torch::Tensor c = torch::lt(x, 0.5);                               // 32 comparisons
+    torch::Tensor any_mask = torch::any(c);                            // a boolean: 0
+    torch::Tensor any_x = torch::any(x);                               // 32 comparisons
+    torch::Tensor t = torch::triu(x);                                  // 0; 128 B in, 128 out
+    torch::Tensor n = torch::norm(x);                                  // 32 + 32 + 1
+    torch::Tensor p = torch::sigmoid(x);                               // 32
+    torch::Tensor b = torch::binary_cross_entropy(p, p);               // 9 x 32 (mean)
+    torch::Tensor l = torch::nll_loss(torch::log_softmax(x, 1), ids);  // 4 x 2 + 1 (mean)
+    torch::Tensor g = x.index({ids});                                  // 4 rows of 8
+    return c.sum() + any_mask + any_x + t.sum() + n + b + l + g.sum();
+  }
+};
+
+TEST(RealShapes, ComparisonsNormsLossesTrianglesAndIndexAreCounted) {
+  auto model = std::make_shared<Issue45Ops>();
+  torch::NoGradGuard no_grad;
+  const torch::Tensor x = torch::randn({4, 8}), ids = torch::tensor({1, 2, 3, 0});
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  model->forward(x, ids);
+  prof.stop_profile();
+  const ProfileResult r = prof.result();
+  auto row = [&](const std::string& name) -> const flopsprof::OpStats* {
+    for (const auto& op : r.ops)
+      if (op.name == name && op.phase == "forward") return &op;
+    return nullptr;
+  };
+  for (const char* name : {"aten::lt", "aten::any", "aten::triu", "aten::norm",
+                           "aten::binary_cross_entropy", "aten::nll_loss", "aten::index"}) {
+    const flopsprof::OpStats* op = row(name);
+    ASSERT_NE(op, nullptr) << name;
+    EXPECT_TRUE(op->has_formula) << name;
+    EXPECT_EQ(op->written_unknown, 0u) << name;
+  }
+  EXPECT_EQ(row("aten::lt")->flops, 32u);
+  EXPECT_EQ(row("aten::lt")->bytes, 128u + 32u);  // x read, a boolean written
+  EXPECT_EQ(row("aten::any")->calls, 2u);
+  EXPECT_EQ(row("aten::any")->flops, 32u);  // the float one; the mask's none
+  EXPECT_EQ(row("aten::triu")->flops, 0u);
+  EXPECT_EQ(row("aten::triu")->bytes, 256u);
+  EXPECT_EQ(row("aten::norm")->flops, 65u);
+  EXPECT_EQ(row("aten::binary_cross_entropy")->flops, 288u);
+  EXPECT_EQ(row("aten::nll_loss")->flops, 9u);
+  // ids read (32 B), 4 rows of 8 fp32 read (128 B) and written (128 B)
+  EXPECT_EQ(row("aten::index")->bytes_read, 32u + 128u);
+  EXPECT_EQ(row("aten::index")->bytes_written, 128u);
+}
+
 }  // namespace

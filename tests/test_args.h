@@ -60,6 +60,17 @@ class Args {
     v.dtype = dtype;
     return add(v);
   }
+  /// A list of optional tensors (`Tensor?[]`): each element's element count (-1 for None),
+  /// `bytes` in all, the first tensor's dtype.
+  Args& optional_tensor_list(std::vector<int64_t> numels, uint64_t bytes,
+                             DType dtype = DType::kInt64) {
+    ArgView v;
+    v.kind = ArgKind::kTensorList;
+    v.i = static_cast<int64_t>(numels.size());
+    v.extent = bytes;
+    v.dtype = dtype;
+    return add(v, std::move(numels));
+  }
   /// Marks the last tensor: a broadcast view whose memory covers `elements` elements.
   Args& expanded(uint64_t elements) {
     items_.back().view.extent = elements;

@@ -53,7 +53,9 @@ enum class ArgKind : uint8_t {
   kIntList,          ///< a list of integers: `list`
   kDoubleList,       ///< a list of doubles: `dlist`
   kTensorList,       ///< a list of tensors: `i` holds the count, `extent` their bytes and `dtype`
-                     ///< the first one's (their shapes are not captured)
+                     ///< the first one's (their shapes are not captured); a list of optional
+                     ///< tensors (`Tensor?[]`, aten::index's indices) also each element's
+                     ///< element count in `shape` (-1 for None)
   kString,           ///< a string: `i` holds its first character ('s' for "same", 'v' for "valid")
   kOther,            ///< anything else (a generator, a device, ...)
 };

@@ -50,6 +50,8 @@ std::vector<ArgView> arg_views(const ThreadEvents& thread, const RawEvent& event
       case ArgKind::kTensorList:
         v.i = a.count;
         v.extent = static_cast<uint64_t>(std::max<int64_t>(0, thread.dims[a.offset]));
+        if (a.tensor_flags & kArgElementNumels)
+          v.shape = IntSpan(thread.dims.data() + a.offset + 1, a.count);
         break;
       case ArgKind::kDoubleList: {
         // The values are doubles (`dlist`); `shape` only carries their count.

@@ -303,6 +303,19 @@ void OpContext::operator delete(void* p) noexcept {
   tl.free_head = p;
 }
 
+// A non-empty list whose elements are tensors or None (a `Tensor?[]`).
+bool optional_tensors(c10::ArrayRef<c10::IValue> list) {
+  bool any = false;
+  for (const c10::IValue& x : list) {
+    if (x.isTensor()) {
+      any = true;
+    } else if (!x.isNone()) {
+      return false;
+    }
+  }
+  return any;
+}
+
 void push_list(ThreadEvents* b, ArgRecord& a, const c10::List<int64_t>& list) {
   a.count = static_cast<uint32_t>(list.size());
   a.offset = b->dims.size();
@@ -449,6 +462,27 @@ void capture_args(ThreadEvents* b, RawEvent& e, c10::ArrayRef<const c10::IValue>
           list[0].toTensor().defined()) {
         push_extras(b, a, list[0].toTensor(), k, ArgExtras{extras.storage, -1});
       }
+    } else if (v.isList() && optional_tensors(v.toListRef())) {
+      // Tensor?[] (aten::index's indices): the bytes and first dtype as a tensor list, and each
+      // element's element count (-1: None), which the output's size depends on.
+      a.kind = ArgKind::kTensorList;
+      a.tensor_flags |= kArgElementNumels;
+      c10::ArrayRef<c10::IValue> list = v.toListRef();
+      a.count = static_cast<uint32_t>(list.size());
+      a.offset = b->dims.size();
+      b->dims.push_back(0);
+      int64_t bytes = 0;
+      for (const c10::IValue& x : list) {
+        if (!x.isTensor() || !x.toTensor().defined()) {
+          b->dims.push_back(-1);
+          continue;
+        }
+        const at::Tensor& t = x.toTensor();
+        if (a.dtype == DType::kUnknown) a.dtype = to_dtype(t.scalar_type());
+        bytes += t.numel() * static_cast<int64_t>(t.element_size());
+        b->dims.push_back(t.numel());
+      }
+      b->dims[a.offset] = bytes;
     } else if (v.isString()) {
       a.kind = ArgKind::kString;
       const std::string& s = v.toStringRef();

@@ -4,6 +4,11 @@
 //   l1_loss:  subtract, abs, reduce: 3n (2n with reduction 'none')
 //   mse_loss_backward(grad, input, target): subtract, scale by 2 (/N), multiply by grad: 3n
 //   l1_loss_backward(grad, input, target):  subtract, sign, multiply by grad: 3n
+//   binary_cross_entropy(x, t, weight?, reduction): -(t log x + (1 - t) log(1 - x)): log, 1 - x,
+//     log, 1 - t, two products, add, negate: 8n, + n with a weight, + n to reduce (not 'none')
+//   nll_loss*(x[N, C, ...], target[N, ...], weight?, reduction, ignore_index), m = numel(target):
+//     the gathered value negated: m, + m with a weight (the product; its total weight is an add
+//     per target too: + m), + m to reduce (not 'none'), + 1 for the mean's division ('mean')
 #include "formulas/common.h"
 
 namespace flopsprof::detail {
@@ -29,9 +34,38 @@ std::optional<FlopCount> elementwise_loss_backward(const OpInputs& in) {
   return flops_only(checked_mul(3, *n));
 }
 
+constexpr int64_t kReductionMean = 1;  // at::Reduction::Mean
+
+std::optional<FlopCount> binary_cross_entropy(const OpInputs& in) {
+  if (!in.is_tensor(0) || !in.is_tensor(1)) return std::nullopt;
+  std::optional<uint64_t> n = broadcast_numel({in.shape(0), in.shape(1)});
+  if (!n) return std::nullopt;
+  const std::optional<int64_t> reduction = in.integer(3);
+  uint64_t per = 8;
+  if (in.is_tensor(2)) ++per;
+  if (!reduction || *reduction != kReductionNone) ++per;
+  return flops_only(checked_mul(per, *n));
+}
+
+std::optional<FlopCount> nll_loss(const OpInputs& in) {
+  if (!in.is_tensor(0) || !in.is_tensor(1)) return std::nullopt;
+  const uint64_t m = in.numel(1);
+  const std::optional<int64_t> reduction = in.integer(3);
+  const bool reduced = !reduction || *reduction != kReductionNone;
+  uint64_t per = 1;
+  if (in.is_tensor(2)) per += 2;
+  if (reduced) ++per;
+  const uint64_t mean = reduction && *reduction == kReductionMean ? 1 : 0;
+  return flops_only(checked_add(checked_mul(per, m), mean));
+}
+
 }  // namespace
 
 void register_loss_formulas() {
+  add_builtin_formula("aten::binary_cross_entropy", binary_cross_entropy);
+  for (const char* op : {"aten::nll_loss", "aten::nll_loss_nd", "aten::nll_loss2d",
+                         "aten::nll_loss_forward", "aten::nll_loss2d_forward"})
+    add_builtin_formula(op, nll_loss);
   for (const char* op : {"aten::mse_loss", "aten::l1_loss"})
     add_builtin_formula(op, elementwise_loss);
   for (const char* op : {"aten::mse_loss_backward", "aten::l1_loss_backward"})

@@ -369,6 +369,13 @@ void register_pointwise_formulas() {
                          "aten::minimum", "aten::fmod", "aten::remainder"}) {
     add_builtin_formula(op, binary);
   }
+  // comparisons: one per element of the broadcast, as max/min count them (reduction.cpp); 0 when
+  // both operands are integers or booleans (a mask of token ids)
+  for (const char* op :
+       {"aten::eq", "aten::eq_", "aten::ne", "aten::ne_", "aten::lt", "aten::lt_", "aten::le",
+        "aten::le_", "aten::gt", "aten::gt_", "aten::ge", "aten::ge_"}) {
+    add_builtin_formula(op, binary);
+  }
   for (const char* op : {"aten::addcmul", "aten::addcmul_", "aten::addcdiv", "aten::addcdiv_"}) {
     add_builtin_formula(op, ternary2);
   }

@@ -7,6 +7,14 @@
 //   logsumexp:     4n + 2r (max n, subtract n, exp n, sum n; log r, add the max back r)
 //   max/min/amax/amin/argmax/argmin (reductions): n comparisons, as max pooling counts them;
 //   max/min(a, b) elementwise: numel(broadcast), as maximum/minimum.
+//   any/all: n comparisons with zero for a floating input; 0 for a boolean or integer one (a
+//   logic reduction, no floating-point operation).
+//   norm / linalg_vector_norm (p over the reduced dims; p = 2 when not given): p = 2 or 'fro':
+//   2n + r (square, sum; a square root per output); p = 1: 2n (abs, sum); p = +-inf: 2n (abs,
+//   max); p = 0: 2n (compare with zero, count); any other p: 3n + r (abs, pow, sum; pow 1/p).
+//   frobenius_norm: as p = 2.
+#include <cmath>
+
 #include "formulas/common.h"
 
 namespace flopsprof::detail {
@@ -57,9 +65,42 @@ std::optional<FlopCount> extremum(const OpInputs& in) {
   return flops_only(in.numel(0));
 }
 
+// any(x), any(x, dim, keepdim), all(...): numel(x) for a floating x, else 0.
+std::optional<FlopCount> any_all(const OpInputs& in) {
+  if (!in.is_tensor(0)) return std::nullopt;
+  if (!is_floating(in[0].dtype)) return FlopCount{};
+  return flops_only(in.numel(0));
+}
+
+// norm(self, p?, dim?, keepdim?, dtype?) and linalg_vector_norm(self, ord, dim?, keepdim, dtype?):
+// by p (see above); the reduced dims are argument 2 (none: all of them).
+std::optional<FlopCount> vector_norm(const OpInputs& in) {
+  if (!in.is_tensor(0)) return std::nullopt;
+  const double p = in.size() > 1 ? in.scalar(1).value_or(2.0) : 2.0;
+  std::optional<uint64_t> r = in.size() > 2 && in[2].kind == ArgKind::kIntList
+                                  ? reduced_numel(in, 2)
+                                  : std::optional<uint64_t>(1);
+  if (!r) return std::nullopt;
+  const uint64_t n = in.numel(0);
+  if (p == 2.0) return flops_only(checked_add(checked_mul(2, n), *r));
+  if (p == 1.0 || p == 0.0 || std::isinf(p)) return flops_only(checked_mul(2, n));
+  return flops_only(checked_add(checked_mul(3, n), *r));
+}
+
+// frobenius_norm(self, dim, keepdim): p = 2 over argument 1's dims.
+std::optional<FlopCount> frobenius_norm(const OpInputs& in) {
+  if (!in.is_tensor(0)) return std::nullopt;
+  std::optional<uint64_t> r = reduced_numel(in, 1);
+  if (!r) return std::nullopt;
+  return flops_only(checked_add(checked_mul(2, in.numel(0)), *r));
+}
+
 }  // namespace
 
 void register_reduction_formulas() {
+  for (const char* op : {"aten::any", "aten::all"}) add_builtin_formula(op, any_all);
+  for (const char* op : {"aten::norm", "aten::linalg_vector_norm"}) add_builtin_formula(op, vector_norm);
+  add_builtin_formula("aten::frobenius_norm", frobenius_norm);
   for (const char* op : {"aten::var", "aten::var_mean"}) add_builtin_formula(op, var);
   for (const char* op : {"aten::std", "aten::std_mean"}) add_builtin_formula(op, std_dev);
   add_builtin_formula("aten::logsumexp", logsumexp);

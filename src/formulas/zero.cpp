@@ -136,6 +136,34 @@ std::optional<ByteCount> index_select_bytes(const OpInputs& in) {
   return gathered(in, 0, 2, count_of(in.shape(2)), rows, row);
 }
 
+// index(self, indices: Tensor?[]): integer indices pick one element of self per index over the
+// dims they index, and the whole of the dims they do not (None entries, trailing dims): numel =
+// k x those dims, k the indices' element count (all index tensors of one count: broadcast ones
+// of different shapes are not told apart, nor are boolean masks, whose count is data-dependent:
+// nullopt, reads only).
+std::optional<ByteCount> index_bytes(const OpInputs& in) {
+  if (!in.is_tensor(0) || in[1].kind != ArgKind::kTensorList || in[1].shape.empty())
+    return std::nullopt;
+  if (in[1].dtype == DType::kBool || in[1].dtype == DType::kUInt8) return std::nullopt;
+  const IntSpan self = in.shape(0), numels = in[1].shape;
+  if (numels.size() > self.size()) return std::nullopt;
+  int64_t k = -1;
+  uint64_t rest = 1;
+  for (size_t d = 0; d < self.size(); ++d) {
+    const int64_t n = d < numels.size() ? numels[d] : -1;
+    if (n < 0) {
+      rest = sat_mul(rest, u(self[d]));
+    } else if (k < 0) {
+      k = n;
+    } else if (n != k) {
+      return std::nullopt;
+    }
+  }
+  if (k < 0) return std::nullopt;
+  const uint64_t picked = sat_mul(u(k), rest);
+  return gathered(in, 0, 1, picked, count_of(self), 1);
+}
+
 // gather(self, dim, index) / take(self, index): one element of self per index
 BytesFn element_gather(size_t index) {
   return [index](const OpInputs& in) -> std::optional<ByteCount> {
@@ -358,6 +386,14 @@ void register_zero_bytes() {
   add_builtin_bytes("aten::native_dropout", dropout_bytes(false, true));
   add_builtin_bytes("aten::embedding", embedding_bytes);
   add_builtin_bytes("aten::index_select", index_select_bytes);
+  add_builtin_bytes("aten::index", index_bytes);
+  for (const char* op : {"aten::triu", "aten::tril"}) add_builtin_bytes(op, clone_bytes);
+  for (const char* op : {"aten::triu_", "aten::tril_"}) {
+    add_builtin_bytes(op, [](const OpInputs& in) -> std::optional<ByteCount> {
+      if (!in.is_tensor(0)) return std::nullopt;
+      return in_place(in, 0);
+    });
+  }
   add_builtin_bytes("aten::gather", element_gather(2));
   add_builtin_bytes("aten::take", element_gather(1));
   for (const char* op :
@@ -492,9 +528,10 @@ void register_zero_formulas() {
        {// reshapes that copy a non-contiguous input, copies and conversions
         "aten::reshape", "aten::reshape_as", "aten::flatten", "aten::unflatten", "aten::contiguous",
         "aten::clone", "aten::copy_", "aten::to", "aten::_to_copy", "aten::type_as",
-        // indexing and selection
-        "aten::index", "aten::index_select", "aten::gather", "aten::masked_select",
-        "aten::masked_fill", "aten::masked_fill_", "aten::where", "aten::embedding", "aten::take",
+        // indexing and selection; triangles (a copy with zeros)
+        "aten::triu", "aten::tril", "aten::triu_", "aten::tril_", "aten::index",
+        "aten::index_select", "aten::gather", "aten::masked_select", "aten::masked_fill",
+        "aten::masked_fill_", "aten::where", "aten::embedding", "aten::take",
         // backward of selections: a zero tensor with the gradient copied into the selected part
         "aten::slice_backward", "aten::select_backward", "aten::equal",
         // joining and layout

@@ -42,6 +42,9 @@ enum ArgTensorFlag : uint8_t {
   /// tensor list, its first tensor's storage and bytes, after the list's bytes. Recorded for
   /// the ops that touch a KV cache (formulas/registry.h, kv_cache_role).
   kArgStorage = 1 << 4,
+  /// A list of optional tensors (`Tensor?[]`: aten::index's indices): each element's element
+  /// count, -1 for None, follows the list's bytes (before any entry above).
+  kArgElementNumels = 1 << 5,
 };
 
 /// One captured argument. Tensor sizes and list values live in `ThreadEvents::dims`.
@@ -65,7 +68,8 @@ static_assert(sizeof(ArgRecord) == 16, "ArgRecord stays 16 bytes");
 /// elements, kArgMaskKept's count, kArgStorage's identity) is: after its sizes (a tensor list: its
 /// bytes) and the entries before it, in that order. Valid only when its flag is set.
 inline size_t trailing_at(const ArgRecord& a, ArgTensorFlag which) {
-  if (a.kind == ArgKind::kTensorList) return a.offset + 1;  // after the list's bytes
+  if (a.kind == ArgKind::kTensorList)  // after the list's bytes (and its elements' counts)
+    return a.offset + 1 + ((a.tensor_flags & kArgElementNumels) ? a.count : 0);
   size_t at = a.offset + a.count;
   for (ArgTensorFlag f : {kArgExpanded, kArgMaskKept, kArgStorage}) {
     if (f == which) return at;
