@@ -443,6 +443,7 @@ TEST(Guesses, TheBackwardOfWorkPlacedByOpOrderIsMarkedToo) {
   torch::Tensor z = torch::randn({5, 4});
   auto step = [&] { d->forward(g->forward(z)).mean().backward(); };
   uint64_t g_bwd = 0, d_bwd = 0, g_fwd = 0, mean_fwd = 0, mean_bwd = 0;
+  uint64_t g_bytes = 0, g_bwd_bytes = 0, mean_bytes = 0, mean_bwd_bytes = 0;
   {
     FlopsProfiler pg(g), pd(d);
     pg.start_profile();
@@ -457,6 +458,11 @@ TEST(Guesses, TheBackwardOfWorkPlacedByOpOrderIsMarkedToo) {
     // result), marked: 5 FLOPs forward, and its backward with it.
     mean_fwd = module(pd.result(), "").inferred_flops;
     mean_bwd = module(pd.result(), "").inferred_bwd_flops;
+    g_bytes = module(pg.result(), "").bytes;
+    g_bwd_bytes = module(pg.result(), "").bwd_bytes;
+    mean_bytes = module(pd.result(), "").inferred_bytes;
+    mean_bwd_bytes = module(pd.result(), "").inferred_bwd_bytes;
+    EXPECT_EQ(mean_bytes, 5u * 4 + 4);  // the mean reads D's [5,1] output, writes a scalar
     EXPECT_EQ(mean_fwd, 5u);
     EXPECT_LE(mean_bwd, 5u);
   }
@@ -471,16 +477,19 @@ TEST(Guesses, TheBackwardOfWorkPlacedByOpOrderIsMarkedToo) {
   EXPECT_EQ(root.inferred_flops, g_fwd + mean_fwd) << problems(pd.result());
   EXPECT_EQ(root.inferred_bwd_flops, g_bwd + mean_bwd);
   EXPECT_EQ(root.bwd_flops - root.inferred_bwd_flops, d_bwd - mean_bwd);
+  // Their bytes on both sides of the guess, as a profiler of G measures G's.
+  EXPECT_EQ(root.inferred_bytes, g_bytes + mean_bytes);
+  EXPECT_EQ(root.inferred_bwd_bytes, g_bwd_bytes + mean_bwd_bytes);
   const std::string text = pd.model_profile_string();
-  EXPECT_NE(text.find(fmt::format(
-                "(+{} bwd) by op order",
-                flopsprof::number_to_string(static_cast<double>(root.inferred_bwd_flops)))),
+  EXPECT_NE(text.find(fmt::format("(+{} FLOPs +", flopsprof::number_to_string(static_cast<double>(
+                                                      root.inferred_bwd_flops)))),
             std::string::npos)
       << text;
+  EXPECT_NE(text.find(" bwd) by op order"), std::string::npos);
   EXPECT_NE(text.find("; their backward"), std::string::npos);
-  EXPECT_TRUE(has_problem(
-      pd.result(),
-      fmt::format("(and their backward, {} FLOPs) given to the model", root.inferred_bwd_flops)))
+  EXPECT_TRUE(has_problem(pd.result(),
+                          fmt::format("(and their backward, {} FLOPs, {} B) given to the model",
+                                      root.inferred_bwd_flops, root.inferred_bwd_bytes)))
       << problems(pd.result());
   EXPECT_NE(pd.to_json().find(fmt::format("\"inferred_bwd_flops\": {}", root.inferred_bwd_flops)),
             std::string::npos);
@@ -587,10 +596,13 @@ TEST(Guesses, AHandWrittenNormThatReadsItsParametersLastIsFlagged) {
     const std::string text = prof.model_profile_string();
     const size_t at = text.find("(ln): MyLayerNorm(");
     ASSERT_NE(at, std::string::npos) << text;
-    EXPECT_NE(text.substr(at, text.find('\n', at) - at).find("~ -392 FLOPs by op order"),
+    // and its 2,704 bytes (fp32, [4,16] = 256 B, [4,1] = 16 B): mean 256 + 16, x - mean twice
+    // 2 x (272 + 256), pow 512, mean 272, + eps 32, sqrt 32, divide 272 + 256
+    EXPECT_NE(text.substr(at, text.find('\n', at) - at).find("~ -392 FLOPs -2.70 KB by op order"),
               std::string::npos)
         << text;
-    EXPECT_NE(text.find("3. '~ +A / -B FLOPs by op order' marks"), std::string::npos);
+    EXPECT_EQ(module(p, "ln").maybe_missing_bytes, 272u + 2 * 528 + 512 + 272 + 32 + 32 + 528);
+    EXPECT_NE(text.find("3. '~ +A / -B by op order' marks"), std::string::npos);
     nlohmann::json j = nlohmann::json::parse(prof.to_json());
     for (const auto& m : j["modules"]) {
       if (m["name"] == "ln") EXPECT_EQ(m["maybe_missing_flops"], norm - 128);

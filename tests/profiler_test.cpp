@@ -125,7 +125,8 @@ TEST(Profiler, CppFrontendMseLossHasNoOpWithoutAFormula) {
     EXPECT_TRUE(op.has_formula) << op.name;
     broadcast_seen = broadcast_seen || op.name == "aten::broadcast_tensors";
   }
-  EXPECT_TRUE(broadcast_seen) << "the frontend no longer broadcasts first: the test needs another op";
+  EXPECT_TRUE(broadcast_seen)
+      << "the frontend no longer broadcasts first: the test needs another op";
   EXPECT_EQ(r.no_formula_s, 0.0);
 }
 
@@ -240,8 +241,9 @@ TEST(Profiler, TextReportOfARealModelMatchesLineByLine) {
   std::vector<std::string> expected = {
       "Mlp(",
       // the final log_softmax: the model's or the caller's (no grad: op order decides), marked
+      // with its FLOPs and its 96 bytes
       "  484 = 100.00% Params, 1.34 KMACs = 100.00% MACs, 0.00 us = 0.00% latency, n/a, ~ +12 "
-      "FLOPs by op order, 3.71 KB moved, 0.78 FLOP/B memory 0.0%",
+      "FLOPs +96 B by op order, 3.71 KB moved, 0.78 FLOP/B memory 0.0%",
       "  (layers): Sequential(",
       "    416 = 85.95% Params, 1.15 KMACs = 85.71% MACs, 0.00 us = 0.00% latency, n/a, 3.10 KB "
       "moved, 0.80 FLOP/B memory 0.0%",
@@ -345,7 +347,8 @@ TEST(Profiler, LatencySpreadPerIteration) {
   nlohmann::json j = nlohmann::json::parse(prof.to_json());
   EXPECT_EQ(j["workload"]["iterations"], 3);
   EXPECT_EQ(j["summary"]["fwd_spread"]["samples"], 3);
-  EXPECT_DOUBLE_EQ(j["modules"][1]["bwd_spread"]["max_s"].get<double>(), r.modules[1].bwd_spread.max_s);
+  EXPECT_DOUBLE_EQ(j["modules"][1]["bwd_spread"]["max_s"].get<double>(),
+                   r.modules[1].bwd_spread.max_s);
 }
 
 TEST(Profiler, OpsWithoutFormulaAreListedWithTheirTime) {

@@ -699,17 +699,21 @@ TEST(Programs, WorkAfterTheCallersDataIsReadIsMarkedWhereOpOrderDecides) {
     EXPECT_EQ(r.outside.inferred_flops, kPolicyEntropy + 1);
     // The caller's own loss ops read its advantages: outside, not marked.
     EXPECT_GT(r.outside.ops, r.outside.inferred_ops);
+    // Their bytes (fp32): mul [5,3] x [5,3] 60 + 60 read, 60 written; sum over dim 1 60 read, 20
+    // written; mean [5] 20 and 4; neg 4 and 4; ent * 0.01 4 and 4: 300 B.
+    EXPECT_EQ(r.outside.inferred_bytes, 180u + 80 + 24 + 8 + 8);
     bool named = false;
     for (const std::string& p : r.problems) {
-      named |= p.find(fmt::format("{} op(s), {} FLOPs are counted outside the model though its "
-                                  "forward may have run them",
-                                  5, kPolicyEntropy + 1)) != std::string::npos;
+      named |= p.find(fmt::format("{} op(s), {} FLOPs, {} B are counted outside the model though "
+                                  "its forward may have run them",
+                                  5, kPolicyEntropy + 1, 300)) != std::string::npos;
     }
     EXPECT_TRUE(named) << ::testing::PrintToString(r.problems);
     EXPECT_NE(prof.model_profile_string().find("outside the model, placed by inference"),
               std::string::npos);
     nlohmann::json j = nlohmann::json::parse(prof.to_json());
     EXPECT_EQ(j["outside_model"]["inferred_flops"], kPolicyEntropy + 1);
+    EXPECT_EQ(j["outside_model"]["inferred_bytes"], 300);
   }
   // Evidence settles it, one answer: the method's call marked (ModuleScope, what
   // FLOPSPROF_MODULE() expands to) or get_model_profile's call window around it.

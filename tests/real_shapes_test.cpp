@@ -368,11 +368,13 @@ TEST(RealShapes, AmbiguousLeadingOpIsMarkedInferredWithTheFix) {
   EXPECT_EQ(own_flops(r, ""), 8u);
   EXPECT_EQ(module(r, "").inferred_ops, 1u);
   EXPECT_EQ(module(r, "").inferred_flops, 8u);
+  EXPECT_EQ(module(r, "").inferred_bytes, 64u);
   EXPECT_EQ(module(r, "s").inferred_ops, 0u);  // every op of s ran in an observed call
   bool named = false;
   for (const std::string& p : r.problems) {
-    named = named || (p.find("placement inferred from op order: 1 op(s), 8 FLOPs given to the "
-                             "model (SeqNet);") != std::string::npos &&
+    // x * 2 on [2,4] fp32: 32 B read, 32 B written
+    named = named || (p.find("placement inferred from op order: 1 op(s), 8 FLOPs, 64 B given to "
+                             "the model (SeqNet);") != std::string::npos &&
                       p.find("FLOPSPROF_MODULE()") != std::string::npos);
   }
   EXPECT_TRUE(named);

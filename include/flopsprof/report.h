@@ -122,13 +122,16 @@ struct ModuleStats {
   /// problems list names each module concerned and what would make it exact.
   uint64_t inferred_ops = 0;
   uint64_t inferred_flops = 0;
-  /// Of `bwd_flops`: the backward of those inferred ops (their autograd nodes), measured.
-  uint64_t inferred_bwd_flops = 0;
-  /// The other side of those guesses: forward ops (top-level calls) and their FLOPs that a rule
-  /// placed in another module, or outside the model, although this module's forward may have run
-  /// them. Its numbers may be too small by up to these; the problems list names it.
+  uint64_t inferred_bytes = 0;  ///< of `bytes`: what those inferred ops moved
+  /// Of `bwd_flops` and `bwd_bytes`: the backward of those inferred ops (their autograd nodes),
+  /// measured.
+  uint64_t inferred_bwd_flops = 0, inferred_bwd_bytes = 0;
+  /// The other side of those guesses: forward ops (top-level calls), their FLOPs and their bytes
+  /// that a rule placed in another module, or outside the model, although this module's forward
+  /// may have run them. Its numbers may be too small by up to these; the problems list names it.
   uint64_t maybe_missing_ops = 0;
   uint64_t maybe_missing_flops = 0;
+  uint64_t maybe_missing_bytes = 0;
   FlopsByDtype flops_by_dtype{};
   /// Of its forward under a causal mask: FLOPs on the pairs the mask discards (in `flops` under
   /// the dense convention, not under the causal one) and FLOPs its kernels skipped (docs/
@@ -290,12 +293,15 @@ struct OutsideStats {
   /// op order cannot tell (docs/attribution.md, rule 9). Placed here by inference, marked.
   uint64_t inferred_ops = 0;
   uint64_t inferred_flops = 0;
-  /// Of `bwd_flops`: the backward of those inferred ops (their autograd nodes), measured.
-  uint64_t inferred_bwd_flops = 0;
-  /// The other side: ops (and FLOPs) a rule gave to the model (at the ends of its forward) that
-  /// may be the caller's work; `ops` and `flops` may be too small by up to these.
+  uint64_t inferred_bytes = 0;  ///< of `bytes`: what those inferred ops moved
+  /// Of `bwd_flops` and `bwd_bytes`: the backward of those inferred ops (their autograd nodes).
+  uint64_t inferred_bwd_flops = 0, inferred_bwd_bytes = 0;
+  /// The other side: ops (their FLOPs and bytes) a rule gave to the model (at the ends of its
+  /// forward) that may be the caller's work; `ops`, `flops` and `bytes` may be too small by up
+  /// to these.
   uint64_t maybe_missing_ops = 0;
   uint64_t maybe_missing_flops = 0;
+  uint64_t maybe_missing_bytes = 0;
 };
 
 /// Everything a profile measured. Produced at `stop_profile()`; plain data, safe to copy.

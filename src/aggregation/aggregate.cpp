@@ -61,11 +61,12 @@ struct ModuleOpAcc {
 
 struct ModuleAcc {
   uint64_t flops = 0, macs = 0, calls = 0, na_ops = 0;
-  uint64_t inferred_ops = 0, inferred_flops = 0;  // placed by inference
-  uint64_t inferred_bwd_flops = 0;                // the backward of those
-  uint64_t own_inferred_bwd_flops = 0;            // the backward of its own inferred ops
-  uint64_t own_inferred_ops = 0, own_inferred_flops = 0;
-  uint64_t maybe_missing_ops = 0, maybe_missing_flops = 0;  // the other side of guesses
+  uint64_t inferred_ops = 0, inferred_flops = 0, inferred_bytes = 0;  // placed by inference
+  uint64_t inferred_bwd_flops = 0, inferred_bwd_bytes = 0;            // the backward of those
+  uint64_t own_inferred_bwd_flops = 0, own_inferred_bwd_bytes = 0;    // of its own inferred ops
+  uint64_t own_inferred_ops = 0, own_inferred_flops = 0, own_inferred_bytes = 0;
+  // the other side of guesses
+  uint64_t maybe_missing_ops = 0, maybe_missing_flops = 0, maybe_missing_bytes = 0;
   uint64_t bwd_flops = 0, bwd_macs = 0, re_flops = 0, re_macs = 0;
   uint64_t masked = 0, skipped = 0;  // causal masks (forward)
   int64_t ns = 0, bwd_ns = 0;
@@ -119,14 +120,17 @@ void placement_problems(const ModuleTree& tree, const std::vector<ModuleAcc>& ac
     if (caller) other += other.empty() ? "the caller's" : ", or the caller's";
     if (other.empty())
       other = m == 0 ? "a submodule's or the caller's" : "a submodule's or its parent's";
-    const uint64_t bwd = acc[m].own_inferred_bwd_flops;
+    const ModuleAcc& a = acc[m];
     problems.push_back(fmt::format(
-        "placement inferred from op order: {} op(s), {} FLOPs{} given to {}; op order cannot tell "
-        "whether they are its own or {}. FLOPSPROF_MODULE() as the first line of its forward, or "
-        "of the method the program calls (and of its submodules'), makes them exact",
-        acc[m].own_inferred_ops, acc[m].own_inferred_flops,
-        bwd > 0 ? fmt::format(" (and their backward, {} FLOPs)", bwd) : "", module_who(tree, m),
-        other));
+        "placement inferred from op order: {} op(s), {} FLOPs, {} B{} given to {}; op order "
+        "cannot tell whether they are its own or {}. FLOPSPROF_MODULE() as the first line of its "
+        "forward, or of the method the program calls (and of its submodules'), makes them exact",
+        a.own_inferred_ops, a.own_inferred_flops, a.own_inferred_bytes,
+        a.own_inferred_bwd_flops > 0 || a.own_inferred_bwd_bytes > 0
+            ? fmt::format(" (and their backward, {} FLOPs, {} B)", a.own_inferred_bwd_flops,
+                          a.own_inferred_bwd_bytes)
+            : "",
+        module_who(tree, m), other));
   }
 }
 
@@ -388,14 +392,15 @@ class Aggregator {
       if (ph == Phase::kForward && !out_fwd)
         r.no_formula_s += static_cast<double>(self_ns) * s_per_tick;
     }
+    const uint64_t op_bytes = c.has_bytes() ? c.bytes_total() : 0;
     switch (ph) {
       case Phase::kForward:
         if (out_fwd) {
-          add_outside(e, dur, fc, ta.inferred[i] != 0);
+          add_outside(e, dur, fc, ta.inferred[i] != 0, op_bytes);
         } else {
-          add_forward(e, m, ta.inferred[i] != 0, fc, c.dtype);
+          add_forward(e, m, ta.inferred[i] != 0, fc, c.dtype, op_bytes);
         }
-        if (ta.inferred[i] != 0) add_other_side(e, m, ta.alternative[i], fc);
+        if (ta.inferred[i] != 0) add_other_side(e, m, ta.alternative[i], fc, op_bytes);
         if (unknown_module_call(*in.threads[t], e) >= 0) {
           UnknownAcc& u = out_fwd ? unknown_outside : unknown_inside;
           const bool guess = ta.inferred[i] != 0;
@@ -409,12 +414,18 @@ class Aggregator {
         break;
       case Phase::kBackward:
         if (fc) add_backward(m, *fc, c.dtype);
-        if (fc && m == kOutsideModel && ta.inferred[i] != 0)
-          add_saturating(outside.inferred_bwd_flops, fc->flops, overflow);
-        if (fc && m >= 0 && ta.inferred[i] != 0) {  // marked as its forward is
-          add_saturating(acc[m].own_inferred_bwd_flops, fc->flops, overflow);
-          for (int a = m; a >= 0; a = tree.nodes[a].parent)
-            add_saturating(acc[a].inferred_bwd_flops, fc->flops, overflow);
+        if (ta.inferred[i] == 0) break;
+        if (m == kOutsideModel) {
+          if (fc) add_saturating(outside.inferred_bwd_flops, fc->flops, overflow);
+          add_saturating(outside.inferred_bwd_bytes, op_bytes, overflow);
+        } else if (m >= 0) {  // marked as its forward is
+          const uint64_t f = fc ? fc->flops : 0;
+          add_saturating(acc[m].own_inferred_bwd_flops, f, overflow);
+          add_saturating(acc[m].own_inferred_bwd_bytes, op_bytes, overflow);
+          for (int a = m; a >= 0; a = tree.nodes[a].parent) {
+            add_saturating(acc[a].inferred_bwd_flops, f, overflow);
+            add_saturating(acc[a].inferred_bwd_bytes, op_bytes, overflow);
+          }
         }
         break;
       case Phase::kRecompute:
@@ -472,12 +483,14 @@ class Aggregator {
   }
 
   // Forward work outside the model: top-level ops and their time, FLOPs.
-  void add_outside(const RawEvent& e, int64_t dur, const FlopCount* fc, bool inferred) {
+  void add_outside(const RawEvent& e, int64_t dur, const FlopCount* fc, bool inferred,
+                   uint64_t bytes) {
     if (e.parent < 0) {
       ++outside.ops;
       outside.latency_s += static_cast<double>(dur) * s_per_tick;
       if (inferred) ++outside.inferred_ops;
     }
+    if (inferred) add_saturating(outside.inferred_bytes, bytes, overflow);
     if (fc) {
       add_saturating(outside.flops, fc->flops, overflow);
       add_saturating(outside.macs, fc->macs, overflow);
@@ -488,7 +501,8 @@ class Aggregator {
   // The other side of an inferred placement: each module (or the caller) whose forward may have
   // run the op instead. Counted per module, not up the tree: the list names every module on the
   // way that would include it.
-  void add_other_side(const RawEvent& e, int receiver, int alternative, const FlopCount* fc) {
+  void add_other_side(const RawEvent& e, int receiver, int alternative, const FlopCount* fc,
+                      uint64_t bytes) {
     if (alternative < 0) return;
     const uint64_t top = e.parent < 0 ? 1 : 0;
     const uint64_t f = fc ? fc->flops : 0;
@@ -497,15 +511,18 @@ class Aggregator {
       if (m == kOutsideModel) {
         outside.maybe_missing_ops += top;
         add_saturating(outside.maybe_missing_flops, f, overflow);
+        add_saturating(outside.maybe_missing_bytes, bytes, overflow);
       } else if (m >= 0) {
         acc[m].maybe_missing_ops += top;
         add_saturating(acc[m].maybe_missing_flops, f, overflow);
+        add_saturating(acc[m].maybe_missing_bytes, bytes, overflow);
       }
     }
   }
 
   // A forward op of module m (inclusive up the tree); inferred placements counted apart.
-  void add_forward(const RawEvent& e, int m, bool inferred, const FlopCount* fc, DType dt) {
+  void add_forward(const RawEvent& e, int m, bool inferred, const FlopCount* fc, DType dt,
+                   uint64_t bytes) {
     if (fc) count_masks(*fc);
     if (fc && (fc->masked_flops > 0 || fc->skipped_flops > 0)) {
       add_saturating(r.masked_flops, fc->masked_flops, overflow);
@@ -527,9 +544,11 @@ class Aggregator {
       const uint64_t top = e.parent < 0 ? 1 : 0;
       acc[m].own_inferred_ops += top;
       add_saturating(acc[m].own_inferred_flops, f, overflow);
+      add_saturating(acc[m].own_inferred_bytes, bytes, overflow);
       for (int a = m; a >= 0; a = tree.nodes[a].parent) {
         acc[a].inferred_ops += top;
         add_saturating(acc[a].inferred_flops, f, overflow);
+        add_saturating(acc[a].inferred_bytes, bytes, overflow);
       }
     }
     for (int a = m; a >= 0; a = tree.nodes[a].parent) {
@@ -803,8 +822,11 @@ class Aggregator {
       s.inferred_ops = acc[t].inferred_ops;
       s.inferred_flops = acc[t].inferred_flops;
       s.inferred_bwd_flops = acc[t].inferred_bwd_flops;
+      s.inferred_bytes = acc[t].inferred_bytes;
+      s.inferred_bwd_bytes = acc[t].inferred_bwd_bytes;
       s.maybe_missing_ops = acc[t].maybe_missing_ops;
       s.maybe_missing_flops = acc[t].maybe_missing_flops;
+      s.maybe_missing_bytes = acc[t].maybe_missing_bytes;
       s.flops_by_dtype = acc[t].by_dtype;
       s.masked_flops = acc[t].masked;
       s.skipped_flops = acc[t].skipped;
@@ -1036,22 +1058,24 @@ class Aggregator {
     }
     if (outside.inferred_ops > 0) {
       r.problems.push_back(fmt::format(
-          "placement inferred from op order: {} op(s), {} FLOPs are counted outside the model "
+          "placement inferred from op order: {} op(s), {} FLOPs, {} B are counted outside the "
+          "model "
           "though its forward may have run them (ops that compute only from the model's results "
           "after it read data from outside, e.g. an entropy after a gather of actions; calls of "
           "modules in no profiled tree next to its forward; a dtype cast right after it, an "
           "arange of positions right before it), so the model may show too little; "
           "FLOPSPROF_MODULE() as the first line of the model's method the program calls (forward "
           "or another) makes them exact",
-          outside.inferred_ops, outside.inferred_flops));
+          outside.inferred_ops, outside.inferred_flops, outside.inferred_bytes));
     }
     if (outside.maybe_missing_ops > 0) {
       r.problems.push_back(fmt::format(
-          "placement inferred from op order: {} op(s), {} FLOPs right before or after the model's "
+          "placement inferred from op order: {} op(s), {} FLOPs, {} B right before or after the "
+          "model's "
           "forward were given to the model though they may be the caller's work (the outside may "
           "show too little); FLOPSPROF_MODULE() as the first line of the model's forward, or "
           "get_model_profile, makes them exact",
-          outside.maybe_missing_ops, outside.maybe_missing_flops));
+          outside.maybe_missing_ops, outside.maybe_missing_flops, outside.maybe_missing_bytes));
     }
   }
 

@@ -270,9 +270,12 @@ void write_outside_model(JsonWriter& w, const ProfileResult& r) {
   w.member("bwd_latency_s", r.outside.bwd_latency_s);
   w.member("inferred_ops", r.outside.inferred_ops);
   w.member("inferred_flops", r.outside.inferred_flops);
+  w.member("inferred_bytes", r.outside.inferred_bytes);
   w.member("inferred_bwd_flops", r.outside.inferred_bwd_flops);
+  w.member("inferred_bwd_bytes", r.outside.inferred_bwd_bytes);
   w.member("maybe_missing_ops", r.outside.maybe_missing_ops);
   w.member("maybe_missing_flops", r.outside.maybe_missing_flops);
+  w.member("maybe_missing_bytes", r.outside.maybe_missing_bytes);
   w.key("top_ops");
   w.begin_array();
   for (const OpStats& op : r.outside.top_ops) {
@@ -314,9 +317,12 @@ void write_modules(JsonWriter& w, const ProfileResult& r) {
     w.member("na_ops", m.na_ops);
     w.member("inferred_ops", m.inferred_ops);
     w.member("inferred_flops", m.inferred_flops);
+    w.member("inferred_bytes", m.inferred_bytes);
     w.member("inferred_bwd_flops", m.inferred_bwd_flops);
+    w.member("inferred_bwd_bytes", m.inferred_bwd_bytes);
     w.member("maybe_missing_ops", m.maybe_missing_ops);
     w.member("maybe_missing_flops", m.maybe_missing_flops);
+    w.member("maybe_missing_bytes", m.maybe_missing_bytes);
     by_dtype(w, "flops_by_dtype", m.flops_by_dtype);
     w.member("flops_dense", r.dense_flops(m.flops, m.masked_flops));
     w.member("flops_causal", r.causal_flops(m.flops, m.masked_flops));

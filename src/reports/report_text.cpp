@@ -241,13 +241,14 @@ void summary_forward(std::string& out, const ProfileResult& r) {
                      top.empty() ? "" : "; top: " + top));
     line(out, "outside the model latency", duration_to_string(o.latency_s));
     if (o.inferred_ops > 0) {
-      line(
-          out, "outside the model, placed by inference (op order)",
-          fmt::format("{} op(s), {} FLOPs{} (see problems)", o.inferred_ops,
-                      number_to_string(o.inferred_flops),
-                      o.inferred_bwd_flops > 0 ? fmt::format("; their backward {} FLOPs",
-                                                             number_to_string(o.inferred_bwd_flops))
-                                               : std::string()));
+      line(out, "outside the model, placed by inference (op order)",
+           fmt::format("{} op(s), {} FLOPs, {}{} (see problems)", o.inferred_ops,
+                       number_to_string(o.inferred_flops), traffic(o.inferred_bytes),
+                       o.inferred_bwd_flops > 0 || o.inferred_bwd_bytes > 0
+                           ? fmt::format("; their backward {} FLOPs, {}",
+                                         number_to_string(o.inferred_bwd_flops),
+                                         traffic(o.inferred_bwd_bytes))
+                           : std::string()));
     }
   }
 }
@@ -380,9 +381,12 @@ void summary_coverage(std::string& out, const ProfileResult& r) {
          root.inferred_ops == 0
              ? std::string("none: every op placed by evidence")
              : fmt::format(
-                   "{} op(s), {} FLOPs = {} of fwd flops{} (see problems)", root.inferred_ops,
-                   number_to_string(root.inferred_flops),
+                   "{} op(s), {} FLOPs = {} of fwd flops, {} = {} of fwd bytes{} (see problems)",
+                   root.inferred_ops, number_to_string(root.inferred_flops),
                    percent(static_cast<double>(root.inferred_flops), static_cast<double>(r.flops)),
+                   traffic(root.inferred_bytes),
+                   percent(static_cast<double>(root.inferred_bytes),
+                           static_cast<double>(r.fwd_bytes)),
                    root.inferred_bwd_flops > 0
                        ? fmt::format("; their backward {} FLOPs = {} of bwd flops",
                                      number_to_string(root.inferred_bwd_flops),
@@ -606,21 +610,31 @@ void aggregated(std::string& out, const ProfileResult& r, const ReportOptions& o
   }
 }
 
-// The inline marker of a module whose numbers rest on op order: "~ +A / -B FLOPs (+C bwd) by op
-// order" (A of its FLOPs placed in it by inference, up to B FLOPs placed elsewhere that may be
-// its own, C of its backward FLOPs the backward of A's ops); "" when its placement rests on
-// evidence only.
+// The inline marker of a module whose numbers rest on op order: "~ +A FLOPs +B / -C FLOPs -D
+// (+E FLOPs +F bwd) by op order" (A FLOPs and B bytes of its forward placed in it by inference,
+// up to C FLOPs and D bytes placed elsewhere that may be its own, E FLOPs and F bytes of its
+// backward the backward of the gained ops); each side only with what it moved or computed; ""
+// when its placement rests on evidence only, or its guesses are of zero magnitude (no FLOPs, no
+// bytes: the problems list still names them).
+std::string magnitude(char sign, uint64_t flops, uint64_t bytes) {
+  std::string s;
+  if (flops > 0) s += fmt::format("{}{} FLOPs", sign, number_to_string(static_cast<double>(flops)));
+  if (bytes > 0) s += fmt::format("{}{}{}", s.empty() ? "" : " ", sign, traffic(bytes));
+  return s;
+}
+
 std::string inference_mark(const ModuleStats& m) {
-  const bool gained = m.inferred_ops > 0, lost = m.maybe_missing_ops > 0;
-  if (!gained && !lost) return "";
+  const std::string gained =
+      m.inferred_ops > 0 ? magnitude('+', m.inferred_flops, m.inferred_bytes) : "";
+  const std::string lost =
+      m.maybe_missing_ops > 0 ? magnitude('-', m.maybe_missing_flops, m.maybe_missing_bytes) : "";
+  const std::string bwd = magnitude('+', m.inferred_bwd_flops, m.inferred_bwd_bytes);
+  if (gained.empty() && lost.empty() && bwd.empty()) return "";
   std::string s = "~";
-  if (gained) s += " +" + number_to_string(static_cast<double>(m.inferred_flops));
-  if (gained && lost) s += " /";
-  if (lost) s += " -" + number_to_string(static_cast<double>(m.maybe_missing_flops));
-  s += " FLOPs";
-  if (m.inferred_bwd_flops > 0) {  // the backward of what it gained, marked as its forward is
-    s += " (+" + number_to_string(static_cast<double>(m.inferred_bwd_flops)) + " bwd)";
-  }
+  if (!gained.empty()) s += " " + gained;
+  if (!gained.empty() && !lost.empty()) s += " /";
+  if (!lost.empty()) s += " " + lost;
+  if (!bwd.empty()) s += " (" + bwd + " bwd)";  // the backward of what it gained
   return s + " by op order";
 }
 
@@ -729,11 +743,11 @@ void detailed(std::string& out, const ProfileResult& r, const ReportOptions& o) 
   for (const ModuleStats& m : r.modules) marked = marked || !inference_mark(m).empty();
   if (marked) {
     out +=
-        "3. '~ +A / -B FLOPs by op order' marks a module whose numbers rest on op order, not on\n"
-        "evidence: A of its FLOPs were placed in it by inference, and up to B FLOPs placed\n"
-        "elsewhere may be its own; '(+C bwd)' after them: C of its bwd flops are the backward of\n"
-        "A's ops; '(inferred)' marks a call count likewise. The problems list below the summary\n"
-        "says why, and what makes them exact.\n";
+        "3. '~ +A / -B by op order' marks a module whose numbers rest on op order, not on\n"
+        "evidence: A (FLOPs, bytes) of its work was placed in it by inference, and up to B\n"
+        "placed elsewhere may be its own; '(+C bwd)' after them: C of its backward is the\n"
+        "backward of A's ops; '(inferred)' marks a call count likewise. The problems list below\n"
+        "the summary says why, and what makes them exact.\n";
   }
   out += "\n";
   if (!r.modules.empty()) tree_node(out, r, o, 0, 0);
