@@ -341,13 +341,14 @@ TEST(Cli, ClearErrorsAndNothingWritten) {
   expect_error(dir() + "/missing.pt --input 1x16 --json " + json, "No such file or directory",
                json);
   { std::ofstream(dir() + "/corrupt.pt") << "not a zip archive"; }
-  expect_error(dir() + "/corrupt.pt --input 1x16 --json " + json, "cannot load MODEL", json);
+  expect_error(dir() + "/corrupt.pt --input 1x16 --json " + json,
+               "cannot read MODEL '" + dir() + "/corrupt.pt': not a readable zip archive", json);
   expect_error(model + " --input 1x16:complex7 --json " + json, "unknown dtype 'complex7'", json);
   expect_error(model + " --input 1xx16 --json " + json, "bad size '' in the shape", json);
   expect_error(model + " --input 1x-3 --json " + json, "bad size '-3'", json);
   expect_error(model + " --input 3x5 --json " + json, "rejected the inputs", json);
   expect_error(model + " --input 3x5", "forward(__torch__.Net self, Tensor x) -> Tensor");
-  expect_error(model + " --input 3x16 --input 3x16", "takes 1 arguments, 2 --input given");
+  expect_error(model + " --input 3x16 --input 3x16", "takes 1 argument, 2 --input given");
   expect_error(model, "no --input given");
   expect_error(model + " --input 3x16 --bogus", "unknown option '--bogus'");
   expect_error(model + " --input 3x16 --runs x", "--runs: 'x' is not an integer");
@@ -413,7 +414,7 @@ TEST(Cli, InputsFileErrorsSayWhatIsAcceptedAndWriteNothing) {
   expect_error(model + " --inputs " + empty + end, "holds an empty tuple", json);
   const std::string two = save_value("two.pt", c10::ivalue::Tuple::create(std::vector<c10::IValue>{
                                                    torch::randn({3, 16}), torch::randn({3, 16})}));
-  expect_error(model + " --inputs " + two + end, "takes 1 arguments, 2 tensors in --inputs", json);
+  expect_error(model + " --inputs " + two + end, "takes 1 argument, 2 tensors in --inputs", json);
   const std::string narrow = save_value("narrow.pt", torch::randn({3, 5}));
   expect_error(model + " --inputs " + narrow + end, "rejected the inputs (3x5 from ", json);
   const std::string one = save_value("one_more.pt", torch::randn({3, 16}));
@@ -523,8 +524,8 @@ TEST(Cli, NothingIsLeftWhenALaterOutputFails) {
   const std::string json = dir() + "/later_fails.json", html = dir() + "/later_fails.html";
   // The HTML's device is full: the JSON, written first before, is not left behind.
   expect_error(model + " --input 3x16 --quiet --json " + json + " --html /dev/full",
-               "cannot write the HTML report to '/dev/full' (No space left on device); no output "
-               "file was written",
+               "cannot write the HTML report to '/dev/full' (No space left on device); what "
+               "reached it may be cut short; no output file was written",
                json);
   // A file-size limit (ulimit -f 8: 8 KB): the OS's reason, nothing left (it left 8,192 bytes of
   // JSON and said "check that its folder exists" before).
@@ -557,6 +558,161 @@ TEST(Cli, NothingIsLeftWhenALaterOutputFails) {
   EXPECT_FALSE(exists(json));
 }
 
+// Runs `shell` (sh -c), stdout and stderr together; its exit code (-1 for a signal: +signal
+// number in `*signal`).
+CliRun shell(const std::string& cmd, int* signal = nullptr) {
+  CliRun r;
+  FILE* p = popen(("(" + cmd + ") 2>&1").c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (signal != nullptr) *signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  return r;
+}
+
+// Copies the TorchScript or saved-tensors archive `from` to `to`, record by record, with record
+// `name` given `data` instead (a truncated weight, edited code): a valid zip (stored members, right
+// CRCs) whose content lies, as a crafted or damaged file does.
+void rewrite_archive(const std::string& from, const std::string& to, const std::string& name,
+                     const std::string& data) {
+  caffe2::serialize::PyTorchStreamReader reader(from);
+  caffe2::serialize::PyTorchStreamWriter writer(to);
+  for (const std::string& r : reader.getAllRecords()) {
+    if (r == "version" || r == ".data/version" || r.rfind(".data/serialization_id", 0) == 0)
+      continue;  // the writer writes its own
+    if (r == name) {
+      writer.writeRecord(r, data.data(), data.size());
+      continue;
+    }
+    auto [ptr, size] = reader.getRecord(r);
+    writer.writeRecord(r, ptr.get(), size);
+  }
+  writer.writeEndOfFile();
+}
+
+std::string record_of(const std::string& archive, const std::string& name) {
+  caffe2::serialize::PyTorchStreamReader reader(archive);
+  auto [ptr, size] = reader.getRecord(name);
+  return std::string(static_cast<const char*>(ptr.get()), size);
+}
+
+// Tensors whose storage claims more data than the archive holds: LibTorch 1.13 built them over
+// the short record and the forward read past it (SIGSEGV on a large claim). Refused, naming the
+// file and the tensor, for --inputs and for MODEL.
+TEST(Cli, TensorsThatReachPastTheirDataAreRefused) {
+  const std::string model = save_net();
+  const std::string inputs = save_value("whole_inputs.pt", torch::randn({3, 16}));
+  const std::string short_inputs = dir() + "/short_inputs.pt";
+  rewrite_archive(inputs, short_inputs, "data/0", std::string(8, '\0'));  // 192 bytes claimed
+  expect_error(model + " --quiet --inputs " + short_inputs,
+               "--inputs '" + short_inputs +
+                   "': element 0 claims 192 bytes of data, but its record "
+                   "in the archive holds 8");
+  const std::string short_model = dir() + "/short_net.pt";
+  rewrite_archive(model, short_model, "data/0", std::string(4, '\0'));
+  CliRun r = run(short_model + " --quiet --input 3x16");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("MODEL '" + short_model + "': parameter '"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("but its record in the archive holds 4"), std::string::npos) << r.out;
+  // A TorchScript compile error says its cause (its first line is empty) and where.
+  const std::string code = record_of(model, "code/__torch__.py");
+  std::string bad = code;
+  const size_t at = bad.find("torch.relu");
+  ASSERT_NE(at, std::string::npos) << code;
+  bad.replace(at, 10, "torch.no_such_op");
+  const std::string bad_model = dir() + "/bad_code_net.pt";
+  rewrite_archive(model, bad_model, "code/__torch__.py", bad);
+  expect_error(bad_model + " --quiet --input 3x16", "aten::no_such_op");
+}
+
+// Outputs through descriptors and standard streams: never an input, never one stream twice, and
+// a text report that cannot be written is an error, not a silent exit 0.
+TEST(Cli, DescriptorsStreamsAndTheTextReportFollowTheOutputPolicy) {
+  const std::string model = save_net();
+  const std::string copy = dir() + "/descriptor_net.pt";
+  std::remove(copy.c_str());
+  rewrite_archive(model, copy, "", "");
+  const std::string cli = std::string(FLOPSPROF_CLI) + " " + copy + " --input 3x16 --quiet ";
+  const std::string before = record_of(copy, "code/__torch__.py");
+  CliRun r = shell(cli + "--json /dev/fd/3 3<>" + copy);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("it is MODEL '" + copy + "', which this run reads"), std::string::npos)
+      << r.out;
+  r = shell(cli + "--json - 1<>" + copy);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_EQ(record_of(copy, "code/__torch__.py"), before);  // still the model
+  const std::string json = dir() + "/same_as_stdout.json";
+  r = shell(cli + "--json " + json + " > " + json);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("cannot write the text report to '-': the JSON profile goes there too"),
+            std::string::npos)
+      << r.out;
+  r = shell(cli + "--json - --html /dev/stdout | cat > /dev/null");
+  EXPECT_NE(r.out.find("cannot write the HTML report to '/dev/stdout': the JSON profile goes "
+                       "there too"),
+            std::string::npos)
+      << r.out;
+  r = shell(cli + "> /dev/full");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("cannot write the text report to '-' (No space left on device)"),
+            std::string::npos)
+      << r.out;
+  r = shell(cli + ">&-");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("descriptor 1 is not open"), std::string::npos) << r.out;
+  r = shell(std::string(FLOPSPROF_CLI) + " diff /dev/null /dev/null > /dev/full");
+  EXPECT_EQ(r.code, 2) << r.out;
+  // A reader that goes away: the process ends on SIGPIPE (or, with SIGPIPE ignored, says so),
+  // and no temporary of the file outputs is left behind.
+  const std::string html = dir() + "/piped.html";
+  int sig = 0;
+  r = shell(cli + "--json - --html " + html + " | true", &sig);
+  r = shell("trap '' PIPE; " + cli + "--json - --html " + html + " | true");
+  const CliRun left = shell("ls -a " + dir() + " | grep -c 'flopsprof-' || true");
+  EXPECT_EQ(left.out, "0\n");
+  // A 254-character file name: its temporary's name stays within the file system's limit.
+  const std::string long_name = dir() + "/" + std::string(249, 'n') + ".json";
+  r = run(copy + " --input 3x16 --quiet --json " + long_name);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(exists(long_name));
+}
+
+// The peaks cache is read only when it is a regular file (a FIFO there hung the command) and a
+// link to one is followed, not replaced.
+TEST(Cli, APeaksCacheThatIsNotAFileIsLeftAlone) {
+  const std::string model = save_net();
+  const std::string cache = dir() + "/fifo_cache";
+  mkdir(cache.c_str(), 0755);
+  const std::string fifo = cache + "/machine-peaks.txt";
+  std::remove(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  CliRun r = shell("FLOPSPROF_CACHE_DIR=" + cache + " timeout 120 " + FLOPSPROF_CLI + " " + model +
+                   " --input 3x16 --quiet");
+  EXPECT_EQ(r.code, 0) << r.out;
+  struct stat st {};
+  ASSERT_EQ(lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  const std::string linked = dir() + "/link_cache";
+  mkdir(linked.c_str(), 0755);
+  const std::string target = dir() + "/peaks_target.txt";
+  std::remove(target.c_str());
+  std::ofstream(target) << "";
+  const std::string link = linked + "/machine-peaks.txt";
+  std::remove(link.c_str());
+  ASSERT_EQ(symlink(target.c_str(), link.c_str()), 0);
+  r = shell("FLOPSPROF_CACHE_DIR=" + linked + " " + FLOPSPROF_CLI + " " + model +
+            " --input 3x16 --quiet");
+  EXPECT_EQ(r.code, 0) << r.out;
+  ASSERT_EQ(lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  std::ifstream f(target);
+  std::string line;
+  EXPECT_TRUE(std::getline(f, line) && line.find("bandwidth=") != std::string::npos) << line;
+}
+
 // The most common error first: LibTorch's cause, then the inputs, then what to do.
 TEST(Cli, ARejectedForwardSaysTheCauseFirst) {
   const std::string model = save_net();
@@ -584,8 +740,8 @@ TEST(Cli, IntegerOptionsAreRangeCheckedNeverWrapped) {
   expect_error(model + "--depth 2147483648", "--depth: '2147483648' is out of range");
   expect_error(model + "--warmup 2147483648", "--warmup: '2147483648' is out of range");
   expect_error(model + "--threads 4294967297", "--threads: '4294967297' is out of range");
-  expect_error(model + "--threads 100000", "more than this machine's");
-  expect_error(model + "--runs -1", "--runs: '-1' is not an integer");
+  expect_error(model + "--threads 100000", "CPUs this process may run on");
+  expect_error(model + "--runs -1", "--runs: '-1' is out of range");
   expect_error(model + "--depth -2", "--depth: '-2' is out of range");
   expect_error(save_net() + " --input 99999999x99999999",
                "--input 99999999x99999999: the tensor would take 39999999200000004 bytes");

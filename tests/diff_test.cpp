@@ -656,8 +656,9 @@ TEST(ProfileJson, DepthsAndNumbersOutsideTheirRangeAreNamed) {
   EXPECT_NE(reader_error(j.dump()).find("\"depth\" is 4294967297, outside"), std::string::npos);
   j = nlohmann::json::parse(good);
   j["modules"][2]["latency_s"] = -1.0;
-  EXPECT_NE(reader_error(j.dump()).find("modules[2]: \"latency_s\" is -1.0, not a number >= 0"),
-            std::string::npos)
+  EXPECT_NE(
+      reader_error(j.dump()).find("modules[2]: \"latency_s\" is -1.0, not a number from 0 to 1e9"),
+      std::string::npos)
       << reader_error(j.dump());
   j = nlohmann::json::parse(good);
   j["modules"][2]["flops"] = 18446744073709551615ULL;  // the largest count reads exactly
@@ -769,6 +770,62 @@ TEST(Gate, CountsOfTheWholeUint64RangeAreExact) {
       << g.broken[0];
   // The text's delta: 18,446.74 P (it read +9223.37 P, the int64 saturation, before).
   EXPECT_NE(format_diff_text(d).find("+18446.74 P"), std::string::npos);
+  // An integer rule value compares exactly with the exact delta (as doubles, 2^64 - 2, 2^64 - 1
+  // and 2^64 are one number).
+  auto broken = [&](const char* rule) {
+    return !check_gate(d, {parse_gate_rule(rule)}).broken.empty();
+  };
+  EXPECT_TRUE(broken("module=enc.fc:flops>18446744073709551614"));
+  EXPECT_FALSE(broken("module=enc.fc:flops>18446744073709551615"));
+  EXPECT_TRUE(broken("module=enc.fc:flops==18446744073709551615"));
+  EXPECT_FALSE(broken("module=enc.fc:flops==18446744073709551616"));  // beyond any delta
+  EXPECT_TRUE(broken("module=enc.fc:flops<18446744073709551616"));
+  const ProfileDiff back = diff(n, b);  // the delta -(2^64 - 1)
+  EXPECT_TRUE(!check_gate(back, {parse_gate_rule("module=enc.fc:flops<-18446744073709551614")})
+                   .broken.empty());
+  EXPECT_TRUE(check_gate(back, {parse_gate_rule("module=enc.fc:flops<-18446744073709551615")})
+                  .broken.empty());
+}
+
+// Files whose module names cannot identify modules, or whose numbers no profile has.
+TEST(ProfileJson, NamesIdentifyModulesAndLatenciesArePlausible) {
+  const std::string good = to_json(base_profile());
+  nlohmann::json j = nlohmann::json::parse(good);
+  j["modules"][1]["name"] = "";  // a child named as the root: it was matched with the root
+  EXPECT_NE(reader_error(j.dump()).find("modules[1] has the root's name \"\" but is not the root"),
+            std::string::npos)
+      << reader_error(j.dump());
+  j = nlohmann::json::parse(good);
+  j["modules"][3]["name"] = "enc";
+  EXPECT_NE(reader_error(j.dump()).find("modules[3]: \"enc\" is the name of modules[1] too"),
+            std::string::npos)
+      << reader_error(j.dump());
+  j = nlohmann::json::parse(good);
+  j["modules"][2]["parent"] = "dec";  // its depth places it under enc
+  EXPECT_NE(reader_error(j.dump()).find("modules[2]: \"parent\" is \"dec\", but its depth places "
+                                        "it under \"enc\""),
+            std::string::npos)
+      << reader_error(j.dump());
+  j = nlohmann::json::parse(good);
+  j["modules"][2]["latency_s"] = 1e308;
+  EXPECT_NE(reader_error(j.dump()).find("not a number from 0 to 1e9"), std::string::npos);
+}
+
+TEST(DiffCommand, OptionsAreDecimalWithUnitsAndRenamesUnique) {
+  const std::string dir = ::testing::TempDir();
+  const std::string b = dir + "opt_base.json";
+  std::ofstream(b) << to_json(base_profile());
+  std::string out, err;
+  for (const char* t : {"nan%", "inf%", "5", "1e400ms", "-5%", "0x10%"}) {
+    err.clear();
+    EXPECT_EQ(diff_command({b, b, "--threshold", t}, out, err), 2) << t;
+    EXPECT_NE(err.find("write a percent (5%) or a latency with its unit"), std::string::npos)
+        << err;
+  }
+  err.clear();
+  EXPECT_EQ(diff_command({b, b, "--rename", "enc=a", "--rename", "enc=b"}, out, err), 2);
+  EXPECT_NE(err.find("'enc' is renamed twice (to 'a' already)"), std::string::npos) << err;
+  std::remove(b.c_str());
 }
 
 TEST(Gate, RuleValuesAreDecimalNumbers) {
@@ -791,6 +848,13 @@ TEST(DiffText, ControlCharactersInNamesReachNoTerminal) {
   EXPECT_EQ(text.find('\x1b'), std::string::npos);
   EXPECT_EQ(text.find('\x07'), std::string::npos);
   EXPECT_NE(text.find("dec\\x1b[2J\\nfake line (Lin\\x07ear)"), std::string::npos) << text;
+  // The workloads a file records: one line each in the header, whatever they hold.
+  ProfileResult w = base_profile();
+  w.workload.device = "cpu\x1b[2J\nFAKE LINE";
+  w.workload.inputs = {"fp32[1]"};
+  const std::string header = format_diff_text(diff(w, w));
+  EXPECT_NE(header.find("cpu\\x1b[2J\\nFAKE LINE"), std::string::npos) << header;
+  EXPECT_EQ(header.find("\nFAKE LINE"), std::string::npos) << header;
   const std::string report = format_text_report(b, ReportOptions{});
   EXPECT_EQ(report.find('\x1b'), std::string::npos);
   EXPECT_NE(report.find("(dec\\x1b[2J\\nfake line): Lin\\x07ear"), std::string::npos) << report;
@@ -822,7 +886,9 @@ TEST(DiffCommand, OutputsAreAllOrNoneAndNeverAnInput) {
             load_profile_json(b).result.flops);
   err.clear();
   EXPECT_EQ(diff_command({b, n, "--json", json, "--html", "/dev/full"}, out, err), 2);
-  EXPECT_NE(err.find("(No space left on device); no output file was written"), std::string::npos)
+  EXPECT_NE(err.find("(No space left on device); what reached it may be cut short; no output file "
+                     "was written"),
+            std::string::npos)
       << err;
   EXPECT_FALSE(std::ifstream(json).good());
   err.clear();

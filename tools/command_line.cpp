@@ -1,6 +1,8 @@
 // The `flopsprof MODEL` command's arguments, parsed and checked.
 #include "command_line.h"
 
+#include <sched.h>
+
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -95,8 +97,10 @@ namespace {
 // An integer option in [lo, hi]: decimal digits (a leading '-' where lo < 0), never wrapped.
 int64_t parse_int(const std::string& opt, const std::string& v, int64_t lo, int64_t hi) {
   const std::string range = fmt::format("give an integer from {} to {}", lo, hi);
-  const bool digits = !v.empty() && (std::isdigit(static_cast<unsigned char>(v[0])) ||
-                                     (v[0] == '-' && v.size() > 1 && lo < 0));
+  const bool digits =
+      !v.empty() &&
+      (std::isdigit(static_cast<unsigned char>(v[0])) ||
+       (v[0] == '-' && v.size() > 1 && std::isdigit(static_cast<unsigned char>(v[1]))));
   char* end = nullptr;
   errno = 0;
   const long long n = digits ? std::strtoll(v.c_str(), &end, 10) : 0;
@@ -130,6 +134,14 @@ c10::ScalarType parse_dtype(const std::string& s, const std::string& arg) {
 constexpr int64_t kIntMax = std::numeric_limits<int>::max();
 constexpr int64_t kMillion = 1000000;
 
+// CPUs this process may run on (its affinity mask: `taskset -c 0` gives 1), else the machine's.
+int64_t usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return std::max<int64_t>(1, std::thread::hardware_concurrency());
+}
+
 }  // namespace
 
 std::string dtype_name(c10::ScalarType t) {
@@ -158,9 +170,11 @@ InputSpec parse_input(const std::string& arg) {
     errno = 0;
     const bool digits = !dim.empty() && std::isdigit(static_cast<unsigned char>(dim[0]));
     const long long n = digits ? std::strtoll(dim.c_str(), &end, 10) : -1;
-    if (!digits || *end != '\0' || errno != 0 || n < 0 || n > (int64_t{1} << 62)) {
+    if (!digits || *end != '\0' || n < 0) {
       fail("--input " + arg + ": bad size '" + dim + "' in the shape" + hint);
     }
+    if (errno == ERANGE || n > (int64_t{1} << 62))
+      fail("--input " + arg + ": size " + dim + " is larger than any tensor's (2^62)");
     spec.shape.push_back(n);
   }
   if (spec.shape.size() > 64) fail("--input " + arg + ": more than 64 dimensions" + hint);
@@ -183,8 +197,8 @@ uint64_t input_bytes(const InputSpec& spec, uint64_t limit_bytes) {
   }
   if (overflow || bytes > limit_bytes) {
     fail(
-        fmt::format("--input {}: the tensor would take {} bytes ({} per element), more than this "
-                    "machine's {:.1f} GB of memory; give a smaller shape",
+        fmt::format("--input {}: the tensor would take {} bytes ({} per element), more than the "
+                    "{:.1f} GB of memory this process may use; give a smaller shape",
                     spec.text, overflow ? std::string("over 2^64") : std::to_string(bytes), item,
                     static_cast<double>(limit_bytes) / 1e9));
   }
@@ -193,7 +207,7 @@ uint64_t input_bytes(const InputSpec& spec, uint64_t limit_bytes) {
 
 Options parse_args(const std::vector<std::string>& args) {
   Options o;
-  const int64_t cpus = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  const int64_t cpus = usable_cpus();
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> std::string {
@@ -232,8 +246,9 @@ Options parse_args(const std::vector<std::string>& args) {
       const std::string v = value();
       const int64_t n = parse_int(a, v, 1, kIntMax);
       if (n > cpus)
-        fail(fmt::format("--threads: {} is more than this machine's {} CPUs; give 1 to {}", v, cpus,
-                         cpus));
+        fail(fmt::format(
+            "--threads: {} is more than the {} CPUs this process may run on; give 1 to {}", v, cpus,
+            cpus));
       o.threads = static_cast<int>(n);
     } else if (a == "--peak-flops") {
       try {
@@ -279,6 +294,20 @@ Options parse_args(const std::vector<std::string>& args) {
     }
   }
   if (o.model.empty()) fail("no MODEL given; usage: flopsprof MODEL --input 1x3x224x224");
+  // The environment's peaks are options too: refused as --peak-flops and --peak-bandwidth are.
+  for (const char* var : {"FLOPSPROF_PEAK_FLOPS", "FLOPSPROF_PEAK_BANDWIDTH"}) {
+    const char* v = std::getenv(var);
+    if (v == nullptr || *v == '\0') continue;
+    try {
+      if (std::string(var) == "FLOPSPROF_PEAK_FLOPS") {
+        parse_peak_flops(v);
+      } else {
+        parse_peak_bandwidth(v);
+      }
+    } catch (const Error& e) {
+      fail(std::string(var) + ": " + e.what());
+    }
+  }
   if (!o.inputs_file.empty() && !o.inputs.empty()) {
     fail(
         "--inputs and --input both given; pass the forward's arguments one way: --input SHAPE "

@@ -23,13 +23,16 @@
 #include <torch/script.h>
 #include <torch/serialize.h>
 
+#include "archives.h"
 #include "command_line.h"
 #include "flopsprof/diff.h"
 #include "flopsprof/error.h"
 #include "flopsprof/jit.h"
 #include "flopsprof/profiler.h"
 #include "inputs_file.h"
+#include "io/input_files.h"
 #include "io/output_files.h"
+#include "reports/terminal.h"
 
 namespace {
 
@@ -52,6 +55,25 @@ std::string describe(const torch::Tensor& t) {
 std::string libtorch_text(const std::exception& e) {
   if (const auto* c = dynamic_cast<const c10::Error*>(&e)) return c->what_without_backtrace();
   return e.what();
+}
+
+// The first line of LibTorch's text that says something (TorchScript's compile errors start with
+// an empty line), at most 300 characters.
+std::string first_line(const std::string& text) {
+  std::stringstream ss(text);
+  std::string line, first;
+  while (std::getline(ss, line)) {
+    const size_t at = line.find_first_not_of(" \t");
+    if (at == std::string::npos) continue;
+    line = line.substr(at);
+    if (first.empty()) {
+      first = line.size() > 300 ? line.substr(0, 300) + "..." : line;
+      if (first.back() != ':') break;  // "... here:": where follows
+    } else if (line.rfind("File \"", 0) == 0) {
+      return first + " " + line.substr(0, 200);  // File "code/__torch__.py", line 5
+    }
+  }
+  return first.empty() ? "no message" : first;
 }
 
 // The cause in LibTorch's text: its last line that is not a frame of a backtrace, a traceback
@@ -110,6 +132,14 @@ void progress(const Options& o, const std::string& s) {
   if (!o.quiet) std::cerr << "flopsprof: " << s << std::endl;
 }
 
+// Where the text report goes: standard output, or standard error when an output takes stdout.
+std::string text_report_path(const Options& o) {
+  for (const std::string* p : {&o.json, &o.html, &o.trace}) {
+    if (!p->empty() && flopsprof::detail::is_standard_output(*p)) return "/dev/stderr";
+  }
+  return "-";
+}
+
 // The outputs, as check_outputs and write_outputs take them (text filled in at the end).
 std::vector<flopsprof::detail::OutputFile> output_files(const Options& o) {
   std::vector<flopsprof::detail::OutputFile> out;
@@ -124,13 +154,6 @@ std::vector<flopsprof::detail::InputFile> input_files(const Options& o) {
   std::vector<flopsprof::detail::InputFile> in = {{o.model, "MODEL"}};
   if (!o.inputs_file.empty()) in.push_back({o.inputs_file, "the --inputs file"});
   return in;
-}
-
-// This machine's memory, bytes (what no single input may exceed).
-uint64_t machine_memory() {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page)
-                               : uint64_t{1} << 40;
 }
 
 // What can be checked before LibTorch loads anything: the model file exists, the forward's
@@ -149,7 +172,7 @@ void check_before_loading(const Options& o) {
         "no --input given: pass one --input SHAPE[:DTYPE] per argument of the model's forward, "
         "or --inputs FILE with saved tensors");
   }
-  const uint64_t memory = machine_memory();
+  const uint64_t memory = flopsprof::detail::memory_available();
   uint64_t total = 0;
   for (const InputSpec& spec : o.inputs) {
     total += flopsprof::cli::input_bytes(spec, memory);
@@ -158,7 +181,9 @@ void check_before_loading(const Options& o) {
           "the --input tensors together take more than this machine's memory; give smaller "
           "shapes");
   }
-  flopsprof::detail::check_outputs(output_files(o), input_files(o));
+  std::vector<flopsprof::detail::OutputFile> outputs = output_files(o);
+  outputs.push_back({text_report_path(o), "text report", ""});
+  flopsprof::detail::check_outputs(outputs, input_files(o));
 }
 
 // The device (--device), the intra-op threads (--threads), and the JIT settings --help describes.
@@ -178,16 +203,27 @@ torch::Device set_up_runtime(const Options& o) {
   return device;
 }
 
-// The TorchScript module on `device`, in eval mode unless --backward.
+// The TorchScript module on `device`, in eval mode unless --backward: read through the checked
+// archive (every read bounded by the file), then each of its tensors checked against its storage
+// and the record it was loaded from (a crafted or damaged file would make the forward read
+// outside them).
 torch::jit::Module load_model(const Options& o, torch::Device device) {
+  auto archive = std::make_shared<flopsprof::cli::Archive>(o.model, "MODEL");
   torch::jit::Module module;
   try {
-    module = torch::jit::load(o.model, device);
+    module = torch::jit::load(
+        std::static_pointer_cast<caffe2::serialize::ReadAdapterInterface>(archive), device);
   } catch (const std::exception& e) {
-    std::string what = e.what();
-    what = what.substr(0, what.find('\n'));
-    fail("cannot load MODEL '" + o.model + "' as TorchScript (" + what +
+    fail("cannot load MODEL '" + o.model + "' as TorchScript (" + first_line(libtorch_text(e)) +
          "); pass a file saved with torch.jit.save of a scripted or traced module");
+  }
+  for (const auto& p : module.named_parameters(/*recurse=*/true))
+    flopsprof::cli::check_tensor(p.value, *archive, "parameter '" + p.name + "'");
+  for (const auto& b : module.named_buffers(/*recurse=*/true))
+    flopsprof::cli::check_tensor(b.value, *archive, "buffer '" + b.name + "'");
+  for (const auto& a : module.named_attributes(/*recurse=*/true)) {
+    if (a.value.isTensor())
+      flopsprof::cli::check_tensor(a.value.toTensor(), *archive, "attribute '" + a.name + "'");
   }
   if (!o.backward) module.eval();
   return module;
@@ -206,7 +242,8 @@ void check_argument_count(torch::jit::Module& module, const Options& o, size_t g
   if (given < required || given + 1 > args.size()) {
     fail("the model's forward takes " + std::to_string(required) +
          (args.size() - 1 > required ? " to " + std::to_string(args.size() - 1) : "") +
-         " arguments, " + std::to_string(given) +
+         (args.size() == 2 && required == 1 ? " argument, " : " arguments, ") +
+         std::to_string(given) +
          (o.inputs_file.empty() ? " --input given"
                                 : " tensors in --inputs '" + o.inputs_file + "'") +
          "; its schema is " + schema);
@@ -228,11 +265,16 @@ Inputs make_inputs(const Options& o, const std::vector<torch::Tensor>& loaded,
   torch::manual_seed(0);
   for (const InputSpec& spec : o.inputs) {
     auto opts = torch::TensorOptions().dtype(spec.dtype).device(device);
-    torch::Tensor t =
-        at::isFloatingType(spec.dtype)
-            ? torch::randn(spec.shape).to(opts)
-            : (spec.dtype == torch::kBool ? torch::randint(0, 2, spec.shape, opts)
-                                          : torch::randint(0, o.int_max, spec.shape, opts));
+    torch::Tensor t;
+    try {
+      t = at::isFloatingType(spec.dtype)
+              ? torch::randn(spec.shape).to(opts)
+              : (spec.dtype == torch::kBool ? torch::randint(0, 2, spec.shape, opts)
+                                            : torch::randint(0, o.int_max, spec.shape, opts));
+    } catch (const std::exception& e) {
+      fail("--input " + spec.text + ": LibTorch could not make the tensor (" +
+           first_line(libtorch_text(e)) + "); give a smaller shape");
+    }
     in.values.emplace_back(t);
     in.shown += (in.shown.empty() ? "--input " : ", --input ") + spec.text;
   }
@@ -367,15 +409,15 @@ void write_outputs(const Options& o, const flopsprof::ProfileResult& result,
             " (unprofiled): " + std::to_string(median * 1e3) + " ms\n";
   }
   std::vector<flopsprof::detail::OutputFile> files = output_files(o);
-  bool stdout_taken = false;
   for (flopsprof::detail::OutputFile& f : files) {
     f.text = f.what == "JSON profile"  ? flopsprof::to_json(result)
              : f.what == "HTML report" ? flopsprof::to_html(result)
                                        : prof.chrome_trace();
-    stdout_taken = stdout_taken || flopsprof::detail::is_standard_output(f.path);
   }
+  // The text report is an output too: checked and written as the files are (a full or closed
+  // standard output is an error, and never the file another output replaces).
+  files.push_back({text_report_path(o), "text report", std::move(text)});
   flopsprof::detail::write_outputs(files, input_files(o));
-  (stdout_taken ? std::cerr : std::cout) << text << std::flush;
 }
 
 int run(int argc, char** argv) {
@@ -433,29 +475,65 @@ int run(int argc, char** argv) {
   return 0;
 }
 
+// A fatal signal while outputs are written: their temporaries removed, then the default action.
+void on_fatal_signal(int sig) {
+  flopsprof::detail::remove_staged_temporaries();
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+// Writes `text` to descriptor `fd` whole; false (errno set) when it cannot.
+bool emit(int fd, const std::string& text) {
+  const char* p = text.data();
+  size_t left = text.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// One paragraph on standard error, its control characters escaped (paths and names from the
+// command line or a file never reach the terminal raw).
+int error_exit(const std::string& message) {
+  emit(STDERR_FILENO, "flopsprof: error: " + flopsprof::detail::printable(message) + "\n");
+  return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   // A file-size limit makes write() fail with EFBIG (said, nothing left) instead of killing us.
   std::signal(SIGXFSZ, SIG_IGN);
+  // Signals the caller left to their default action (an ignored SIGPIPE stays ignored: a
+  // closed reader is then an error message).
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) {
+    if (std::signal(sig, on_fatal_signal) == SIG_IGN) std::signal(sig, SIG_IGN);
+  }
   if (argc > 1 && std::string(argv[1]) == "diff") {  // flopsprof diff BASE.json NEW.json
     std::string out, err;
-    const int code =
-        flopsprof::diff_command(std::vector<std::string>(argv + 2, argv + argc), out, err);
-    std::cout << out << std::flush;
-    std::cerr << err;
+    int code = flopsprof::diff_command(std::vector<std::string>(argv + 2, argv + argc), out, err);
+    if (!emit(STDOUT_FILENO, out)) {
+      err += "flopsprof diff: cannot write the text to standard output (" +
+             std::string(std::strerror(errno)) + ")\n";
+      code = 2;
+    }
+    emit(STDERR_FILENO, err);
     return code;
   }
   // Every exception ends here: one paragraph, exit 2, never terminate().
   try {
     return run(argc, argv);
   } catch (const flopsprof::Error& e) {
-    std::cerr << "flopsprof: error: " << e.what() << "\n";
+    return error_exit(e.what());
   } catch (const std::bad_alloc&) {
-    std::cerr << "flopsprof: error: out of memory (the model, its inputs or the profile need more "
-                 "than this process may allocate); give smaller --input shapes\n";
+    return error_exit(
+        "out of memory (the model, its inputs or the profile need more than this process may "
+        "allocate); give smaller --input shapes");
   } catch (const std::exception& e) {
-    std::cerr << "flopsprof: error: " << cause_of(libtorch_text(e)) << "\n";
+    return error_exit(cause_of(libtorch_text(e)));
   }
-  return 2;
 }

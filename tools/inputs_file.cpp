@@ -1,12 +1,16 @@
 // --inputs FILE: saved tensors, checked as a zip archive before LibTorch reads them.
 #include "inputs_file.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <fstream>
 
 #include <caffe2/serialize/inline_container.h>
 #include <fmt/format.h>
 #include <torch/csrc/jit/serialization/import_read.h>
 
+#include "archives.h"
 #include "flopsprof/error.h"
 #include "io/input_files.h"
 #include "io/zip_archive.h"
@@ -41,23 +45,18 @@ std::string kind_of(const c10::IValue& v) {
 
 }  // namespace
 
-void check_saved_tensors_archive(const std::string& data, const std::string& source) {
-  if (data.size() >= sizeof kLegacySaveMagic &&
-      std::equal(std::begin(kLegacySaveMagic), std::end(kLegacySaveMagic),
-                 reinterpret_cast<const unsigned char*>(data.data()))) {
-    fail(
-        source +
-        ": the file is in torch.save's legacy format (_use_new_zipfile_serialization=False), which "
-        "LibTorch cannot read; save it again with torch.save's default format");
-  }
-  const auto entries = detail::read_zip_directory(data, source);
+namespace {
+
+// What torch.save writes: stored members whose CRC-32 matches, and a data.pkl.
+void check_members(const detail::ZipSource& src, const std::vector<detail::ZipEntry>& entries,
+                   const std::string& source) {
   bool pickle = false;
   for (const detail::ZipEntry& e : entries) {
     // torch.save stores every member; LibTorch's reader is given only what checks out.
     if (e.method != 0)
       fail(fmt::format("{}: member '{}' is compressed, which torch.save never writes", source,
                        e.name));
-    detail::stored_member(data, e, source);
+    detail::stored_member(src, e, source);
     const std::string suffix = "/data.pkl";
     pickle = pickle || (e.name.size() >= suffix.size() &&
                         e.name.compare(e.name.size() - suffix.size(), suffix.size(), suffix) == 0);
@@ -65,23 +64,59 @@ void check_saved_tensors_archive(const std::string& data, const std::string& sou
   if (!pickle) fail(fmt::format("{}: a zip archive without data.pkl, not saved tensors", source));
 }
 
+void check_not_legacy(const std::string& head, const std::string& source) {
+  if (head.size() >= sizeof kLegacySaveMagic &&
+      std::equal(std::begin(kLegacySaveMagic), std::end(kLegacySaveMagic),
+                 reinterpret_cast<const unsigned char*>(head.data()))) {
+    fail(source +
+         ": the file is in torch.save's legacy format (_use_new_zipfile_serialization=False), "
+         "which LibTorch cannot read; save it again with torch.save's default format");
+  }
+}
+
+}  // namespace
+
+void check_saved_tensors_archive(const std::string& data, const std::string& source) {
+  check_not_legacy(data, source);
+  const detail::MemoryZipSource src(data);
+  check_members(src, detail::read_zip_directory(src, source), source);
+}
+
 std::vector<at::Tensor> load_inputs_file(const std::string& path) {
   const std::string source = "--inputs '" + path + "'";
+  std::shared_ptr<Archive> archive;
   try {
-    check_saved_tensors_archive(detail::read_input(path, "--inputs", kMaxInputsBytes),
-                                "cannot read " + source);
+    {
+      struct stat st {};
+      if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+          static_cast<uint64_t>(st.st_size) > kMaxInputsBytes)
+        fail(fmt::format("cannot read {}: it holds {}, more than the {} read", source,
+                         detail::size_text(st.st_size), detail::size_text(kMaxInputsBytes)));
+    }
+    // The legacy format has no zip directory: said as such, not as a broken zip.
+    if (std::ifstream head(path, std::ios::binary); head) {
+      std::string first(sizeof kLegacySaveMagic, '\0');
+      head.read(first.data(), static_cast<std::streamsize>(first.size()));
+      first.resize(static_cast<size_t>(head.gcount()));
+      struct stat st {};
+      if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) check_not_legacy(first, source);
+    }
+    archive = std::make_shared<Archive>(path, "--inputs");
+    check_members(*archive, archive->entries(), "cannot read " + source);
   } catch (const Error& e) {
     fail(std::string(e.what()) + "; " + kHow);
   }
   c10::IValue value;
   try {
-    // By path (LibTorch's file reader checks its bounds), as torch::pickle_load reads a buffer.
-    caffe2::serialize::PyTorchStreamReader reader(path);
+    // Through the checked archive (every read bounded, records remembered), as
+    // torch::pickle_load reads a buffer.
+    caffe2::serialize::PyTorchStreamReader reader(archive);
     value = torch::jit::readArchiveAndTensors("data", "", "", c10::nullopt, c10::nullopt,
                                               c10::nullopt, reader);
   } catch (const std::exception& e) {
     std::string what = e.what();
     what = what.substr(0, what.find('\n'));
+    if (what.size() > 300) what = what.substr(0, 300) + "...";
     // LibTorch 1.x's unpickler lacks APPEND and SETITEM, which Python writes for a list of one
     // element and a dict of one key.
     const std::string old_unpickler =
@@ -109,6 +144,8 @@ std::vector<at::Tensor> load_inputs_file(const std::string& path) {
       fail(source + ": element " + std::to_string(i) + " of the " + kind_of(value).substr(2) +
            " is " + kind_of(items[i]) + ", not a tensor; " + kHow);
     }
+    check_tensor(items[i].toTensor(), *archive, "element " + std::to_string(i),
+                 "save the inputs with their data, on the CPU (x.cpu())");
     tensors.push_back(items[i].toTensor().detach());
   }
   return tensors;

@@ -198,6 +198,11 @@ struct GateRule {
   std::string op;
   double value = 0;
   bool percent = false;
+  /// The value when it is written as an integer (no '.', no exponent), exactly: its sign and
+  /// magnitude, saturated at 2^64 (`beyond`: larger than any count's delta). Count fields compare
+  /// their exact delta with it, so 2^64 - 1 is never rounded to 2^64.
+  bool integer = false, negative = false, beyond = false;
+  uint64_t magnitude = 0;
 };
 
 /// Parses a rule; `Error` naming what is wrong (an unknown field, operator or number).

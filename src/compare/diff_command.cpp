@@ -2,12 +2,14 @@
 // HTML, and --fail-if rules for CI. Exit 0: no rule broken; 1: a rule broken; 2: bad input.
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <future>
 #include <new>
 
 #include <fmt/format.h>
 
+#include "compare/diff_format.h"
 #include "flopsprof/diff.h"
 #include "flopsprof/error.h"
 #include "io/output_files.h"
@@ -64,11 +66,13 @@ void parse_threshold(const std::string& v, DiffTextOptions& o) {
   } else if (!num.empty() && num.back() == 's') {
     num.pop_back();
   }
-  char* end = nullptr;
-  const double x = std::strtod(num.c_str(), &end);
-  if (num.empty() || end != num.c_str() + num.size() || x < 0)
+  const bool unit = percent || scale != 1 || (!v.empty() && v.back() == 's');
+  const double x = detail::is_decimal_number(num) ? std::strtod(num.c_str(), nullptr) : -1;
+  if (!unit || !std::isfinite(x) || x < 0)
     throw Usage(
-        fmt::format("--threshold '{}': write a percent (5%) or a latency (0.5ms, 20us)", v));
+        fmt::format("--threshold '{}': write a percent (5%) or a latency with its unit "
+                    "(0.5ms, 20us, 1e-3s)",
+                    v));
   (percent ? o.threshold_percent : o.threshold_s) = x * scale;
 }
 
@@ -113,6 +117,11 @@ int diff_command(const std::vector<std::string>& args, std::string& out, std::st
         const size_t eq = v.find('=');
         if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
           throw Usage("--rename '" + v + "': write OLD=NEW (dotted module names)");
+        for (const auto& [from, to] : options.renames) {
+          if (from == v.substr(0, eq))
+            throw Usage(
+                fmt::format("--rename '{}': '{}' is renamed twice (to '{}' already)", v, from, to));
+        }
         options.renames.emplace_back(v.substr(0, eq), v.substr(eq + 1));
       } else if (a == "--no-ops") {
         text.ops = false;

@@ -8,6 +8,30 @@
 
 namespace flopsprof::detail {
 
+// A decimal number as a rule writes it: [+-]digits[.digits][e[+-]digits] (strtod alone would
+// also take hexadecimal, "inf" and leading spaces).
+bool is_decimal_number(const std::string& v) {
+  size_t i = 0;
+  auto digits = [&] {
+    const size_t from = i;
+    while (i < v.size() && v[i] >= '0' && v[i] <= '9') ++i;
+    return i > from;
+  };
+  if (i < v.size() && (v[i] == '+' || v[i] == '-')) ++i;
+  bool any = digits();
+  if (i < v.size() && v[i] == '.') {
+    ++i;
+    any = digits() || any;
+  }
+  if (!any) return false;
+  if (i < v.size() && (v[i] == 'e' || v[i] == 'E')) {
+    ++i;
+    if (i < v.size() && (v[i] == '+' || v[i] == '-')) ++i;
+    if (!digits()) return false;
+  }
+  return i == v.size();
+}
+
 const char* status_name(DiffStatus s) {
   switch (s) {
     case DiffStatus::kSame:
@@ -24,6 +48,7 @@ const char* status_name(DiffStatus s) {
 
 std::string percent_text(double p) {
   if (std::isinf(p)) return p > 0 ? "new" : "gone";
+  if (std::fabs(p) >= 1e6) return fmt::format("{:+.2g}%", p);  // keeps the columns
   return fmt::format("{:+.1f}%", p);
 }
 

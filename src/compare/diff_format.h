@@ -7,6 +7,9 @@
 
 namespace flopsprof::detail {
 
+/// Whether `v` is a decimal number as rules and options write it: [+-]digits[.digits][e[+-]digits]
+/// (no hexadecimal, "inf", "nan" or spaces, which strtod alone would take).
+bool is_decimal_number(const std::string& v);
 /// "same", "changed", "added", "removed" (the JSON's `status`).
 const char* status_name(DiffStatus s);
 /// "+5.0%", "-12.3%"; "new" for +infinity (from 0), "gone" for -infinity.

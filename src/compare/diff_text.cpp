@@ -57,10 +57,12 @@ double magnitude(const ModuleDiff& m) {
 }  // namespace
 
 std::string format_diff_text(const ProfileDiff& d, const DiffTextOptions& o) {
-  std::string s =
-      fmt::format("flopsprof diff: {} (base) -> {} (new)\n", d.base_source, d.new_source);
-  s += fmt::format("  base: {}\n  new:  {}\n", d.base_workload, d.new_workload);
-  for (const std::string& w : d.warnings) s += "warning: " + w + "\n";
+  std::string s = fmt::format("flopsprof diff: {} (base) -> {} (new)\n",
+                              detail::printable(d.base_source), detail::printable(d.new_source));
+  // Workloads and warnings quote strings from the files: one line each, whatever they hold.
+  s += fmt::format("  base: {}\n  new:  {}\n", detail::printable(d.base_workload),
+                   detail::printable(d.new_workload));
+  for (const std::string& w : d.warnings) s += "warning: " + detail::printable(w) + "\n";
   s += "\nTotals                         base            new          delta        delta %\n";
   for (const TotalDiff& t : d.totals) {
     if (detail::unused_training_total(t)) continue;  // backward and step where a profile has them

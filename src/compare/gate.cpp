@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "compare/diff_format.h"
 #include "flopsprof/diff.h"
 #include "flopsprof/error.h"
 
@@ -50,6 +51,30 @@ std::string field_list() {
   return s;
 }
 
+// Compares a count's exact delta (sign and magnitude) with a rule's exact integer: -1, 0, 1.
+int compare_exact(const CountDelta& c, const GateRule& r) {
+  const bool neg = c.next < c.base;
+  const uint64_t mag = c.abs_delta();
+  const bool zero = mag == 0;
+  const bool rzero = r.magnitude == 0 && !r.beyond;
+  if (zero && rzero) return 0;
+  const bool rneg = r.negative && !rzero;
+  if (!zero && neg != rneg) return neg ? -1 : 1;
+  if (zero) return rneg ? 1 : -1;
+  // same sign: compare magnitudes (beyond is larger than any delta)
+  int m = r.beyond ? -1 : (mag < r.magnitude ? -1 : mag > r.magnitude ? 1 : 0);
+  return neg ? -m : m;
+}
+
+bool holds_order(int cmp, const std::string& op) {
+  if (op == ">") return cmp > 0;
+  if (op == ">=") return cmp >= 0;
+  if (op == "<") return cmp < 0;
+  if (op == "<=") return cmp <= 0;
+  if (op == "==") return cmp == 0;
+  return cmp != 0;
+}
+
 bool holds(double x, const std::string& op, double v) {
   if (op == ">") return x > v;
   if (op == ">=") return x >= v;
@@ -57,30 +82,6 @@ bool holds(double x, const std::string& op, double v) {
   if (op == "<=") return x <= v;
   if (op == "==") return x == v;
   return x != v;
-}
-
-// A decimal number as a rule writes it: [+-]digits[.digits][e[+-]digits] (strtod alone would
-// also take hexadecimal, "inf" and leading spaces).
-bool is_decimal(const std::string& v) {
-  size_t i = 0;
-  auto digits = [&] {
-    const size_t from = i;
-    while (i < v.size() && v[i] >= '0' && v[i] <= '9') ++i;
-    return i > from;
-  };
-  if (i < v.size() && (v[i] == '+' || v[i] == '-')) ++i;
-  bool any = digits();
-  if (i < v.size() && v[i] == '.') {
-    ++i;
-    any = digits() || any;
-  }
-  if (!any) return false;
-  if (i < v.size() && (v[i] == 'e' || v[i] == 'E')) {
-    ++i;
-    if (i < v.size() && (v[i] == '+' || v[i] == '-')) ++i;
-    if (!digits()) return false;
-  }
-  return i == v.size();
 }
 
 // How a field's values read in a broken rule's line.
@@ -137,7 +138,18 @@ GateRule parse_gate_rule(const std::string& text) {
     r.percent = true;
     v.pop_back();
   }
-  if (!is_decimal(v)) bad(fmt::format("'{}' is not a decimal number (e.g. 5, -2.5, 1e9)", v));
+  if (!detail::is_decimal_number(v))
+    bad(fmt::format("'{}' is not a decimal number (e.g. 5, -2.5, 1e9)", v));
+  if (v.find_first_of(".eE") == std::string::npos) {  // an integer: kept exactly
+    r.integer = true;
+    r.negative = v[0] == '-';
+    for (char c : v) {
+      if (c < '0' || c > '9') continue;
+      const uint64_t digit = static_cast<uint64_t>(c - '0');
+      if (r.magnitude > (UINT64_MAX - digit) / 10) r.beyond = true;
+      if (!r.beyond) r.magnitude = r.magnitude * 10 + digit;
+    }
+  }
   r.value = std::strtod(v.c_str(), nullptr);
   if (!std::isfinite(r.value)) bad(fmt::format("'{}' is out of range", v));
   return r;
@@ -251,7 +263,8 @@ GateResult check_gate(const ProfileDiff& d, const std::vector<GateRule>& rules) 
       continue;
     }
     const double x = r.percent ? pct : delta;
-    if (!holds(x, r.op, r.value)) continue;
+    const bool exact = count != nullptr && !r.percent && r.integer;
+    if (exact ? !holds_order(compare_exact(*count, r), r.op) : !holds(x, r.op, r.value)) continue;
     const std::string line =
         count != nullptr
             ? fmt::format("{}: {} -> {} ({}{}, {:+.2f}%)", r.text, count->base, count->next,

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
@@ -108,8 +109,9 @@ class Reader {
     if (!it->is_number())
       fail(fmt::format("{}: \"{}\" is not a number ({})", where, key, excerpt(*it)));
     const double v = it->get<double>();
-    if (!std::isfinite(v) || v < 0)
-      fail(fmt::format("{}: \"{}\" is {}, not a number >= 0", where, key, excerpt(*it)));
+    // 1e9 s is 31 years: more is no profile's, and would print as a 300-digit number.
+    if (!std::isfinite(v) || v < 0 || v > 1e9)
+      fail(fmt::format("{}: \"{}\" is {}, not a number from 0 to 1e9", where, key, excerpt(*it)));
     return v;
   }
   std::string text(const json& o, const char* key, const std::string& where) const {
@@ -242,6 +244,7 @@ class Reader {
   void modules(const json& list, ProfileResult& r) {
     if (list.empty()) fail("\"modules\" is empty (the root model is always listed)");
     std::vector<int> open;  // the modules whose subtree the next one may be in, by depth
+    std::unordered_map<std::string, size_t> seen;  // names, which identify modules in a diff
     for (size_t i = 0; i < list.size(); ++i) {
       const json& o = list[i];
       const std::string w = fmt::format("modules[{}]", i);
@@ -265,6 +268,10 @@ class Reader {
       if (has(o, "ops")) m.ops = ops(array(o, "ops", w), w + ".ops", false);
       if (i == 0 && (m.depth != 0 || !m.name.empty()))
         fail("modules[0] is not the root (name \"\", depth 0)");
+      if (i > 0 && m.name.empty()) fail(w + " has the root's name \"\" but is not the root");
+      if (auto [it, fresh] = seen.emplace(m.name, i); !fresh)
+        fail(fmt::format("{}: {} is the name of modules[{}] too", w, excerpt(o["name"]),
+                         it->second));
       // The parent: the nearest earlier module one level up (tree order), the top of `open`
       // once the deeper ones are closed.
       if (i > 0) {
@@ -274,6 +281,12 @@ class Reader {
                            m.depth, open.size() - 1));
         open.resize(static_cast<size_t>(m.depth));
         const int p = open.back();
+        // The file's own "parent" (a name), when present, must be the one its depth says.
+        auto named = o.find("parent");
+        if (named != o.end() &&
+            (!named->is_string() || named->get<std::string>() != r.modules[p].name))
+          fail(fmt::format("{}: \"parent\" is {}, but its depth places it under \"{}\"", w,
+                           excerpt(*named), r.modules[p].name));
         m.parent = p;
         r.modules[p].children.push_back(static_cast<int>(i));
       }

@@ -49,6 +49,15 @@ uint64_t memory_available() {
   return best;
 }
 
+std::string special_file_kind(unsigned mode) {
+  if (S_ISDIR(mode)) return "a folder";
+  if (S_ISFIFO(mode)) return "a FIFO (a pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "a special file";
+}
+
 std::string read_input(const std::string& path, const std::string& what, uint64_t max_bytes) {
   auto fail = [&](const std::string& why) -> void {
     throw Error(fmt::format("cannot read {} '{}': {}", what, path, why));
@@ -59,12 +68,9 @@ std::string read_input(const std::string& path, const std::string& what, uint64_
   if (S_ISDIR(st.st_mode)) fail("it is a folder, not a file");
   if (!S_ISREG(st.st_mode)) {
     fail(
-        fmt::format("it is a {}, not a regular file (flopsprof reads files of a known size: save "
+        fmt::format("it is {}, not a regular file (flopsprof reads files of a known size: save "
                     "the data to a file first)",
-                    S_ISFIFO(st.st_mode)  ? "FIFO (a pipe)"
-                    : S_ISCHR(st.st_mode) ? "character device"
-                    : S_ISBLK(st.st_mode) ? "block device"
-                                          : "special file"));
+                    special_file_kind(st.st_mode)));
   }
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size > max_bytes)

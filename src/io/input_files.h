@@ -19,6 +19,10 @@ std::string read_input(const std::string& path, const std::string& what, uint64_
 /// largest uint64 when neither is known. Cost: two small /proc reads.
 uint64_t memory_available();
 
+/// What a file that is not a regular one is, for messages: "a folder", "a FIFO (a pipe)", "a
+/// character device", "a block device", "a socket", "a special file".
+std::string special_file_kind(unsigned mode);
+
 /// "1.50 GiB", "512 MiB", "8.00 KiB", "17 B": a file size for messages.
 std::string size_text(uint64_t bytes);
 

@@ -26,14 +26,15 @@ struct Target {
   enum Kind { kNew, kRegular, kStream, kDescriptor } kind = kNew;
   std::string path;  // the resolved path (a link's target); "" for a descriptor
   int fd = -1;       // kDescriptor: the process's own descriptor
-  dev_t dev = 0;     // kRegular, kStream: the file's identity
+  dev_t dev = 0;     // kRegular, kStream, kDescriptor: what it writes to
   ino_t ino = 0;
-  mode_t mode = 0;  // kRegular: its permission bits
+  bool regular = false;  // a regular file (kRegular, or a descriptor open on one)
+  mode_t mode = 0;       // kRegular: its permission bits
 };
 
 [[noreturn]] void refuse(const OutputFile& o, const std::string& why) {
   throw Error(fmt::format("cannot write the {} to '{}': {}; no output file was written", o.what,
-                          o.path, why));
+                          shown_path(o.path), why));
 }
 
 // "/dev/fd/N", "/proc/self/fd/N": N; else nullopt.
@@ -80,17 +81,25 @@ Target resolve(const OutputFile& o) {
   if (o.path == "-" || o.path == "/dev/stdout") {
     t.kind = Target::kDescriptor;
     t.fd = STDOUT_FILENO;
-    return t;
-  }
-  if (o.path == "/dev/stderr") {
+  } else if (o.path == "/dev/stderr") {
     t.kind = Target::kDescriptor;
     t.fd = STDERR_FILENO;
-    return t;
   }
   if (auto fd = descriptor_path(o.path)) {
-    if (fcntl(*fd, F_GETFD) == -1) refuse(o, fmt::format("descriptor {} is not open", *fd));
     t.kind = Target::kDescriptor;
     t.fd = *fd;
+  }
+  if (t.kind == Target::kDescriptor) {
+    const int mode = fcntl(t.fd, F_GETFL);
+    if (mode == -1) refuse(o, fmt::format("descriptor {} is not open", t.fd));
+    if ((mode & O_ACCMODE) == O_RDONLY)
+      refuse(o, fmt::format("descriptor {} is open for reading only", t.fd));
+    struct stat st {};
+    if (fstat(t.fd, &st) == 0) {  // what it writes to: checked against the inputs, as a path is
+      t.dev = st.st_dev;
+      t.ino = st.st_ino;
+      t.regular = S_ISREG(st.st_mode);
+    }
     return t;
   }
   std::string path = o.path;
@@ -120,6 +129,7 @@ Target resolve(const OutputFile& o) {
   t.path = path;
   t.dev = st.st_dev;
   t.ino = st.st_ino;
+  t.regular = S_ISREG(st.st_mode);
   if (S_ISDIR(st.st_mode)) refuse(o, "it is a folder (name a file in it)");
   if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
     if (access(path.c_str(), W_OK) != 0) refuse(o, os_reason(errno));
@@ -149,27 +159,34 @@ std::string new_file_key(const std::string& path) {
   return key + "/" + base_of(path);
 }
 
+// /dev/null's identity: the one target several outputs may share (a sink).
+bool is_dev_null(const Target& t) {
+  struct stat st {};
+  return t.kind != Target::kNew && stat("/dev/null", &st) == 0 && st.st_dev == t.dev &&
+         st.st_ino == t.ino;
+}
+
 std::vector<Target> check_all(const std::vector<OutputFile>& outputs,
                               const std::vector<InputFile>& inputs) {
   std::vector<Target> targets;
   for (const OutputFile& o : outputs) targets.push_back(resolve(o));
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Target& t = targets[i];
-    if (t.kind == Target::kRegular) {
+    if (t.regular) {  // a file, or a descriptor open on one: never an input
       for (const InputFile& in : inputs) {
         struct stat st {};
         if (!in.path.empty() && stat(in.path.c_str(), &st) == 0 && st.st_dev == t.dev &&
             st.st_ino == t.ino)
           refuse(outputs[i], fmt::format("it is {} '{}', which this run reads; write the {} "
                                          "elsewhere",
-                                         in.what, in.path, outputs[i].what));
+                                         in.what, shown_path(in.path), outputs[i].what));
       }
     }
     for (size_t j = 0; j < i; ++j) {
       const Target& u = targets[j];
-      const bool same = t.kind == u.kind &&
-                        ((t.kind == Target::kRegular && t.dev == u.dev && t.ino == u.ino) ||
-                         (t.kind == Target::kNew && new_file_key(t.path) == new_file_key(u.path)));
+      const bool same = t.kind == Target::kNew || u.kind == Target::kNew
+                            ? t.kind == u.kind && new_file_key(t.path) == new_file_key(u.path)
+                            : t.dev == u.dev && t.ino == u.ino && !is_dev_null(t);
       if (same)
         refuse(outputs[i], fmt::format("the {} goes there too; give each output its own file",
                                        outputs[j].what));
@@ -196,22 +213,56 @@ int write_all(int fd, const std::string& text) {
 
 std::atomic<unsigned> g_temp_counter{0};
 
+// The temporaries being written, for remove_staged_temporaries() (a signal handler): fixed
+// slots of plain characters, a path published by its `used` flag.
+constexpr int kSlots = 16;
+struct Slot {
+  std::atomic<bool> used{false};
+  char path[PATH_MAX];
+};
+Slot g_slots[kSlots];
+
+void publish(const std::string& path) {
+  if (path.size() >= PATH_MAX) return;
+  for (Slot& s : g_slots) {
+    bool expected = false;
+    if (!s.used.compare_exchange_strong(expected, true)) continue;
+    std::memcpy(s.path, path.c_str(), path.size() + 1);
+    return;
+  }
+}
+void unpublish(const std::string& path) {
+  for (Slot& s : g_slots) {
+    if (s.used.load() && path == s.path) {
+      s.used.store(false);
+      return;
+    }
+  }
+}
+
 // Temporary files written so far, removed unless committed.
 class Staged {
  public:
   ~Staged() {
-    for (const std::string& t : temps_)
-      if (!t.empty()) ::unlink(t.c_str());
+    for (const std::string& t : temps_) {
+      if (t.empty()) continue;
+      ::unlink(t.c_str());
+      unpublish(t);
+    }
   }
   // A temporary file beside `target` holding `text`; its index.
   size_t stage(const OutputFile& o, const Target& t) {
     const std::string dir = parent_of(t.path);
     std::string temp;
     int fd = -1;
+    // A name within NAME_MAX whatever the target's: its first 100 characters.
+    const std::string base = base_of(t.path).substr(0, 100);
     for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
-      temp = fmt::format("{}/.{}.flopsprof-{}-{}", dir, base_of(t.path), getpid(),
-                         g_temp_counter.fetch_add(1));
+      temp =
+          fmt::format("{}/.{}.flopsprof-{}-{}", dir, base, getpid(), g_temp_counter.fetch_add(1));
+      publish(temp);
       fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+      if (fd < 0) unpublish(temp);
       if (fd < 0 && errno != EEXIST) break;
     }
     if (fd < 0) fail(o, os_reason(errno));
@@ -224,14 +275,17 @@ class Staged {
   }
   void commit(size_t i, const OutputFile& o, const Target& t) {
     if (::rename(temps_[i].c_str(), t.path.c_str()) != 0) fail(o, os_reason(errno));
+    unpublish(temps_[i]);
     temps_[i].clear();
     committed_.push_back(o.path);
   }
-  [[noreturn]] void fail(const OutputFile& o, const std::string& why) const {
+  // `partial`: a stream that may have received part of its output.
+  [[noreturn]] void fail(const OutputFile& o, const std::string& why, bool partial = false) const {
     std::string written;
     for (const std::string& c : committed_) written += (written.empty() ? "" : ", ") + c;
     throw Error(fmt::format(
-        "cannot write the {} to '{}' ({}); {}", o.what, o.path, why,
+        "cannot write the {} to '{}' ({}); {}{}", o.what, shown_path(o.path), why,
+        partial ? "what reached it may be cut short; " : "",
         written.empty() ? "no output file was written" : "already written: " + written));
   }
 
@@ -249,23 +303,25 @@ void check_outputs(const std::vector<OutputFile>& outputs, const std::vector<Inp
 void write_outputs(const std::vector<OutputFile>& outputs, const std::vector<InputFile>& inputs) {
   const std::vector<Target> targets = check_all(outputs, inputs);
   Staged staged;
-  std::vector<size_t> temp_of(outputs.size(), 0);
-  // Files first (to temporaries: nothing replaced yet), then streams, then the renames.
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    if (targets[i].kind == Target::kNew || targets[i].kind == Target::kRegular)
-      temp_of[i] = staged.stage(outputs[i], targets[i]);
-  }
+  // Streams first (a reader that goes away, or a signal, then leaves no temporary behind), then
+  // the files to temporaries (nothing replaced yet), then the renames.
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Target& t = targets[i];
     if (t.kind == Target::kDescriptor) {
-      if (const int err = write_all(t.fd, outputs[i].text)) staged.fail(outputs[i], os_reason(err));
+      if (const int err = write_all(t.fd, outputs[i].text))
+        staged.fail(outputs[i], os_reason(err), true);
     } else if (t.kind == Target::kStream) {
       const int fd = ::open(t.path.c_str(), O_WRONLY | O_CLOEXEC);
       if (fd < 0) staged.fail(outputs[i], os_reason(errno));
       int err = write_all(fd, outputs[i].text);
       if (::close(fd) != 0 && err == 0) err = errno;
-      if (err != 0) staged.fail(outputs[i], os_reason(err));
+      if (err != 0) staged.fail(outputs[i], os_reason(err), true);
     }
+  }
+  std::vector<size_t> temp_of(outputs.size(), 0);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (targets[i].kind == Target::kNew || targets[i].kind == Target::kRegular)
+      temp_of[i] = staged.stage(outputs[i], targets[i]);
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (targets[i].kind == Target::kNew || targets[i].kind == Target::kRegular)
@@ -275,6 +331,18 @@ void write_outputs(const std::vector<OutputFile>& outputs, const std::vector<Inp
 
 void write_output(const std::string& path, const std::string& text, const std::string& what) {
   write_outputs({OutputFile{path, what, text}});
+}
+
+void remove_staged_temporaries() noexcept {
+  for (Slot& s : g_slots) {
+    if (s.used.load()) ::unlink(s.path);
+  }
+}
+
+std::string shown_path(const std::string& path) {
+  if (path.size() <= 200) return path;
+  return fmt::format("{}...({} characters)...{}", path.substr(0, 80), path.size(),
+                     path.substr(path.size() - 80));
 }
 
 bool is_standard_output(const std::string& path) {

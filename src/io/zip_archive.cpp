@@ -2,6 +2,7 @@
 // 4.3.6-4.3.16 and 4.5.3 for zip64).
 #include "io/zip_archive.h"
 
+#include <algorithm>
 #include <array>
 
 #include <fmt/format.h>
@@ -19,39 +20,50 @@ constexpr uint32_t kZip64Locator = 0x07064b50;
 constexpr size_t kEndSize = 22, kLocatorSize = 20, kZip64EndSize = 56, kCentralSize = 46,
                  kLocalSize = 30;
 
+// A window of an archive: `data` holds its bytes from `base` on; reads outside fail as corrupt.
 class Bytes {
  public:
-  Bytes(std::string_view d, const std::string& source) : d_(d), source_(source) {}
+  Bytes(std::string data, uint64_t base, uint64_t archive_size, const std::string& name)
+      : d_(std::move(data)), base_(base), size_(archive_size), name_(name) {}
 
   [[noreturn]] void fail(const std::string& what) const {
-    throw Error(fmt::format("{}: not a readable zip archive ({})", source_, what));
+    throw Error(fmt::format("{}: not a readable zip archive ({})", name_, what));
   }
-  bool fits(uint64_t at, uint64_t n) const { return at <= d_.size() && n <= d_.size() - at; }
-  void need(uint64_t at, uint64_t n, const char* what) const {
-    if (!fits(at, n)) fail(fmt::format("{} reaches past the end of the data", what));
+  // Whether [at, at + n) lies inside the window.
+  bool fits(uint64_t at, uint64_t n) const {
+    return at >= base_ && at - base_ <= d_.size() && n <= d_.size() - (at - base_);
   }
-  uint16_t u16(uint64_t at) const { return static_cast<uint16_t>(byte(at) | (byte(at + 1) << 8)); }
+  uint16_t u16(uint64_t at) const {
+    if (!fits(at, 2)) fail("a record reaches past the end of the data");
+    return static_cast<uint16_t>(byte(at) | (byte(at + 1) << 8));
+  }
   uint32_t u32(uint64_t at) const {
     return static_cast<uint32_t>(u16(at)) | (static_cast<uint32_t>(u16(at + 2)) << 16);
   }
   uint64_t u64(uint64_t at) const {
     return static_cast<uint64_t>(u32(at)) | (static_cast<uint64_t>(u32(at + 4)) << 32);
   }
-  uint64_t size() const { return d_.size(); }
-  std::string_view view(uint64_t at, uint64_t n) const { return d_.substr(at, n); }
+  std::string text(uint64_t at, uint64_t n) const {
+    if (!fits(at, n)) fail("a name reaches past the end of the data");
+    return d_.substr(at - base_, n);
+  }
+  uint64_t size() const { return size_; }  // the whole archive's
+  uint64_t base() const { return base_; }
+  uint64_t end() const { return base_ + d_.size(); }
 
  private:
-  uint32_t byte(uint64_t at) const { return static_cast<unsigned char>(d_[at]); }
-  std::string_view d_;
-  const std::string& source_;
+  uint32_t byte(uint64_t at) const { return static_cast<unsigned char>(d_[at - base_]); }
+  std::string d_;
+  uint64_t base_, size_;
+  const std::string& name_;
 };
 
-// Where the end of central directory record starts: searched back from the end over the longest
-// comment it may carry.
+// Where the end of central directory record starts in `tail` (the archive's last bytes): searched
+// back from the end over the longest comment it may carry.
 uint64_t find_end(const Bytes& b) {
   if (b.size() < kEndSize) b.fail(fmt::format("{} bytes, shorter than any archive", b.size()));
   const uint64_t last = b.size() - kEndSize;
-  const uint64_t first = last > 0xffff ? last - 0xffff : 0;
+  const uint64_t first = std::max(b.base(), last > 0xffff ? last - 0xffff : 0);
   for (uint64_t at = last + 1; at-- > first;) {
     if (b.u32(at) == kEndOfCentralDirectory && at + kEndSize + b.u16(at + 20) <= b.size())
       return at;
@@ -85,73 +97,95 @@ void read_zip64_extra(const Bytes& b, uint64_t at, uint64_t len, ZipEntry& e, ui
     b.fail(fmt::format("member '{}': sizes in a zip64 field that is absent", e.name));
 }
 
+// The largest central directory read: 1 GiB (a model of 100,000 tensors has about 10 MB).
+constexpr uint64_t kMaxDirectory = uint64_t{1} << 30;
+
 }  // namespace
 
-std::vector<ZipEntry> read_zip_directory(std::string_view data, const std::string& source) {
-  const Bytes b(data, source);
-  const uint64_t end = find_end(b);
-  if (b.u16(end + 4) != 0 || b.u16(end + 6) != 0) b.fail("an archive split over several disks");
-  uint64_t count = b.u16(end + 10);
-  if (b.u16(end + 8) != count) b.fail("an archive split over several disks");
-  uint64_t dir_size = b.u32(end + 12);
-  uint64_t dir_offset = b.u32(end + 16);
+std::vector<ZipEntry> read_zip_directory(std::string_view data, const std::string& name) {
+  return read_zip_directory(MemoryZipSource(data), name);
+}
+
+std::vector<ZipEntry> read_zip_directory(const ZipSource& source, const std::string& name) {
+  const uint64_t size = source.size();
+  // The tail: the end record, its comment, and the zip64 locator before it.
+  const uint64_t tail_len = std::min<uint64_t>(size, kEndSize + 0xffff + kLocatorSize);
+  const Bytes tail(source.read(size - tail_len, tail_len), size - tail_len, size, name);
+  const uint64_t end = find_end(tail);
+  if (tail.u16(end + 4) != 0 || tail.u16(end + 6) != 0)
+    tail.fail("an archive split over several disks");
+  uint64_t count = tail.u16(end + 10);
+  if (tail.u16(end + 8) != count) tail.fail("an archive split over several disks");
+  uint64_t dir_size = tail.u32(end + 12);
+  uint64_t dir_offset = tail.u32(end + 16);
   uint64_t dir_end = end;  // where the central directory must stop
   if (count == 0xffff || dir_size == 0xffffffffu || dir_offset == 0xffffffffu) {
-    if (end < kLocatorSize || b.u32(end - kLocatorSize) != kZip64Locator)
-      b.fail("zip64 sizes without a zip64 locator");
-    const uint64_t z = b.u64(end - kLocatorSize + 8);
-    if (z > end - kLocatorSize || !b.fits(z, kZip64EndSize) || b.u32(z) != kZip64End)
-      b.fail("the zip64 end of central directory record is not where its locator says");
-    if (b.u32(z + 16) != 0 || b.u32(z + 20) != 0 || b.u64(z + 24) != b.u64(z + 32))
-      b.fail("an archive split over several disks");
-    count = b.u64(z + 32);
-    dir_size = b.u64(z + 40);
-    dir_offset = b.u64(z + 48);
+    if (end < kLocatorSize || !tail.fits(end - kLocatorSize, kLocatorSize) ||
+        tail.u32(end - kLocatorSize) != kZip64Locator)
+      tail.fail("zip64 sizes without a zip64 locator");
+    const uint64_t z = tail.u64(end - kLocatorSize + 8);
+    if (z > end - kLocatorSize || kZip64EndSize > end - kLocatorSize - z)
+      tail.fail("the zip64 end of central directory record is not where its locator says");
+    const Bytes rec(source.read(z, kZip64EndSize), z, size, name);
+    if (rec.u32(z) != kZip64End)
+      rec.fail("the zip64 end of central directory record is not where its locator says");
+    if (rec.u32(z + 16) != 0 || rec.u32(z + 20) != 0 || rec.u64(z + 24) != rec.u64(z + 32))
+      rec.fail("an archive split over several disks");
+    count = rec.u64(z + 32);
+    dir_size = rec.u64(z + 40);
+    dir_offset = rec.u64(z + 48);
     dir_end = z;
   }
   if (dir_offset > dir_end || dir_size > dir_end - dir_offset)
-    b.fail("the central directory lies outside the data");
+    tail.fail("the central directory lies outside the data");
+  if (dir_size > kMaxDirectory)
+    tail.fail(fmt::format("a central directory of {} bytes, more than the {} read", dir_size,
+                          kMaxDirectory));
   if (count > dir_size / kCentralSize)
-    b.fail(fmt::format("{} members do not fit a central directory of {} bytes", count, dir_size));
+    tail.fail(
+        fmt::format("{} members do not fit a central directory of {} bytes", count, dir_size));
+  const Bytes dir(source.read(dir_offset, dir_size), dir_offset, size, name);
   std::vector<ZipEntry> entries;
   entries.reserve(static_cast<size_t>(count));
   uint64_t at = dir_offset;
   const uint64_t stop = dir_offset + dir_size;
   for (uint64_t i = 0; i < count; ++i) {
-    if (at + kCentralSize > stop || b.u32(at) != kCentralHeader)
-      b.fail(fmt::format("central directory entry {} is missing or corrupt", i));
+    if (at + kCentralSize > stop || dir.u32(at) != kCentralHeader)
+      dir.fail(fmt::format("central directory entry {} is missing or corrupt", i));
     ZipEntry e;
-    const uint16_t flags = b.u16(at + 8);
-    e.method = b.u16(at + 10);
-    e.crc32 = b.u32(at + 16);
-    const uint32_t csize32 = b.u32(at + 20), size32 = b.u32(at + 24);
-    const uint16_t name_len = b.u16(at + 28), extra_len = b.u16(at + 30),
-                   comment_len = b.u16(at + 32);
-    const uint32_t offset32 = b.u32(at + 42);
+    const uint16_t flags = dir.u16(at + 8);
+    e.method = dir.u16(at + 10);
+    e.crc32 = dir.u32(at + 16);
+    const uint32_t csize32 = dir.u32(at + 20), size32 = dir.u32(at + 24);
+    const uint16_t name_len = dir.u16(at + 28), extra_len = dir.u16(at + 30),
+                   comment_len = dir.u16(at + 32);
+    const uint32_t offset32 = dir.u32(at + 42);
     const uint64_t record = kCentralSize + uint64_t{name_len} + extra_len + comment_len;
-    if (at + record > stop) b.fail(fmt::format("central directory entry {} overruns it", i));
-    e.name = std::string(b.view(at + kCentralSize, name_len));
+    if (at + record > stop) dir.fail(fmt::format("central directory entry {} overruns it", i));
+    e.name = dir.text(at + kCentralSize, name_len);
     e.compressed_size = csize32;
     e.size = size32;
     e.header_offset = offset32;
-    read_zip64_extra(b, at + kCentralSize + name_len, extra_len, e, size32, csize32, offset32);
-    if (flags & 1) b.fail(fmt::format("member '{}' is encrypted", e.name));
+    read_zip64_extra(dir, at + kCentralSize + name_len, extra_len, e, size32, csize32, offset32);
+    if (flags & 1) dir.fail(fmt::format("member '{}' is encrypted", e.name));
     if (e.method != 0 && e.method != 8)
-      b.fail(
+      dir.fail(
           fmt::format("member '{}' uses compression method {} (only stored and deflated are "
                       "read)",
                       e.name, e.method));
     if (e.method == 0 && e.size != e.compressed_size)
-      b.fail(fmt::format("stored member '{}' has two sizes", e.name));
+      dir.fail(fmt::format("stored member '{}' has two sizes", e.name));
     // Its local header and data, before the central directory.
-    if (e.header_offset > dir_offset || kLocalSize > dir_offset - e.header_offset ||
-        b.u32(e.header_offset) != kLocalHeader)
-      b.fail(fmt::format("member '{}': no local header where the directory says", e.name));
-    e.data_offset =
-        e.header_offset + kLocalSize + b.u16(e.header_offset + 26) + b.u16(e.header_offset + 28);
+    if (e.header_offset > dir_offset || kLocalSize > dir_offset - e.header_offset)
+      dir.fail(fmt::format("member '{}': no local header where the directory says", e.name));
+    const Bytes local(source.read(e.header_offset, kLocalSize), e.header_offset, size, name);
+    if (local.u32(e.header_offset) != kLocalHeader)
+      dir.fail(fmt::format("member '{}': no local header where the directory says", e.name));
+    e.data_offset = e.header_offset + kLocalSize + local.u16(e.header_offset + 26) +
+                    local.u16(e.header_offset + 28);
     if (e.data_offset > dir_offset || e.compressed_size > dir_offset - e.data_offset)
-      b.fail(fmt::format("member '{}' ({} bytes) reaches past its place in the data (truncated?)",
-                         e.name, e.compressed_size));
+      dir.fail(fmt::format("member '{}' ({} bytes) reaches past its place in the data (truncated?)",
+                           e.name, e.compressed_size));
     entries.push_back(std::move(e));
     at += record;
   }
@@ -173,17 +207,16 @@ uint32_t crc32_of(std::string_view bytes) {
   return c ^ 0xffffffffu;
 }
 
-std::string_view stored_member(std::string_view data, const ZipEntry& e,
-                               const std::string& source) {
+std::string stored_member(const ZipSource& source, const ZipEntry& e, const std::string& name) {
   if (e.method != 0)
     throw Error(
         fmt::format("{}: member '{}' is compressed (method {}); flopsprof reads the "
                     "stored members torch.save and torch.export.save write",
-                    source, e.name, e.method));
-  const std::string_view bytes = data.substr(e.data_offset, e.size);
+                    name, e.name, e.method));
+  std::string bytes = source.read(e.data_offset, e.size);
   if (crc32_of(bytes) != e.crc32)
     throw Error(
-        fmt::format("{}: member '{}' is corrupt (its CRC-32 does not match)", source, e.name));
+        fmt::format("{}: member '{}' is corrupt (its CRC-32 does not match)", name, e.name));
   return bytes;
 }
 

@@ -1,5 +1,5 @@
-// Zip archives held in memory (torch.save files, torch.export's .pt2): the central directory read
-// and every entry checked to lie inside the data, before anything else looks at the bytes.
+// Zip archives (torch.save files, TorchScript files, torch.export's .pt2): the central directory
+// read and every entry checked to lie inside the archive, before anything else looks at the bytes.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +9,7 @@
 
 namespace flopsprof::detail {
 
-/// One member of a zip archive. Offsets are from the start of the data.
+/// One member of a zip archive. Offsets are from the start of the archive.
 struct ZipEntry {
   std::string name;
   uint16_t method = 0;  ///< 0 stored, 8 deflated
@@ -20,16 +20,41 @@ struct ZipEntry {
   uint64_t data_offset = 0;    ///< its first byte of data
 };
 
-/// The members of the zip archive `data` (zip64 included), in the central directory's order.
-/// Throws `Error` ("<source>: not a readable zip archive (<what>)") when `data` is not a zip
-/// archive (no end of central directory record), spans several disks, or any record or member
-/// reaches outside the data, overlaps the central directory, is encrypted or uses a method other
-/// than stored or deflated. Cost: one pass over the central directory; member data is not read.
-std::vector<ZipEntry> read_zip_directory(std::string_view data, const std::string& source);
+/// An archive's bytes by offset (a file read with pread, or bytes in memory).
+class ZipSource {
+ public:
+  virtual ~ZipSource() = default;
+  virtual uint64_t size() const = 0;
+  /// The `n` bytes at `offset` (callers stay inside size()). Throws `Error` on a read error.
+  virtual std::string read(uint64_t offset, uint64_t n) const = 0;
+};
 
-/// The bytes of a stored (uncompressed) member, checked against its CRC-32. Throws `Error` naming
-/// `source` and the member for a deflated member or a CRC mismatch (a corrupt archive).
-std::string_view stored_member(std::string_view data, const ZipEntry& e, const std::string& source);
+/// Bytes held in memory as a source (they must outlive it).
+class MemoryZipSource : public ZipSource {
+ public:
+  explicit MemoryZipSource(std::string_view data) : d_(data) {}
+  uint64_t size() const override { return d_.size(); }
+  std::string read(uint64_t offset, uint64_t n) const override {
+    return std::string(d_.substr(offset, n));
+  }
+
+ private:
+  std::string_view d_;
+};
+
+/// The members of the zip archive in `source` (zip64 included), in the central directory's
+/// order. Throws `Error` ("<name>: not a readable zip archive (<what>)") when it is not a zip
+/// archive (no end of central directory record), spans several disks, or any record or member
+/// reaches outside it, overlaps the central directory, is encrypted or uses a method other than
+/// stored or deflated. Cost: reads of its last 64 KiB, its central directory (at most 1 GiB) and
+/// each member's 30-byte local header; member data is not read.
+std::vector<ZipEntry> read_zip_directory(const ZipSource& source, const std::string& name);
+/// The same for an archive held in memory.
+std::vector<ZipEntry> read_zip_directory(std::string_view data, const std::string& name);
+
+/// The bytes of a stored (uncompressed) member of `source`, checked against its CRC-32. Throws
+/// `Error` naming `name` and the member for a deflated member or a CRC mismatch (corrupt).
+std::string stored_member(const ZipSource& source, const ZipEntry& e, const std::string& name);
 
 /// CRC-32 (the zip format's, IEEE 802.3) of `bytes`.
 uint32_t crc32_of(std::string_view bytes);

@@ -115,8 +115,24 @@ std::optional<double> cached_rate(const std::string& value, bool zero_allowed) {
   return v;
 }
 
+// The cache file's real path when it can be read and replaced: absent, a regular file, or a link
+// to one (followed: the link stays); "" for anything else (a FIFO would block a reader, a device
+// or a folder must not be replaced): no cache then, the peaks are measured each time.
+std::string usable_cache_file(const std::string& file) {
+  struct stat st {};
+  if (::lstat(file.c_str(), &st) != 0) return errno == ENOENT ? file : "";
+  if (S_ISREG(st.st_mode)) return file;
+  if (!S_ISLNK(st.st_mode)) return "";
+  char* real = realpath(file.c_str(), nullptr);
+  if (real == nullptr) return "";
+  const std::string target = real;
+  std::free(real);
+  return ::stat(target.c_str(), &st) == 0 && S_ISREG(st.st_mode) ? target : "";
+}
+
 std::map<std::string, Entry> read_cache(const std::string& file) {
   std::map<std::string, Entry> out;
+  if (file.empty()) return out;
   std::ifstream f(file);
   std::string line;
   while (std::getline(f, line)) {
@@ -346,7 +362,7 @@ std::optional<MachinePeaks> peaks_of_this_cpu(const std::vector<DType>& dtypes, 
       fmt::format("{}|threads={}|libtorch={}|blas={}|isa={}|kernels=mm+conv", model, threads,
                   TORCH_VERSION, blas_library(), isa && *isa ? isa : "default");
   const std::string dir = cache_dir();
-  const std::string file = dir.empty() ? "" : dir + "/machine-peaks.txt";
+  const std::string file = dir.empty() ? "" : usable_cache_file(dir + "/machine-peaks.txt");
   const std::vector<DType> wanted = measured_dtypes(dtypes);
   MachinePeaks p;
   p.device = model;

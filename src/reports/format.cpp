@@ -41,6 +41,7 @@ std::string flops_per_second_to_string(double flops_per_second) {
 }
 
 std::string duration_to_string(double seconds) {
+  if (seconds >= 1e6) return fmt::format("{:.3g} s", seconds);  // a long run, or a bad file
   if (seconds >= 1.0) return fmt::format("{:.2f} s", seconds);
   if (seconds >= 1e-3) return fmt::format("{:.2f} ms", seconds * 1e3);
   return fmt::format("{:.2f} us", seconds * 1e6);
