@@ -679,6 +679,82 @@ TEST(Roofline, MemoryAndComputeSidesOfTheRidge) {
   EXPECT_DOUBLE_EQ(none.attainable_flops_per_s, 0.0);
 }
 
+// The cache-aware roofline (issue 45): each op's bytes at the level its working set fits, a sum's
+// ceiling its bytes over the time they take there; every share above its ceiling flagged.
+TEST(Roofline, WorkingSetsPickTheirLevelAndSumsTheirBandwidth) {
+  MachinePeaks m = peaks(1e12, 10e9);
+  m.bandwidth_by_level = parse_bandwidth_levels("L1:32K=400G,L2:1M=100G,DRAM=10G");
+  ASSERT_EQ(m.bandwidth_by_level.size(), 3u);
+  EXPECT_EQ(m.bandwidth_by_level[1].capacity_bytes, 1u << 20);
+  EXPECT_EQ(m.level_for(16 << 10), 0);  // 16 KiB: L1
+  EXPECT_EQ(m.level_for(32 << 10), 0);  // its capacity: still L1
+  EXPECT_EQ(m.level_for(512 << 10), 1);
+  EXPECT_EQ(m.level_for(64 << 20), 2);  // DRAM holds any
+  // a memory-bound point against L2: 100 KB in 2 us is 50 GB/s, half of L2's 100 GB/s
+  MemoryCeiling l2{"L2", 100e9};
+  RooflinePoint p = roofline_point(1000, true, 100000, 2e-6, m, DType::kFloat32, l2);
+  EXPECT_EQ(p.bound, "memory");
+  EXPECT_EQ(p.ceiling, "L2");
+  EXPECT_DOUBLE_EQ(p.ceiling_bytes_per_s, 100e9);
+  EXPECT_DOUBLE_EQ(p.share, 0.5);
+  EXPECT_FALSE(p.above_ceiling);
+  // the same bytes in 0.8 us: 125 GB/s, 125% of L2 (over the 10% tolerance): flagged
+  RooflinePoint q = roofline_point(1000, true, 100000, 0.8e-6, m, DType::kFloat32, l2);
+  EXPECT_DOUBLE_EQ(q.share, 1.25);
+  EXPECT_TRUE(q.above_ceiling);
+  // 105%: inside the tolerance, not flagged
+  EXPECT_FALSE(roofline_point(1000, true, 105000, 1e-6, m, DType::kFloat32, l2).above_ceiling);
+  // Given levels: fastest first, capacities rising, main memory last and unbounded
+  for (const char* bad :
+       {"L1:32K=400G", "L1:32K=400G,L2:16K=100G,DRAM=10G", "DRAM=10G,L1:32K=400G",
+        "L1:32K=400G,DRAM:1G=10G", "L1:0=400G,DRAM=10G", "L1:x=1G,DRAM=1G", ":32K=1G,DRAM=1G"}) {
+    EXPECT_THROW(parse_bandwidth_levels(bad), Error) << bad;
+  }
+  EXPECT_EQ(parse_bandwidth_levels("DRAM=20G").size(), 1u);
+}
+
+// Ops of three working sets in one module against given levels (fp32, 1 TFLOP/s so every op is
+// memory-bound): its ceiling is its bytes over their time at their levels, named by the level
+// holding most of them; the op rows each at their own level.
+TEST(Roofline, AModulesCeilingFollowsFromItsOpsLevels) {
+  testing::Names names;
+  ModuleTree tree;
+  ModuleNode root;
+  root.name = "";
+  root.type = "Net";
+  tree.nodes.push_back(root);
+  tree.finalize();
+  Recorder rec{names};
+  // relu [4096] fp32: 16 KiB read + 16 KiB written = 32 KiB (L1); add [65536] x2: 768 KiB (L2);
+  // relu [1048576]: 8 MiB (DRAM)
+  rec.op("aten::relu", {{4096}}, -1, kFormula);
+  rec.op("aten::add", {{65536}, {65536}}, -1, kFormula);
+  rec.op("aten::sigmoid", {{1048576}}, -1, kFormula);
+  AggregateInput in;
+  in.tree = &tree;
+  in.threads = {&rec.th};
+  in.names = &names;
+  in.stop_tick = 1000;
+  in.machine = peaks(1e12, 10e9);
+  in.machine.bandwidth_by_level = parse_bandwidth_levels("L1:32K=400G,L2:1M=100G,DRAM=10G");
+  const ProfileResult r = aggregate(in);
+  auto row = [&](const std::string& n) {
+    for (const OpStats& o : r.ops)
+      if (o.name == n) return o.roofline;
+    return RooflinePoint{};
+  };
+  EXPECT_EQ(row("aten::relu").ceiling, "L1");
+  EXPECT_DOUBLE_EQ(row("aten::relu").ceiling_bytes_per_s, 400e9);
+  EXPECT_EQ(row("aten::add").ceiling, "L2");
+  EXPECT_EQ(row("aten::sigmoid").ceiling, "DRAM");
+  // the forward: 32 KiB at 400 GB/s + 768 KiB at 100 GB/s + 8 MiB at 10 GB/s
+  const double bytes = 32768.0 + 786432.0 + 8388608.0;
+  const double seconds = 32768.0 / 400e9 + 786432.0 / 100e9 + 8388608.0 / 10e9;
+  EXPECT_EQ(r.roofline.ceiling, "DRAM");
+  EXPECT_NEAR(r.roofline.ceiling_bytes_per_s, bytes / seconds, 1.0);
+  EXPECT_EQ(r.fwd_bytes, static_cast<uint64_t>(bytes));
+}
+
 TEST(Roofline, GpuCeilingsFromTheTableOrTheProperties) {
   GpuDeviceProperties h100;
   std::snprintf(h100.name, sizeof h100.name, "NVIDIA H100 80GB HBM3");

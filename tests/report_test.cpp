@@ -342,9 +342,13 @@ TEST(Problems, AModuleAboveThePeakIsSaidWhenNoOpRowIs) {
     if (p.rfind("roofline: ", 0) == 0) said += p;
   }
   EXPECT_EQ(said,
-            "roofline: 1 module(s) ran above the peak FLOP/s (given: 'enc.fc1' (Linear) at 167% of "
-            "it in its forward), though no op's row averaged above it; the peak given is lower "
-            "than this machine reaches");
+            "roofline: 1 module(s) ran above the peak FLOP/s (more than 10% over; marked "
+            "above_ceiling): the worst, 'enc.fc1' (Linear) in its forward at 167% of the peak "
+            "FLOP/s (1000 GFLOP/s, given); the likely causes: the peak given is lower than this "
+            "machine reaches");
+  // marked in the module's roofline point (the JSON's above_ceiling), not in the mm row's
+  EXPECT_TRUE(r.modules[2].roofline.above_ceiling) << r.modules[2].name;
+  for (const OpStats& op : r.ops) EXPECT_FALSE(op.roofline.above_ceiling) << op.name;
   // The same work at a peak it cannot beat: nothing said
   m.flops_per_s[static_cast<size_t>(DType::kFloat32)] = 10e12;
   for (const std::string& p : run(tree, {&b.th}, names, m).problems) {
@@ -439,8 +443,10 @@ TEST(TextReport, MatchesLineByLine) {
       "of total fwd latency, fwd FLOPS (with backward: bwd flops, bwd latency;",
       "and the call count when not 1)",
       "then the roofline: bytes moved (read + written), arithmetic intensity (FLOP/B), the",
-      "ceiling that bounds it (memory or compute) and the share of that ceiling reached",
-      "(memory: of the bandwidth; compute: of the peak FLOPS); with backward, also for bwd",
+      "ceiling that bounds it (memory, with the memory level its working sets fit, or",
+      "compute) and the share of that ceiling reached (memory: of that level's bandwidth;",
+      "compute: of the peak FLOPS; '!': above the ceiling, see problems); with backward, also",
+      "for bwd",
       "",
       "Note: 1. Ops outside any submodule (functional calls in a parent's forward) make up the",
       "difference between a parent's MACs (or latency) and the sum of its submodules'.",

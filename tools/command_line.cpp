@@ -52,9 +52,12 @@ options:
   --peak-flops F         the machine's peak FLOP/s for the roofline instead of measuring it:
                          a number (1.5e12, 900G, 67T) for every dtype, or per dtype
                          (fp32=67T,bf16=989T); also FLOPSPROF_PEAK_FLOPS
-  --peak-bandwidth B     the machine's peak memory bandwidth, bytes/s (20e9, 3.35T); also
+  --peak-bandwidth B     the machine's peak memory bandwidth, bytes/s (20e9, 3.35T), or its
+                         memory levels for the cache-aware roofline, fastest first, main memory
+                         last (L1:32K=400G,L2:1M=200G,L3:32M=100G,DRAM=20G); also
                          FLOPSPROF_PEAK_BANDWIDTH. Unless given, a CPU's peaks are measured once
-                         (a few hundred ms) and cached, a GPU's come from its properties
+                         (a few hundred ms: each cache level, memory, the fastest kernels) and
+                         cached, a GPU's come from its properties (one ceiling: its memory)
   --attention dense|causal
                          how attention under a causal mask (SDPA's is_causal) counts in FLOPs,
                          MACs and MFU: every query against every key (dense, the default, as
@@ -258,7 +261,12 @@ Options parse_args(const std::vector<std::string>& args) {
       }
     } else if (a == "--peak-bandwidth") {
       try {
-        o.roofline.peak_bandwidth = parse_peak_bandwidth(value());
+        const std::string v = value();
+        if (v.find('=') != std::string::npos) {  // memory levels: L1:32K=400G,...,DRAM=20G
+          o.roofline.bandwidth_levels = parse_bandwidth_levels(v);
+        } else {
+          o.roofline.peak_bandwidth = parse_peak_bandwidth(v);
+        }
       } catch (const Error& e) {
         fail(std::string("--peak-bandwidth: ") + e.what());
       }
@@ -301,6 +309,8 @@ Options parse_args(const std::vector<std::string>& args) {
     try {
       if (std::string(var) == "FLOPSPROF_PEAK_FLOPS") {
         parse_peak_flops(v);
+      } else if (std::string(v).find('=') != std::string::npos) {
+        parse_bandwidth_levels(v);
       } else {
         parse_peak_bandwidth(v);
       }

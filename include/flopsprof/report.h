@@ -133,6 +133,8 @@ struct ModuleStats {
   uint64_t maybe_missing_flops = 0;
   uint64_t maybe_missing_bytes = 0;
   FlopsByDtype flops_by_dtype{};
+  /// The dtype most of its forward FLOPs were in (kUnknown: none): its peak is its roofline's.
+  DType dtype = DType::kUnknown;
   /// Of its forward under a causal mask: FLOPs on the pairs the mask discards (in `flops` under
   /// the dense convention, not under the causal one) and FLOPs its kernels skipped (docs/
   /// report.md, "Causal attention"). Dense, causal and kernel counts follow from these.
@@ -374,6 +376,10 @@ struct ProfileResult {
   uint64_t flops = 0;  ///< forward FLOPs, each op counted once
   uint64_t macs = 0;
   FlopsByDtype flops_by_dtype{};
+  /// The dtype most of the forward's FLOPs were in (kUnknown: none): the roofline's peak.
+  DType dtype = DType::kUnknown;
+  /// DeepSpeed's "fwd FLOPS per device": `flops` over `duration_s` (0: no time).
+  double fwd_flops_per_s = 0;
   /// The convention of every FLOP and MAC count of the profile (ProfilerOptions::attention).
   AttentionConvention attention = AttentionConvention::kDense;
   /// Causal masks: of the forward's (backward's) dense count, the FLOPs on masked pairs and the

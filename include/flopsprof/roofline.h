@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "flopsprof/formulas.h"
 
@@ -14,11 +15,27 @@ namespace flopsprof {
 /// A rate per dtype (FLOP/s), indexed by `static_cast<size_t>(DType)`.
 using RateByDtype = std::array<double, static_cast<size_t>(DType::kCount)>;
 
+/// One memory level's ceiling in the cache-aware roofline (docs/report.md, "The machine's
+/// roofline"): the largest working set placed against it and its bandwidth.
+struct BandwidthLevel {
+  std::string name;             ///< "L1", "L2", "L3", "DRAM" (a CPU's), "HBM" (a GPU's memory)
+  uint64_t capacity_bytes = 0;  ///< the largest working set it holds, bytes; 0: any (main memory)
+  double bytes_per_s = 0;       ///< its bandwidth
+};
+
+/// The share of a ceiling above which work is flagged `above_ceiling`: 10% over, the timer's
+/// and the measurement's noise.
+constexpr double kCeilingTolerance = 0.10;
+
 /// The ceilings of the machine a profile ran on: peak FLOP/s per dtype and peak memory
 /// bandwidth, each with where it came from. Plain data, safe to copy.
 struct MachinePeaks {
   RateByDtype flops_per_s{};  ///< peak FLOP/s per dtype; 0: unknown for that dtype
   double bytes_per_s = 0;     ///< peak memory bandwidth, bytes/s; 0: unknown
+  /// The memory levels an op is placed against by its working set (the bytes it touches),
+  /// fastest first, main memory last (its bandwidth `bytes_per_s`): a CPU's caches measured
+  /// (L1, L2, L3, DRAM), or given; a GPU's memory alone (HBM). Empty: unknown.
+  std::vector<BandwidthLevel> bandwidth_by_level;
   /// Where each number came from: "measured" (by flopsprof, in this process), "measured
   /// (cached)" (an earlier measurement on this machine, read from `cache_file`), "given"
   /// (ProfilerOptions::roofline, the command's --peak-flops / --peak-bandwidth), "given
@@ -38,6 +55,9 @@ struct MachinePeaks {
   double ridge(DType dtype) const;
   /// Whether both ceilings are known for `dtype`.
   bool known(DType dtype) const { return peak_flops(dtype) > 0 && bytes_per_s > 0; }
+  /// The index in `bandwidth_by_level` of the level a working set of `bytes` is placed against:
+  /// the first whose capacity holds it (main memory holds any); -1 when there are no levels.
+  int level_for(uint64_t bytes) const;
 };
 
 /// The ceilings a profile uses (ProfilerOptions::roofline), when not measured or looked up.
@@ -51,6 +71,9 @@ struct RooflineOptions {
   /// given. `set_peak_flops(x)` gives x for every dtype.
   RateByDtype peak_flops{};
   double peak_bandwidth = 0;  ///< peak memory bandwidth, bytes/s; 0: not given
+  /// The memory levels (parse_bandwidth_levels), fastest first, main memory last; given, they
+  /// replace the measured ones and `peak_bandwidth` (their last is it). Empty: not given.
+  std::vector<BandwidthLevel> bandwidth_levels;
   RooflineOptions& set_peak_flops(double flops_per_s) {
     peak_flops.fill(flops_per_s);
     return *this;
@@ -72,6 +95,20 @@ struct RooflinePoint {
   /// "memory" (intensity below the ridge point) or "compute" (at or above it); "" when unknown:
   /// no peaks, nothing moved and nothing computed, or FLOPs n/a (an op without a formula).
   std::string bound;
+  /// The memory level whose bandwidth it is placed against (its ops' working sets: the level
+  /// holding most of its bytes, e.g. "L2"), and that bandwidth over all its ops (bytes over the
+  /// time each op's bytes take at its own level's bandwidth). "" and 0: unknown.
+  std::string ceiling;
+  double ceiling_bytes_per_s = 0;
+  /// Its share is above its ceiling by more than kCeilingTolerance: the ceiling (or its time)
+  /// cannot be trusted for it; the profile's problems say why it may be.
+  bool above_ceiling = false;
+};
+
+/// The memory ceiling of some work: a level's name and the bandwidth its bytes are placed against.
+struct MemoryCeiling {
+  std::string name;
+  double bytes_per_s = 0;
 };
 
 /// The roofline point of work of `flops` FLOPs (`flops_known` false: n/a, an op without a
@@ -79,12 +116,20 @@ struct RooflinePoint {
 /// Pure, O(1).
 RooflinePoint roofline_point(uint64_t flops, bool flops_known, uint64_t bytes, double seconds,
                              const MachinePeaks& peaks, DType dtype);
+/// The same against `memory` (its bandwidth instead of the peak bandwidth: a cache level's, or
+/// the effective one of work spread over levels). Pure, O(1).
+RooflinePoint roofline_point(uint64_t flops, bool flops_known, uint64_t bytes, double seconds,
+                             const MachinePeaks& peaks, DType dtype, const MemoryCeiling& memory);
 
 /// Parses a peak given as text: a number with an optional SI suffix ("1.5e12", "900G", "3.35T"),
 /// or for FLOP/s also per dtype ("fp32=67T,bf16=989T"; a bare number is every dtype's). Throws
 /// `Error` naming the problem and the form expected. Units: FLOP/s, or bytes/s for `bandwidth`.
 RateByDtype parse_peak_flops(const std::string& text);
 double parse_peak_bandwidth(const std::string& text);
+/// Memory levels as text: "NAME:CAPACITY=RATE,...,NAME=RATE", fastest first, capacities rising,
+/// the last (main memory) without a capacity: "L1:32K=400G,L2:1M=200G,L3:32M=100G,DRAM=20G"
+/// (capacities in bytes with K, M, G as 1024-based suffixes). Throws `Error` naming the problem.
+std::vector<BandwidthLevel> parse_bandwidth_levels(const std::string& text);
 
 /// "12.3 FLOP/B"
 std::string intensity_to_string(double flops_per_byte);

@@ -2,6 +2,7 @@
 #include "aggregation/aggregate.h"
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <map>
 #include <optional>
@@ -29,18 +30,62 @@ const char* op_phase_name(int p) {
                             : phase_label(static_cast<Phase>(p), 0);
 }
 
+
+// Where bytes sit in the cache-aware roofline: each op's bytes at the memory level its working
+// set (the bytes it touches) fits in, and the time they take at that level's bandwidth. The
+// ceiling of the sum: its bytes over that time (docs/report.md, "The machine's roofline").
+struct LevelAcc {
+  static constexpr size_t kLevels = 8;
+  double seconds = 0;
+  std::array<uint64_t, kLevels> bytes{};
+  void add(const MachinePeaks& m, int level, uint64_t b) {
+    if (level < 0 || b == 0 || !(m.bandwidth_by_level[static_cast<size_t>(level)].bytes_per_s > 0))
+      return;
+    const size_t l = std::min(static_cast<size_t>(level), kLevels - 1);
+    bytes[l] = bytes[l] + b < bytes[l] ? UINT64_MAX : bytes[l] + b;
+    seconds +=
+        static_cast<double>(b) / m.bandwidth_by_level[static_cast<size_t>(level)].bytes_per_s;
+  }
+  void add(const LevelAcc& o) {
+    seconds += o.seconds;
+    for (size_t l = 0; l < kLevels; ++l)
+      bytes[l] = bytes[l] + o.bytes[l] < bytes[l] ? UINT64_MAX : bytes[l] + o.bytes[l];
+  }
+  // The level holding most of the bytes, and the bandwidth of all of them; the main memory's
+  // ceiling when nothing was placed (no levels, no bytes).
+  MemoryCeiling ceiling(const MachinePeaks& m) const {
+    MemoryCeiling c;
+    double total = 0;
+    size_t most = 0;
+    for (size_t l = 0; l < kLevels; ++l) {
+      total += static_cast<double>(bytes[l]);
+      if (bytes[l] > bytes[most]) most = l;
+    }
+    if (total <= 0 || seconds <= 0 || m.bandwidth_by_level.empty()) {
+      c.name = m.bandwidth_by_level.empty() ? "" : m.bandwidth_by_level.back().name;
+      c.bytes_per_s = m.bytes_per_s;
+      return c;
+    }
+    c.name = m.bandwidth_by_level[std::min(most, m.bandwidth_by_level.size() - 1)].name;
+    c.bytes_per_s = total / seconds;
+    return c;
+  }
+};
+
+// Bytes read and written, saturating, and where they sit in the roofline.
+struct ByteAcc {
+  uint64_t read = 0, written = 0;
+  LevelAcc levels;
+  uint64_t total() const { return read + written < read ? UINT64_MAX : read + written; }
+};
+
 struct OpAcc {
   uint64_t calls = 0, flops = 0, macs = 0, declined = 0;
   uint64_t read = 0, written = 0, written_unknown = 0, written_from_allocations = 0;
+  LevelAcc levels;
   int64_t ns = 0, uncovered_ns = 0;
   bool has_formula = false;
   FlopsByDtype by_dtype{}, bytes_by_dtype{};  // the row's dtype: most FLOPs, else most bytes
-};
-
-// Bytes read and written, saturating.
-struct ByteAcc {
-  uint64_t read = 0, written = 0;
-  uint64_t total() const { return read + written < read ? UINT64_MAX : read + written; }
 };
 
 // The dtype with the most of `v`, or kUnknown when all are 0.
@@ -370,13 +415,15 @@ class Aggregator {
     op.has_formula = op.has_formula || c.state != OpCount::kNone;  // the count stage found one
     if (c.state == OpCount::kDeclined) ++op.declined;
     const FlopCount* fc = c.counted();
+    const int level = c.has_bytes() ? in.machine.level_for(c.bytes_total()) : -1;
     if (c.has_bytes()) {
       add_saturating(op.read, c.bytes_read, overflow);
       add_saturating(op.written, c.bytes_written, overflow);
+      op.levels.add(in.machine, level, c.bytes_total());
       if (c.bytes == OpCount::kWrittenUnknown) ++op.written_unknown;
       if (c.bytes == OpCount::kWrittenFromAllocations) ++op.written_from_allocations;
       if (c.bytes != OpCount::kBytesKnown) ++r.bytes_written_unknown_calls;
-      add_bytes(ph, m, out_fwd, c);
+      add_bytes(ph, m, out_fwd, c, level);
       if (t < kv.size() && !kv[t].empty() && ph == Phase::kForward && m >= 0) add_kv(m, kv[t][i]);
     }
     if (ph == Phase::kForward && !out_fwd && m >= 0) add_module_op(m, e.name_id, dur, c, fc);
@@ -626,10 +673,11 @@ class Aggregator {
 
   // An op's bytes into its phase's totals and its module's (inclusive up the tree), as its
   // FLOPs go.
-  void add_bytes(Phase ph, int m, bool out_fwd, const OpCount& c) {
+  void add_bytes(Phase ph, int m, bool out_fwd, const OpCount& c, int level) {
     auto add = [&](ByteAcc& a) {
       add_saturating(a.read, c.bytes_read, overflow);
       add_saturating(a.written, c.bytes_written, overflow);
+      a.levels.add(in.machine, level, c.bytes_total());
     };
     auto up = [&](ByteAcc ModuleAcc::*field) {
       for (int a = m; a >= 0; a = tree.nodes[a].parent) add(acc[a].*field);
@@ -654,6 +702,7 @@ class Aggregator {
         break;
       case Phase::kRecompute:
         add_saturating(r.recompute_bytes, c.bytes_total(), overflow);
+        add(re_bytes);
         up(&ModuleAcc::re_bytes);
         break;
       case Phase::kStep:
@@ -854,7 +903,7 @@ class Aggregator {
       s.bwd_bytes_written = acc[t].bwd_bytes.written;
       s.bwd_bytes = acc[t].bwd_bytes.total();
       s.recompute_bytes = acc[t].re_bytes.total();
-      module_roofline(s);
+      module_roofline(s, acc[t]);
       module_utilisation(s, acc[t]);
       if (s.parent >= 0) r.modules[s.parent].children.push_back(remap[t]);
       r.modules.push_back(std::move(s));
@@ -877,19 +926,24 @@ class Aggregator {
     r.step_bytes_read = step_bytes.read;
     r.step_bytes_written = step_bytes.written;
     r.step_bytes = step_bytes.total();
-    const DType dt = dominant(r.flops_by_dtype);
+    const DType dt = r.dtype = dominant(r.flops_by_dtype);
+    r.fwd_flops_per_s = r.duration_s > 0 ? static_cast<double>(r.flops) / r.duration_s : 0.0;
     const bool device = r.gpu.measured;
     r.roofline = roofline_point(r.flops, true, r.fwd_bytes, device ? r.gpu.forward_s : r.duration_s,
-                                in.machine, dt);
+                                in.machine, dt, fwd_bytes.levels.ceiling(in.machine));
     uint64_t bwd_flops = 0, bwd_total = 0;
     add_saturating(bwd_flops, r.bwd_flops, overflow);
     add_saturating(bwd_flops, r.recompute_flops, overflow);
     add_saturating(bwd_total, r.bwd_bytes, overflow);
     add_saturating(bwd_total, r.recompute_bytes, overflow);
-    r.bwd_roofline = roofline_point(bwd_flops, true, bwd_total,
-                                    device ? r.gpu.backward_s : r.bwd_latency_s, in.machine, dt);
-    r.step_roofline = roofline_point(r.step_flops, true, r.step_bytes,
-                                     device ? r.gpu.step_s : r.step_latency_s, in.machine, dt);
+    LevelAcc bwd_levels = bwd_bytes.levels;
+    bwd_levels.add(re_bytes.levels);
+    r.bwd_roofline =
+        roofline_point(bwd_flops, true, bwd_total, device ? r.gpu.backward_s : r.bwd_latency_s,
+                       in.machine, dt, bwd_levels.ceiling(in.machine));
+    r.step_roofline =
+        roofline_point(r.step_flops, true, r.step_bytes, device ? r.gpu.step_s : r.step_latency_s,
+                       in.machine, dt, step_bytes.levels.ceiling(in.machine));
     uint64_t bytes = 0;
     for (uint64_t b : {r.fwd_bytes, r.bwd_bytes, r.recompute_bytes})
       add_saturating(bytes, b, overflow);
@@ -899,16 +953,18 @@ class Aggregator {
 
   // A module's forward and backward on the roofline: its FLOPs and bytes over its device time
   // when measured, else its host latency, against the peak of its dominant dtype.
-  void module_roofline(ModuleStats& s) const {
-    const DType dt = dominant(s.flops_by_dtype);
+  void module_roofline(ModuleStats& s, const ModuleAcc& a) const {
+    const DType dt = s.dtype = dominant(s.flops_by_dtype);
     const bool device = r.gpu.measured;
     s.roofline = roofline_point(s.flops, true, s.bytes, device ? s.device_fwd_s : s.latency_s,
-                                in.machine, dt);
+                                in.machine, dt, a.bytes.levels.ceiling(in.machine));
     uint64_t flops = s.bwd_flops + s.recompute_flops, bytes = s.bwd_bytes + s.recompute_bytes;
     if (flops < s.bwd_flops) flops = UINT64_MAX;
     if (bytes < s.bwd_bytes) bytes = UINT64_MAX;
+    LevelAcc bwd = a.bwd_bytes.levels;
+    bwd.add(a.re_bytes.levels);
     s.bwd_roofline = roofline_point(flops, true, bytes, device ? s.device_bwd_s : s.bwd_latency_s,
-                                    in.machine, dt);
+                                    in.machine, dt, bwd.ceiling(in.machine));
   }
 
   // A module's (or the model's) utilisation over its forward and backward time: the device's
@@ -1100,7 +1156,7 @@ class Aggregator {
       if (s.dtype == DType::kUnknown) s.dtype = dominant(a.bytes_by_dtype);
       // FLOPs are known for rows with a formula whose every counted call was counted.
       s.roofline = roofline_point(s.flops, a.has_formula && a.declined == 0, s.bytes, s.latency_s,
-                                  in.machine, s.dtype);
+                                  in.machine, s.dtype, a.levels.ceiling(in.machine));
       if (a.declined > 0) {
         r.problems.push_back(fmt::format(
             "{}: the formula could not count {} call(s) (arguments not understood); their FLOPs "
@@ -1115,69 +1171,100 @@ class Aggregator {
     for (const OpStats& s : r.ops) {
       if (s.phase == "outside" && outside.top_ops.size() < 5) outside.top_ops.push_back(s);
     }
-    low_peak_problem();
+    ceiling_problems();
   }
 
-  // Compute-bound work well above the peak FLOP/s (over 125% of it, for at least 1 ms): the peak is
-  // too low: measured with kernels slower than that work's (a kernel family not measured), on a
-  // busy machine (and cached), or given too low. Op rows first (they average all calls of a name);
-  // then modules, forward and backward, which can be above while their ops' rows are not (one
-  // layer's convolutions fast, another's slow). Memory-bound work above the bandwidth is expected
-  // (data still in cache), so only the compute side is checked.
-  void low_peak_problem() {
-    auto above = [](const RooflinePoint& p, double seconds) {
-      return p.bound == "compute" && p.share > 1.25 && seconds >= 1e-3;
+  // Work above its ceiling (RooflinePoint::above_ceiling: over 110% of it), op rows (forward,
+  // backward, step, outside) and modules (forward and backward), each side apart: one problems
+  // line for the compute side (the peak FLOP/s), one for the memory side (a level's bandwidth),
+  // counting them all and naming the worst, with the causes that fit it.
+  void ceiling_problems() {
+    struct Worst {
+      size_t ops = 0, modules = 0;
+      double share = 0;
+      std::string what, ceiling;
+      double seconds = 0;
+      bool guessed = false;  // the worst is a module whose span rests on op order
     };
-    const OpStats* worst = nullptr;
-    size_t n = 0;
+    Worst side[2];  // [0] compute, [1] memory
+    auto note = [&](const RooflinePoint& p, double seconds, const std::string& what, bool guessed,
+                    DType dt) -> bool {
+      if (!p.above_ceiling) return false;
+      Worst& w = side[p.bound == "memory" ? 1 : 0];
+      if (p.share > w.share) {
+        w.share = p.share;
+        w.what = what;
+        w.ceiling = p.bound == "memory"
+                        ? fmt::format("{} bandwidth ({})", p.ceiling.empty() ? "the" : p.ceiling,
+                                      bandwidth_to_string(p.ceiling_bytes_per_s))
+                        : fmt::format("the peak FLOP/s ({:.4g} GFLOP/s, {})",
+                                      in.machine.peak_flops(dt) / 1e9, in.machine.flops_source);
+        w.seconds = seconds;
+        w.guessed = guessed;
+      }
+      return true;
+    };
     for (const OpStats& s : r.ops) {
-      if (!above(s.roofline, s.latency_s)) continue;
-      ++n;
-      if (worst == nullptr || s.roofline.share > worst->roofline.share) worst = &s;
+      if (note(s.roofline, s.latency_s / std::max<uint64_t>(1, s.calls),
+               fmt::format("{} ({})", s.name, s.phase), false, s.dtype))
+        ++side[s.roofline.bound == "memory" ? 1 : 0].ops;
     }
-    const ModuleStats* worst_module = nullptr;
-    const char* pass = "forward";
-    double worst_share = 0;
-    size_t modules = 0;
     for (const ModuleStats& mod : r.modules) {
-      bool any = false;
-      for (const auto& [p, seconds, what] :
+      const bool guessed = mod.inferred_ops > 0 || mod.maybe_missing_ops > 0 || mod.calls_inferred;
+      const std::string who = mod.name.empty() ? fmt::format("the model ({})", mod.type)
+                                               : fmt::format("'{}' ({})", mod.name, mod.type);
+      bool counted[2] = {false, false};
+      for (const auto& [p, seconds, pass] :
            {std::tuple{&mod.roofline, mod.latency_s, "forward"},
             std::tuple{&mod.bwd_roofline, mod.bwd_latency_s, "backward"}}) {
-        if (!above(*p, seconds)) continue;
-        any = true;
-        if (p->share > worst_share) {
-          worst_share = p->share;
-          worst_module = &mod;
-          pass = what;
-        }
+        if (note(*p, seconds / std::max<uint64_t>(1, mod.calls),
+                 fmt::format("{} in its {}", who, pass), guessed, mod.dtype))
+          counted[p->bound == "memory" ? 1 : 0] = true;
       }
-      modules += any;
+      for (int k = 0; k < 2; ++k) side[k].modules += counted[k];
     }
-    if (worst == nullptr && worst_module == nullptr) return;
     const MachinePeaks& m = in.machine;
-    const bool measured = m.flops_source.rfind("measured", 0) == 0;
-    const std::string cause =
-        measured ? fmt::format(
-                       "that work's kernels ran faster than the kernels the peak was measured "
-                       "with (the machine's line above names them), or the peak was measured "
-                       "while the machine was busy: delete {} to measure again, or give the "
-                       "peak (ProfilerOptions::roofline, --peak-flops, FLOPSPROF_PEAK_FLOPS)",
-                       m.cache_file.empty() ? "the cache file" : m.cache_file)
-                 : "the peak given is lower than this machine reaches";
-    if (worst != nullptr) {
+    const std::string file = m.cache_file.empty() ? "the cache file" : m.cache_file;
+    for (int k = 0; k < 2; ++k) {
+      const Worst& w = side[k];
+      if (w.ops + w.modules == 0) continue;
+      std::vector<std::string> causes;
+      if (k == 1) {
+        causes.push_back(
+            "its working set sat in a faster level than its size says (data the op before left "
+            "in cache, or split over the cores' caches)");
+      } else if (m.flops_source.rfind("measured", 0) == 0) {
+        causes.push_back(
+            "that work's kernels ran faster than the kernels the peak was measured with (the "
+            "machine's line above names them)");
+      }
+      const std::string& source = k == 1 ? m.bandwidth_source : m.flops_source;
+      if (source.rfind("measured", 0) == 0) {
+        causes.push_back(fmt::format(
+            "the {} measured while the machine was busy (delete {} to measure again, or give "
+            "{}: ProfilerOptions::roofline, {}, {})",
+            k == 1 ? "levels were" : "peak was", file, k == 1 ? "them" : "it",
+            k == 1 ? "--peak-bandwidth L1:32K=...,DRAM=..." : "--peak-flops",
+            k == 1 ? "FLOPSPROF_PEAK_BANDWIDTH" : "FLOPSPROF_PEAK_FLOPS"));
+      } else {
+        causes.push_back(fmt::format("the {} given is lower than this machine reaches",
+                                     k == 1 ? "bandwidth" : "peak"));
+      }
+      if (w.guessed)
+        causes.push_back(
+            "or a guess shrank its span (op order placed some of its work: see its "
+            "mark)");
+      if (w.seconds > 0 && w.seconds < 1e-5)
+        causes.push_back("the timer's noise on a call this short");
+      std::string counts;
+      if (w.ops > 0) counts = fmt::format("{} op row(s)", w.ops);
+      if (w.modules > 0)
+        counts += fmt::format("{}{} module(s)", counts.empty() ? "" : " and ", w.modules);
       r.problems.push_back(fmt::format(
-          "roofline: {} op(s) ran above the peak FLOP/s ({:.4g} GFLOP/s, {}: {} at {:.0f}% of "
-          "it){}; {}",
-          n, m.peak_flops(worst->dtype) / 1e9, m.flops_source, worst->name,
-          100 * worst->roofline.share,
-          modules > 0 ? fmt::format(", and {} module(s)", modules) : std::string(), cause));
-    } else {
-      r.problems.push_back(fmt::format(
-          "roofline: {} module(s) ran above the peak FLOP/s ({}: '{}' ({}) at {:.0f}% of it in "
-          "its {}), though no op's row averaged above it; {}",
-          modules, m.flops_source, worst_module->name, worst_module->type, 100 * worst_share, pass,
-          cause));
+          "roofline: {} ran above {} (more than {:.0f}% over; marked above_ceiling): the worst, {} "
+          "at {:.0f}% of {}; the likely causes: {}",
+          counts, k == 1 ? "their memory ceiling" : "the peak FLOP/s", 100 * kCeilingTolerance,
+          w.what, 100 * w.share, w.ceiling, fmt::join(causes, "; or ")));
     }
   }
 
@@ -1212,7 +1299,7 @@ class Aggregator {
   const ModuleTree& tree;
   const int num_modules;
   std::vector<ModuleAcc> acc;
-  ByteAcc fwd_bytes, bwd_bytes, step_bytes;
+  ByteAcc fwd_bytes, bwd_bytes, step_bytes, re_bytes;
   FlopsByDtype model_dt{}, hw_dt{};  // the utilisation's numerators (ModuleAcc's, for the model)
   std::map<std::pair<int, uint32_t>, OpAcc> ops;               // (op-table phase, name id)
   std::map<std::pair<int, uint32_t>, ModuleOpAcc> module_ops;  // (module, name id): own forward

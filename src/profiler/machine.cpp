@@ -97,6 +97,7 @@ std::string cache_dir() {
 // One line of the cache: "<key>\tbandwidth=<B/s>\t<dtype>=<FLOP/s>...\tdetail=<text>".
 struct Entry {
   double bandwidth = 0;
+  std::vector<BandwidthLevel> levels;  // the caches, fastest first (main memory: `bandwidth`)
   RateByDtype flops{};
   std::map<std::string, bool> tried;  // dtypes measured (a 0 is "cannot compute it here")
   std::string detail;
@@ -151,6 +152,24 @@ std::map<std::string, Entry> read_cache(const std::string& file) {
         e.bandwidth = v.value_or(0);
       } else if (name == "detail") {
         e.detail = value;
+      } else if (name == "levels") {
+        // NAME:CAPACITY:RATE;... (rates as the other fields, trusted likewise)
+        std::stringstream ls(value);
+        std::string item;
+        while (std::getline(ls, item, ';')) {
+          const size_t a = item.find(':'), b = item.find(':', a + 1);
+          if (a == std::string::npos || b == std::string::npos) {
+            trusted = false;
+            break;
+          }
+          BandwidthLevel l;
+          l.name = item.substr(0, a);
+          l.capacity_bytes = std::strtoull(item.substr(a + 1, b - a - 1).c_str(), nullptr, 10);
+          const auto rate = cached_rate(item.substr(b + 1), false);
+          trusted = trusted && rate.has_value() && l.capacity_bytes > 0;
+          l.bytes_per_s = rate.value_or(0);
+          e.levels.push_back(l);
+        }
       } else {
         for (size_t d = 1; d < e.flops.size(); ++d) {
           if (name == dtype_name(static_cast<DType>(d))) {
@@ -179,6 +198,14 @@ void write_cache(const std::string& dir, const std::string& file,
     if (!f) return;  // an unwritable cache: measured again next time
     for (const auto& [key, e] : entries) {
       f << key << "\tbandwidth=" << fmt::format("{:.17g}", e.bandwidth);
+      if (!e.levels.empty()) {
+        f << "\tlevels=";
+        for (size_t i = 0; i < e.levels.size(); ++i) {
+          const BandwidthLevel& l = e.levels[i];
+          f << (i ? ";" : "") << l.name << ':' << l.capacity_bytes << ':'
+            << fmt::format("{:.17g}", l.bytes_per_s);
+        }
+      }
       for (size_t d = 1; d < e.flops.size(); ++d) {
         const char* n = dtype_name(static_cast<DType>(d));
         if (e.tried.count(n)) f << '\t' << n << '=' << fmt::format("{:.17g}", e.flops[d]);
@@ -335,6 +362,65 @@ double triad_bandwidth(std::string* detail, const c10::Device& device = c10::kCP
   return 3.0 * static_cast<double>(n) * 4.0 * passes / best;
 }
 
+// The CPU's data caches (sysfs, CPU 0): L1 (data), L2, L3, with their sizes; empty when unknown.
+std::vector<BandwidthLevel> cache_levels() {
+  std::map<int, uint64_t> by_level;
+  for (int i = 0; i < 8; ++i) {
+    const std::string dir = fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/", i);
+    std::ifstream lf(dir + "level"), sf(dir + "size"), tf(dir + "type");
+    int level = 0;
+    std::string size, type;
+    if (!(lf >> level) || !(sf >> size) || !(tf >> type) || size.empty()) continue;
+    if (type == "Instruction") continue;
+    uint64_t v = std::strtoull(size.c_str(), nullptr, 10);
+    if (size.back() == 'K') v <<= 10;
+    if (size.back() == 'M') v <<= 20;
+    if (v > 0 && level >= 1 && level <= 4) by_level[level] = v;
+  }
+  std::vector<BandwidthLevel> out;
+  for (const auto& [level, bytes] : by_level) {
+    BandwidthLevel l;
+    l.name = fmt::format("L{}", level);
+    l.capacity_bytes = bytes;
+    out.push_back(l);
+  }
+  return out;
+}
+
+// Seconds of one a = b + 2 * c over fp32 arrays whose three operands take `working_set` bytes,
+// as a profile's ops run it (at::add_out at the current thread count): repeated to about 3 ms a
+// timing, the best of 5 timings, over the repetitions.
+double triad_call_seconds(uint64_t working_set) {
+  const int64_t n = std::max<int64_t>(64, static_cast<int64_t>(working_set / 12));
+  const auto options = at::TensorOptions().dtype(at::kFloat);
+  at::Tensor a = at::empty({n}, options), b = at::ones({n}, options), c = at::ones({n}, options);
+  for (int k = 0; k < 8; ++k) at::add_out(a, b, c, 2.0);  // warm: pages, caches, the dispatcher
+  const auto t0 = std::chrono::steady_clock::now();
+  at::add_out(a, b, c, 2.0);
+  const double one = std::max(1e-8, seconds_since(t0));
+  const int reps = static_cast<int>(std::clamp(0.003 / one, 1.0, 100000.0));
+  double best = 1e300;
+  for (int k = 0; k < 5; ++k) {
+    const auto tk = std::chrono::steady_clock::now();
+    for (int r = 0; r < reps; ++r) at::add_out(a, b, c, 2.0);
+    best = std::min(best, seconds_since(tk));
+  }
+  return best / reps;
+}
+
+// The bandwidth of a cache level of `capacity` bytes: the slope of a triad's time between working
+// sets of a quarter and a half of it (both stay in it). The slope leaves out what every call
+// pays whatever its size (the dispatcher, the kernel's start), which is no bandwidth: the
+// ceiling is what the level streams, as a cache-aware roofline's (Intel Advisor's) are. A slope
+// the noise spoils (not positive, or past 20 times the half's own rate) falls back to that rate.
+double level_bandwidth(uint64_t capacity) {
+  const uint64_t small = capacity / 4, large = capacity / 2;
+  const double ts = triad_call_seconds(small), tl = triad_call_seconds(large);
+  const double whole = static_cast<double>(large) / tl;
+  const double slope = tl > ts ? static_cast<double>(large - small) / (tl - ts) : 0.0;
+  return slope > 0 && slope < 20 * whole ? std::max(slope, whole) : whole;
+}
+
 // fp32 and the real floating dtypes of `dtypes` (a measurement's GEMMs), each once.
 std::vector<DType> measured_dtypes(const std::vector<DType>& dtypes) {
   std::vector<DType> wanted{DType::kFloat32};
@@ -359,8 +445,8 @@ std::optional<MachinePeaks> peaks_of_this_cpu(const std::vector<DType>& dtypes, 
   const std::string model = detail::cpu_model();
   // "kernels=mm+conv": entries cached before the convolution was measured are measured again.
   const std::string key =
-      fmt::format("{}|threads={}|libtorch={}|blas={}|isa={}|kernels=mm+conv", model, threads,
-                  TORCH_VERSION, blas_library(), isa && *isa ? isa : "default");
+      fmt::format("{}|threads={}|libtorch={}|blas={}|isa={}|kernels=mm+conv|levels=2", model,
+                  threads, TORCH_VERSION, blas_library(), isa && *isa ? isa : "default");
   const std::string dir = cache_dir();
   const std::string file = dir.empty() ? "" : usable_cache_file(dir + "/machine-peaks.txt");
   const std::vector<DType> wanted = measured_dtypes(dtypes);
@@ -396,6 +482,14 @@ std::optional<MachinePeaks> peaks_of_this_cpu(const std::vector<DType>& dtypes, 
         e.detail = "";
         std::string d;
         e.bandwidth = triad_bandwidth(&d);
+        // Each cache level's ceiling: a triad over half of it (docs/report.md, "The machine's
+        // roofline").
+        for (BandwidthLevel l : cache_levels()) {
+          l.bytes_per_s = level_bandwidth(l.capacity_bytes);
+          d += fmt::format(", {} triads over {} and {} KiB", l.name, l.capacity_bytes / 4 >> 10,
+                           l.capacity_bytes / 2 >> 10);
+          e.levels.push_back(l);
+        }
         e.detail = d;
         measured_now = true;
       }
@@ -432,6 +526,11 @@ std::optional<MachinePeaks> peaks_of_this_cpu(const std::vector<DType>& dtypes, 
   }
   p.flops_per_s = e.flops;
   p.bytes_per_s = e.bandwidth;
+  p.bandwidth_by_level = e.levels;
+  BandwidthLevel dram;
+  dram.name = "DRAM";
+  dram.bytes_per_s = e.bandwidth;
+  p.bandwidth_by_level.push_back(dram);
   const char* source = measured_now ? "measured" : from_file ? "measured (cached)" : "measured";
   p.flops_source = p.bandwidth_source = source;
   p.detail = fmt::format("{}, {} thread(s), LibTorch {}, BLAS {}: {}", model, threads,
@@ -564,6 +663,8 @@ MachinePeaks profile_peaks(const RooflineOptions& options, const std::vector<DTy
   RateByDtype flops = options.peak_flops;
   std::string flops_source = "given", bandwidth_source = "given";
   double bandwidth = options.peak_bandwidth;
+  std::vector<BandwidthLevel> levels = options.bandwidth_levels;
+  if (!levels.empty()) bandwidth = levels.back().bytes_per_s;
   bool any_flops = false;
   for (double f : flops) any_flops = any_flops || f > 0;
   if (!any_flops) {
@@ -580,7 +681,12 @@ MachinePeaks profile_peaks(const RooflineOptions& options, const std::vector<DTy
   if (bandwidth <= 0) {
     if (const char* env = std::getenv("FLOPSPROF_PEAK_BANDWIDTH"); env && *env) {
       try {
-        bandwidth = parse_peak_bandwidth(env);
+        if (std::string(env).find('=') != std::string::npos) {
+          levels = parse_bandwidth_levels(env);
+          bandwidth = levels.back().bytes_per_s;
+        } else {
+          bandwidth = parse_peak_bandwidth(env);
+        }
         bandwidth_source = "given (FLOPSPROF_PEAK_BANDWIDTH)";
       } catch (const Error& e) {
         add_problem(problem, fmt::format("FLOPSPROF_PEAK_BANDWIDTH ignored: {}", e.what()));
@@ -615,8 +721,17 @@ MachinePeaks profile_peaks(const RooflineOptions& options, const std::vector<DTy
     p.flops_source = flops_source;
   }
   if (bandwidth > 0) {
+    // Given: its levels when given, else one ceiling (main memory's), not the measured caches.
     p.bytes_per_s = bandwidth;
     p.bandwidth_source = bandwidth_source;
+    p.bandwidth_by_level = levels;
+  }
+  if (p.bandwidth_by_level.empty() && p.bytes_per_s > 0) {
+    // A GPU's one ceiling: its memory (HBM; its caches are not modelled), as a single level.
+    BandwidthLevel main;
+    main.name = device ? "HBM" : "DRAM";
+    main.bytes_per_s = p.bytes_per_s;
+    p.bandwidth_by_level.push_back(main);
   }
   if (!device && !target.meta && p.threads == 0) p.threads = at::get_num_threads();
   return p;

@@ -54,6 +54,14 @@ void roofline(JsonWriter& w, const std::string& prefix, const RooflinePoint& p) 
   } else {
     w.value(p.bound);
   }
+  w.key(prefix + "ceiling");
+  if (p.ceiling.empty()) {
+    w.null();
+  } else {
+    w.value(p.ceiling);
+  }
+  w.member(prefix + "ceiling_bytes_per_s", p.ceiling_bytes_per_s);
+  w.member(prefix + "above_ceiling", p.above_ceiling);
 }
 
 // A latency spread over iterations, as `key`: only when there were several.
@@ -103,6 +111,16 @@ void write_machine(JsonWriter& w, const ProfileResult& r) {
   }
   w.end_object();
   w.member("peak_bytes_per_s", m.bytes_per_s);
+  w.key("bandwidth_by_level");
+  w.begin_array();
+  for (const BandwidthLevel& l : m.bandwidth_by_level) {
+    w.begin_object();
+    w.member("name", l.name);
+    w.member("capacity_bytes", l.capacity_bytes);
+    w.member("bytes_per_s", l.bytes_per_s);
+    w.end_object();
+  }
+  w.end_array();
   w.member("flops_source", m.flops_source);
   w.member("bandwidth_source", m.bandwidth_source);
   w.member("detail", m.detail);
@@ -132,8 +150,9 @@ void write_summary(JsonWriter& w, const ProfileResult& r) {
   w.member("fwd_flops", r.flops);
   w.member("fwd_macs", r.macs);
   w.member("fwd_latency_s", r.duration_s);
-  w.member("fwd_flops_per_s", r.duration_s > 0 ? static_cast<double>(r.flops) / r.duration_s : 0.0);
+  w.member("fwd_flops_per_s", r.fwd_flops_per_s);
   by_dtype(w, "flops_by_dtype", r.flops_by_dtype);
+  w.member("dtype", dtype_name(r.dtype));
   // Causal masks: the headline's convention and the three counts (docs/report.md).
   w.member("attention_convention", convention_name(r.attention));
   w.member("fwd_flops_dense", r.dense_flops(r.flops, r.masked_flops));
@@ -324,6 +343,7 @@ void write_modules(JsonWriter& w, const ProfileResult& r) {
     w.member("maybe_missing_flops", m.maybe_missing_flops);
     w.member("maybe_missing_bytes", m.maybe_missing_bytes);
     by_dtype(w, "flops_by_dtype", m.flops_by_dtype);
+    w.member("dtype", dtype_name(m.dtype));
     w.member("flops_dense", r.dense_flops(m.flops, m.masked_flops));
     w.member("flops_causal", r.causal_flops(m.flops, m.masked_flops));
     w.member("flops_kernel", r.kernel_flops(m.flops, m.masked_flops, m.skipped_flops));

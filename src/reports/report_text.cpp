@@ -59,11 +59,30 @@ std::string masks_text(const ProfileResult& r) {
 
 // "12.34 FLOP/B, memory-bound, 45.0% of the bandwidth" (what a roofline point says), or the
 // intensity alone when the ceilings are unknown.
-std::string point_text(const RooflinePoint& p) {
+// The memory level a point's bytes are placed against, as the text names it: only on a machine
+// with several (one ceiling goes unnamed).
+std::string level_of(const RooflinePoint& p, const MachinePeaks& m) {
+  return p.bound == "memory" && m.bandwidth_by_level.size() > 1 ? p.ceiling : "";
+}
+
+std::string point_text(const RooflinePoint& p, const MachinePeaks& m) {
   std::string s = intensity_to_string(p.intensity);
   if (p.bound.empty()) return s;
-  return s + fmt::format(", {}-bound, {} of the {}", p.bound, share(p.share),
-                         p.bound == "memory" ? "bandwidth" : "peak FLOPS");
+  const std::string level = level_of(p, m);
+  return s + fmt::format(", {}-bound, {} of the {}{}", p.bound, share(p.share),
+                         p.bound == "memory"
+                             ? (level.empty() ? std::string("bandwidth") : level + " bandwidth")
+                             : std::string("peak FLOPS"),
+                         p.above_ceiling ? " (above its ceiling: see problems)" : "");
+}
+
+// A point's bound and share in a row: "memory L2 45.0%", "compute 80.1%"; "!" after a share
+// above its ceiling.
+std::string bound_share(const RooflinePoint& p, const MachinePeaks& m) {
+  if (p.bound.empty()) return "";
+  const std::string level = level_of(p, m);
+  return p.bound + (level.empty() ? "" : " " + level) + " " + share(p.share) +
+         (p.above_ceiling ? "!" : "");
 }
 
 // The roofline's summary lines: bytes per phase, intensity, the ceilings and their sources,
@@ -76,16 +95,16 @@ void roofline_summary(std::string& out, const ProfileResult& r) {
     line(out, "of which a KV cache's (keys and values read, cache written)",
          fmt::format("{} read, {} written", traffic(r.kv_read_bytes), traffic(r.kv_write_bytes)));
   }
-  line(out, "fwd arithmetic intensity (flops / byte)", point_text(r.roofline));
+  line(out, "fwd arithmetic intensity (flops / byte)", point_text(r.roofline, r.machine));
   if (r.has_backward) {
     line(out, "bwd bytes moved (read + written)",
          fmt::format("{} ({} read, {} written)", traffic(r.bwd_bytes + r.recompute_bytes),
                      traffic(r.bwd_bytes_read), traffic(r.bwd_bytes_written)));
-    line(out, "bwd arithmetic intensity (flops / byte)", point_text(r.bwd_roofline));
+    line(out, "bwd arithmetic intensity (flops / byte)", point_text(r.bwd_roofline, r.machine));
   }
   if (r.has_step) {
     line(out, "step bytes moved (read + written)",
-         fmt::format("{}, {}", traffic(r.step_bytes), point_text(r.step_roofline)));
+         fmt::format("{}, {}", traffic(r.step_bytes), point_text(r.step_roofline, r.machine)));
   }
   const MachinePeaks& m = r.machine;
   if (m.flops_source.empty() && m.bandwidth_source.empty()) {
@@ -112,14 +131,19 @@ void roofline_summary(std::string& out, const ProfileResult& r) {
          m.bytes_per_s > 0
              ? fmt::format("{} ({})", bandwidth_to_string(m.bytes_per_s), m.bandwidth_source)
              : std::string("unknown"));
-    if (!m.detail.empty()) line(out, "machine", m.detail);
-    const DType dt = [&] {
-      size_t best = static_cast<size_t>(DType::kFloat32);
-      for (size_t d = 0; d < r.flops_by_dtype.size(); ++d) {
-        if (r.flops_by_dtype[d] > r.flops_by_dtype[best]) best = d;
+    if (m.bandwidth_by_level.size() > 1) {  // the cache-aware roofline's levels
+      std::string levels;
+      for (const BandwidthLevel& l : m.bandwidth_by_level) {
+        levels += fmt::format(
+            "{}{} {}{}", levels.empty() ? "" : ", ", l.name, bandwidth_to_string(l.bytes_per_s),
+            l.capacity_bytes > 0
+                ? fmt::format(" (to {})", bytes_to_string(static_cast<int64_t>(l.capacity_bytes)))
+                : "");
       }
-      return static_cast<DType>(best);
-    }();
+      line(out, "memory levels (by working set)", levels);
+    }
+    if (!m.detail.empty()) line(out, "machine", m.detail);
+    const DType dt = r.dtype == DType::kUnknown ? DType::kFloat32 : r.dtype;
     if (m.known(dt)) {
       line(out, fmt::format("machine ridge point ({})", dtype_name(dt)),
            intensity_to_string(m.ridge(dt)));
@@ -228,7 +252,7 @@ void summary_forward(std::string& out, const ProfileResult& r) {
   line(out, "fwd flops of model = fwd flops per device * mp_size", number_to_string(r.flops * mp));
   line(out, "fwd latency", duration_to_string(r.duration_s));
   line(out, "fwd FLOPS per device = fwd flops per device / fwd latency",
-       rate(r.flops, r.duration_s));
+       r.duration_s > 0 ? flops_per_second_to_string(r.fwd_flops_per_s) : std::string("n/a"));
   if (r.outside.ops > 0) {
     // Work in the profile that was not the model's forward: data, loss, metrics, updates.
     const OutsideStats& o = r.outside;
@@ -647,20 +671,17 @@ void tree_node(std::string& out, const ProfileResult& r, const ReportOptions& o,
       percent(static_cast<double>(m.params), static_cast<double>(root.params)),
       macs_to_string(m.macs), percent(static_cast<double>(m.macs), static_cast<double>(root.macs)),
       duration_to_string(m.latency_s), percent(m.latency_s, root.latency_s),
-      // achieved FLOPS on the device's time when it was measured
-      rate(m.flops, r.gpu.measured && m.gpu_busy_s > 0 ? m.gpu_busy_s : m.latency_s));
+      // achieved FLOPS over its time (the device's when measured): its roofline's
+      (r.gpu.measured ? m.device_fwd_s : m.latency_s) > 0
+          ? flops_per_second_to_string(m.roofline.achieved_flops_per_s)
+          : std::string("n/a"));
   if (r.gpu.measured && r.gpu.backend != "cupti") {
     stats += fmt::format(", {} device", duration_to_string(m.device_fwd_s));
   }
   if (r.gpu.measured && r.gpu.backend == "cupti") {
     stats += fmt::format(", {} GPU", duration_to_string(m.gpu_busy_s));
-    size_t dominant = 0;
-    for (size_t d = 0; d < m.flops_by_dtype.size(); ++d) {
-      if (m.flops_by_dtype[d] > m.flops_by_dtype[dominant]) dominant = d;
-    }
-    if (auto u = mfu(m.flops, m.gpu_busy_s, r.gpu.device, static_cast<DType>(dominant))) {
-      stats += fmt::format(", {:.1f}% MFU", 100.0 * *u);
-    }
+    // the aggregation's (the JSON's): fwd + bwd FLOPs over their device time, each dtype's peak
+    if (m.mfu > 0) stats += fmt::format(", {:.1f}% MFU", 100.0 * m.mfu);
   }
   if (r.has_backward) {
     stats += fmt::format(", {} bwd flops, {} bwd latency", flops_to_string(m.bwd_flops),
@@ -675,9 +696,9 @@ void tree_node(std::string& out, const ProfileResult& r, const ReportOptions& o,
   }
   if (const std::string mark = inference_mark(m); !mark.empty()) stats += ", " + mark;
   if (o.roofline) {  // after DeepSpeed's fields: bytes, intensity, bound and its share
-    auto point = [](const RooflinePoint& p) {
+    auto point = [&](const RooflinePoint& p) {
       std::string t = fmt::format("{:.2f} FLOP/B", p.intensity);
-      if (!p.bound.empty()) t += fmt::format(" {} {}", p.bound, share(p.share));
+      if (!p.bound.empty()) t += " " + bound_share(p, r.machine);
       return t;
     };
     stats += fmt::format(", {} moved, {}", traffic(m.bytes), point(m.roofline));
@@ -731,8 +752,10 @@ void detailed(std::string& out, const ProfileResult& r, const ReportOptions& o) 
   if (o.roofline) {
     out +=
         "then the roofline: bytes moved (read + written), arithmetic intensity (FLOP/B), the\n"
-        "ceiling that bounds it (memory or compute) and the share of that ceiling reached\n"
-        "(memory: of the bandwidth; compute: of the peak FLOPS); with backward, also for bwd\n";
+        "ceiling that bounds it (memory, with the memory level its working sets fit, or\n"
+        "compute) and the share of that ceiling reached (memory: of that level's bandwidth;\n"
+        "compute: of the peak FLOPS; '!': above the ceiling, see problems); with backward, also\n"
+        "for bwd\n";
   }
   out +=
       "\nNote: 1. Ops outside any submodule (functional calls in a parent's forward) make up the\n"
@@ -765,15 +788,17 @@ void op_roofline(std::string& out, const ProfileResult& r) {
     if (op.bytes == 0 && op.flops == 0) continue;
     if (++shown > 15) break;
     const RooflinePoint& p = op.roofline;
-    fmt::format_to(std::back_inserter(out),
-                   "    {:<36} {:>9} {:>7} {:>11} {:>10} {:>10} {:>8} {:>14} {:>8} {:>7}\n",
-                   op.name.substr(0, 36), op.phase, op.calls, duration_to_string(op.latency_s),
-                   op.has_formula ? flops_to_string(op.flops) : std::string("n/a"),
-                   traffic(op.bytes),
-                   op.has_formula ? fmt::format("{:.2f}", p.intensity) : std::string("n/a"),
-                   flops_per_second_to_string(p.achieved_flops_per_s),
-                   p.bound.empty() ? std::string("-") : p.bound,
-                   p.bound.empty() ? std::string("-") : share(p.share));
+    fmt::format_to(
+        std::back_inserter(out),
+        "    {:<36} {:>9} {:>7} {:>11} {:>10} {:>10} {:>8} {:>14} {:>8} {:>7}\n",
+        op.name.substr(0, 36), op.phase, op.calls, duration_to_string(op.latency_s),
+        op.has_formula ? flops_to_string(op.flops) : std::string("n/a"), traffic(op.bytes),
+        op.has_formula ? fmt::format("{:.2f}", p.intensity) : std::string("n/a"),
+        flops_per_second_to_string(p.achieved_flops_per_s),
+        p.bound.empty()                  ? std::string("-")
+        : level_of(p, r.machine).empty() ? p.bound
+                                         : p.bound + " " + level_of(p, r.machine),
+        p.bound.empty() ? std::string("-") : share(p.share) + (p.above_ceiling ? "!" : ""));
   }
 }
 
