@@ -135,4 +135,32 @@ TEST(Compare, BatchChangeIsAWorkloadMismatch) {
     EXPECT_EQ(m.flops.next, 2 * m.flops.base) << m.name;
 }
 
+// Issue 45: start/stop profiles on batch 2 and 4 said "inputs (not recorded); batch 0" and gave
+// no warning. They now record what the model was fed (the data its first op read) and say where
+// that came from; the diff warns.
+flopsprof::ProfileResult start_stop(Net net, int64_t batch) {
+  torch::NoGradGuard no_grad;
+  flopsprof::FlopsProfiler prof(net);
+  prof.start_profile();
+  net->forward(torch::randn({batch, 8}));
+  prof.stop_profile();
+  return prof.result();
+}
+
+TEST(Compare, StartStopProfilesRecordTheirInputsAndABatchChangeIsSaid) {
+  const flopsprof::ProfileResult b = start_stop(Net(16, false), 2);
+  const flopsprof::ProfileResult n = start_stop(Net(16, false), 4);
+  EXPECT_EQ(b.workload.inputs, std::vector<std::string>{"fp32[2, 8]"});
+  EXPECT_EQ(b.workload.inputs_source, "the model's first op");
+  const flopsprof::ProfileDiff d = flopsprof::diff(b, n);
+  std::string all;
+  for (const std::string& w : d.warnings) all += w + "\n";
+  EXPECT_NE(all.find("workload differs: inputs: fp32[2, 8] (base) vs fp32[4, 8] (new)"),
+            std::string::npos)
+      << all;
+  // and read back from their JSON
+  const flopsprof::LoadedProfile back = flopsprof::profile_from_json(flopsprof::to_json(b));
+  EXPECT_EQ(back.result.workload.inputs_source, "the model's first op");
+}
+
 }  // namespace

@@ -196,6 +196,116 @@ TEST(Diff, LatencyAgainstTheRunToRunSpread) {
   EXPECT_FALSE(d.module("")->latency.repeated);
 }
 
+// Issue 45: one latency statistic in a diff. Matched modules showed per-call medians and added
+// ones their totals; a profile with regions showed one decode step's median as its total.
+LatencySpread spread_of3(double lo, double med, double hi) {
+  LatencySpread s;
+  s.samples = 3;
+  s.min_s = lo;
+  s.median_s = med;
+  s.max_s = hi;
+  return s;
+}
+
+TEST(Diff, OneLatencyStatisticForEveryModule) {
+  ProfileResult b = base_profile(), n = new_profile();
+  for (ProfileResult* p : {&b, &n}) {
+    for (ModuleStats& m : p->modules)  // 3 iterations: a median of a third of the total
+      m.fwd_spread = spread_of3(m.latency_s / 3 * 0.9, m.latency_s / 3, m.latency_s / 3 * 1.1);
+    p->fwd_spread = p->modules[0].fwd_spread;
+  }
+  const ProfileDiff d = diff(b, n);
+  EXPECT_EQ(d.statistic, "median per iteration");
+  // matched, added and removed alike: medians (act: 0.5 ms in all, 1/6 ms an iteration)
+  EXPECT_DOUBLE_EQ(d.module("dec")->latency.next, 3e-3 / 3);
+  EXPECT_DOUBLE_EQ(d.module("act")->latency.next, 0.5e-3 / 3);
+  EXPECT_DOUBLE_EQ(d.module("act")->latency.base, 0.0);
+  EXPECT_DOUBLE_EQ(d.module("drop")->latency.base, 1e-3 / 3);
+  EXPECT_NE(format_diff_text(d).find("latency: median per iteration"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(diff_to_json(d))["latency_statistic"], "median per iteration");
+  // a profile with regions: whole-profile totals, said
+  ProfileResult rb = b, rn = n;
+  RegionStats g;
+  g.name = "decode";
+  g.windows = 3;
+  rb.regions = rn.regions = {g};
+  const ProfileDiff t = diff(rb, rn);
+  EXPECT_EQ(t.statistic, "total");
+  EXPECT_DOUBLE_EQ(t.total("fwd_latency_s")->time.base, 10e-3);  // the whole profile's
+  EXPECT_DOUBLE_EQ(t.module("act")->latency.next, 0.5e-3);
+  bool said = false;
+  for (const std::string& w : t.warnings)
+    said = said || w.find("latencies are whole-profile totals") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+TEST(Diff, SharesOnlyWhenTheRootsDeltaIsOutsideTheNoise) {
+  // single samples: the root +2 ms (20%): shares of it (act +0.5 ms: 25%)
+  ProfileDiff d = diff(base_profile(), new_profile());
+  EXPECT_TRUE(d.module("act")->share_known);
+  EXPECT_NEAR(d.module("act")->share_of_delta, 0.25, 1e-9);
+  // the root +1 us on 10 ms (0.01%): a delta of noise, no shares (it made -144,779%)
+  ProfileResult b = base_profile(), n = new_profile();
+  n.modules[0].latency_s = b.modules[0].latency_s + 1e-6;
+  d = diff(b, n);
+  EXPECT_FALSE(d.module("act")->share_known);
+  EXPECT_FALSE(d.module("")->share_known);
+  EXPECT_TRUE(nlohmann::json::parse(diff_to_json(d))["modules"][1]["share_of_delta"].is_null());
+  // repeated, the root's ranges overlapping: noise, no shares
+  for (ProfileResult* p : {&b, &n}) {
+    for (ModuleStats& m : p->modules)
+      m.fwd_spread = spread_of3(m.latency_s * 0.8, m.latency_s, m.latency_s * 1.2);
+    p->fwd_spread = p->modules[0].fwd_spread;
+  }
+  d = diff(b, n);
+  EXPECT_TRUE(d.module("")->latency.noise);
+  EXPECT_FALSE(d.module("dec")->share_known);
+}
+
+TEST(DiffRegions, PerWindowAndPerTokenFromTheSameSamples) {
+  ProfileResult b = base_profile(), n = base_profile();
+  RegionStats g;
+  g.name = "decode";
+  g.windows = 4;
+  g.tokens = 8;  // 2 tokens a window
+  g.duration_s = 4e-3;
+  g.latency_per_token_s = g.duration_s / 8;
+  g.spread = spread_of3(0.9e-3, 1e-3, 1.1e-3);
+  g.spread.samples = 4;
+  b.regions = {g};
+  // new: one slow window (the total rises), the median window falls
+  g.duration_s = 6e-3;
+  g.latency_per_token_s = g.duration_s / 8;
+  g.spread = spread_of3(0.8e-3, 0.9e-3, 3.3e-3);
+  g.spread.samples = 4;
+  n.regions = {g};
+  const RegionDiff& r = diff(b, n).regions[0];
+  EXPECT_TRUE(r.latency.repeated);
+  EXPECT_DOUBLE_EQ(r.latency.next, 0.9e-3);
+  // per token from the median window over its 2 tokens: both fall together
+  EXPECT_DOUBLE_EQ(r.latency_per_token.base, 1e-3 / 2);
+  EXPECT_DOUBLE_EQ(r.latency_per_token.next, 0.9e-3 / 2);
+  EXPECT_LT(r.latency.delta(), 0);
+  EXPECT_LT(r.latency_per_token.delta(), 0);
+}
+
+TEST(Diff, EveryModuleScaledByOneFactorIsAWorkloadWarning) {
+  ProfileResult b = base_profile(), n = base_profile();
+  for (ModuleStats& m : n.modules) m.flops *= 2;  // batch 2 -> 4, inputs not recorded
+  const ProfileDiff d = diff(b, n);
+  bool said = false;
+  for (const std::string& w : d.warnings)
+    said = said || w.find(
+                       "workload probably differs: every module's FLOPs changed by the same "
+                       "factor (x2)") != std::string::npos;
+  EXPECT_TRUE(said) << ::testing::PrintToString(d.warnings);
+  // one module changed alone: no such warning
+  ProfileResult one = base_profile();
+  one.modules[3].flops *= 2;
+  for (const std::string& w : diff(b, one).warnings)
+    EXPECT_EQ(w.find("probably differs"), std::string::npos) << w;
+}
+
 TEST(Diff, WorkloadDifferencesAreWarnings) {
   ProfileResult b = base_profile(), n = base_profile();
   b.workload.inputs = {"fp32[4, 8]"};

@@ -289,9 +289,11 @@ TEST(Profiler, JsonIsParseableAndConsistent) {
   std::ifstream f(path);
   nlohmann::json j = nlohmann::json::parse(f);
   EXPECT_EQ(j["schema_version"], 2);
-  // What ran, for comparisons (flopsprof/diff.h): no inputs given to a hand-started profile.
+  // What ran, for comparisons (flopsprof/diff.h): no inputs given to a hand-started profile, so
+  // the data its first op read (the MLP's input [3, 8])
   const nlohmann::json& w = j["workload"];
-  EXPECT_TRUE(w["inputs"].empty());
+  EXPECT_EQ(w["inputs"], nlohmann::json::array({"fp32[3, 8]"}));
+  EXPECT_EQ(w["inputs_source"], "the model's first op");
   EXPECT_EQ(w["iterations"], 1);
   EXPECT_EQ(w["intra_op_threads"], at::get_num_threads());
   EXPECT_EQ(w["libtorch_version"], TORCH_VERSION);

@@ -102,9 +102,11 @@ struct ModuleDiff {
   int depth = 0;
   CountDelta params, calls, flops, macs, bwd_flops, bytes;
   TimeDelta latency, bwd_latency;
-  /// Its share of the root's latency delta (forward): delta / the root's delta; 0 when the root's
-  /// delta is 0.
+  /// Its share of the root's latency delta (forward): delta / the root's delta, when
+  /// `share_known`: the root's delta is outside the noise (not inside the run-to-run spread; with
+  /// single samples, at least 1% of the root's latency). 0 otherwise.
   double share_of_delta = 0;
+  bool share_known = false;
   /// Its own forward ops (not its submodules'), matched by name, by |latency delta|. Empty for a
   /// side from a file without per-module ops (written before they were recorded).
   std::vector<OpDiff> ops;
@@ -140,6 +142,11 @@ struct DiffOptions {
 /// The comparison of two profiles.
 struct ProfileDiff {
   std::string base_source, new_source;
+  /// The latency statistic of every module, op, total and region line: "median per iteration"
+  /// when both profiles repeated their iterations (spreads of 2+ samples at the root: several
+  /// iterations or `--profile-runs N`) and neither has regions; else "total" (whole-profile sums;
+  /// a profile with regions keeps its per-window figures in the regions table).
+  std::string statistic = "total";
   /// Each side's workload in one line ("inputs fp32[4, 16]; batch 4; 1 iteration; 3 runs; 2
   /// intra-op threads; LibTorch 1.13.0 Release; <CPU>; flopsprof 0.1.0").
   std::string base_workload, new_workload;

@@ -46,8 +46,12 @@ struct LatencySpread {
 /// they differ: a 2x latency from batch 4 vs 2 is no regression). "" or 0: not known.
 struct Workload {
   /// The forward's arguments, "fp32[8, 3, 224, 224]" (a non-tensor: its type), where known:
-  /// `get_model_profile`'s and the command's, or ProfilerOptions::inputs.
+  /// `get_model_profile`'s and the command's, or ProfilerOptions::inputs; else (a start/stop
+  /// profile) the tensor the model's first op read as its data (the first no module owns).
   std::vector<std::string> inputs;
+  /// Where `inputs` come from: "given" (the options, get_model_profile, the command), "the
+  /// model's first op" (read from the records), or "" (unknown).
+  std::string inputs_source;
   int intra_op_threads = 0;       ///< at::get_num_threads() when the profile stopped
   std::string libtorch_version;   ///< "1.13.0"
   std::string build_type;         ///< flopsprof's CMake build type ("Release")

@@ -30,7 +30,6 @@ const char* op_phase_name(int p) {
                             : phase_label(static_cast<Phase>(p), 0);
 }
 
-
 // Where bytes sit in the cache-aware roofline: each op's bytes at the memory level its working
 // set (the bytes it touches) fits in, and the time they take at that level's bandwidth. The
 // ceiling of the sum: its bytes over that time (docs/report.md, "The machine's roofline").
@@ -726,6 +725,38 @@ class Aggregator {
     }
   }
 
+  // What the model was fed, where no caller said (a start/stop profile): the data tensor of the
+  // model's first forward op that read one (its first argument no module owns: the first ops of
+  // a Linear transpose its weight), "fp32[2, 16]".
+  void model_input() {
+    int64_t first_start = INT64_MAX;
+    std::string input;
+    for (size_t t = 0; t < in.threads.size(); ++t) {
+      const ThreadEvents& th = *in.threads[t];
+      const ThreadAttribution& ta = at.threads[t];
+      for (size_t i = 0; i < th.events.size(); ++i) {
+        const RawEvent& e = th.events[i];
+        if (e.start_tick >= first_start) break;  // events are in start order
+        if (e.parent >= 0 || ta.phase[i] != Phase::kForward || ta.module[i] < 0) continue;
+        const ArgRecord* data = nullptr;
+        for (uint32_t k = e.args_begin; k < e.args_begin + e.args_count && !data; ++k) {
+          const ArgRecord& a = th.args[k];
+          if (a.kind == ArgKind::kTensor && (a.tensor_flags & kArgData)) data = &a;
+        }
+        if (data == nullptr) continue;
+        std::string sizes;
+        for (uint32_t d = 0; d < data->count; ++d)
+          sizes += fmt::format("{}{}", d ? ", " : "", th.dims[data->offset + d]);
+        input = fmt::format("{}[{}]", dtype_name(data->dtype), sizes);
+        first_start = e.start_tick;
+        break;
+      }
+    }
+    if (input.empty()) return;
+    r.workload.inputs = {input};
+    r.workload.inputs_source = "the model's first op";
+  }
+
   // Calls and their latency per module (the attribution's call spans).
   void add_calls() {
     for (const CallSpan& c : at.calls) {
@@ -1334,6 +1365,7 @@ ProfileResult aggregate(const AggregateInput& in, const Analysis& analysis) {
   Aggregator a(in, analysis);
   a.count_events();
   a.add_calls();
+  a.model_input();
   a.place_memory();
   a.place_device_activity();
   a.module_table();

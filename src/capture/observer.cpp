@@ -407,6 +407,7 @@ void capture_args(ThreadEvents* b, RawEvent& e, c10::ArrayRef<const c10::IValue>
           if (a.tensor_flags & kArgExpanded) b->dims.push_back(covered);
         }
         if (extras.storage != 0 || extras.mask >= 0) push_extras(b, a, t, k, extras);
+        if (static_cast<int>(k) == extras.data) a.tensor_flags |= kArgData;
       }
     } else if (v.isDouble()) {
       a.kind = ArgKind::kDouble;
@@ -521,7 +522,7 @@ int32_t list_owner(const Session* s, const c10::IValue& v) {
 // nodes, and whether one has no history and no owner (data or targets from outside the model).
 // One pass over the inputs serves all three.
 int32_t find_owner(const Session* s, c10::ArrayRef<const c10::IValue> inputs, bool top_level,
-                   bool dataflow, RawEvent& e) {
+                   bool dataflow, RawEvent& e, int8_t* data_arg) {
   int32_t first_owner = -1;                       // inputs[0]'s, looked up once
   if (!inputs.empty() && inputs[0].isTensor()) {  // an in-place update of a parameter?
     first_owner = owner_of(s->owners, inputs[0].toTensor());
@@ -543,7 +544,10 @@ int32_t find_owner(const Session* s, c10::ArrayRef<const c10::IValue> inputs, bo
         if (first >= 0) return first;
         continue;
       }
-      if (o < 0 && e.data_in == 0) e.data_in = reinterpret_cast<uint64_t>(t.unsafeGetTensorImpl());
+      if (o < 0 && e.data_in == 0) {
+        e.data_in = reinterpret_cast<uint64_t>(t.unsafeGetTensorImpl());
+        if (k < kMaxCapturedArgs) *data_arg = static_cast<int8_t>(k);
+      }
       if (dataflow) {
         if (const torch::autograd::Node* node = torch::autograd::impl::grad_fn_unsafe(t)) {
           seq = std::min<int64_t>(seq, static_cast<int64_t>(node->sequence_nr()));
@@ -615,7 +619,9 @@ FLOPSPROF_NOINLINE OpContext* record_op(const at::RecordFunction& fn,
         const size_t n = fn.num_inputs();
         if (n > 0 && n < inputs.size()) inputs = inputs.slice(inputs.size() - n);
       }
-      e.owner = find_owner(s, inputs, b->open_op < 0, b->open_op < 0 && e.seq_nr >= 0, e);
+      int8_t data_arg = -1;
+      e.owner =
+          find_owner(s, inputs, b->open_op < 0, b->open_op < 0 && e.seq_nr >= 0, e, &data_arg);
       // Held only where rule 9 compares it with another op's: outside the calls of the
       // profiled model's modules (see hold_data).
       if (e.data_in != 0 && !b->inside_model_call()) b->hold_data(e.data_in);
@@ -627,6 +633,7 @@ FLOPSPROF_NOINLINE OpContext* record_op(const at::RecordFunction& fn,
       // views and metadata queries move no bytes and count no FLOPs: nothing to read.
       if (!(name_flags & kNameConstant)) {
         ArgExtras extras;
+        extras.data = data_arg;
         if (name_flags & (kNameAttentionMask | kNameKvRead | kNameKvWrite)) {
           if ((name_flags & kNameAttentionMask) && s->read_masks)
             extras.mask = static_cast<int8_t>(name_flags >> kNameMaskArgShift);

@@ -52,6 +52,7 @@ std::vector<std::unique_ptr<ThreadEvents>> snapshot_records(Session& session);
 struct ArgExtras {
   uint16_t storage = 0;
   int8_t mask = -1;
+  int8_t data = -1;  ///< the argument that is the op's data (RawEvent::data_in): kArgData
 };
 
 /// Appends the plain-data form of `inputs` (shapes, dtypes, scalars, lists) to `thread` and points

@@ -75,16 +75,25 @@ CountDelta counts(uint64_t base, uint64_t next, bool known = true) {
   return d;
 }
 
-// A latency: medians when both sides repeated, noise when their ranges overlap; else totals.
+// Whether the diff compares medians per iteration (ProfileDiff::statistic): both profiles
+// repeated their iterations, and neither has regions (whose root calls are prefill and decode
+// steps, not iterations).
+bool medians(const ProfileResult& x, const ProfileResult& y) {
+  return x.fwd_spread.samples >= 2 && y.fwd_spread.samples >= 2 && x.regions.empty() &&
+         y.regions.empty();
+}
+
+// A latency in the diff's one statistic: medians per iteration (`per_iteration`; a side with no
+// samples of it has none: 0), noise when both sides' ranges overlap; else totals.
 TimeDelta times(double base_total, const LatencySpread& bs, double next_total,
-                const LatencySpread& ns, bool known = true) {
+                const LatencySpread& ns, bool per_iteration, bool known = true) {
   TimeDelta d;
   d.known = known;
-  if (bs.samples >= 2 && ns.samples >= 2) {
+  if (per_iteration) {
     d.repeated = true;
-    d.base = bs.median_s;
-    d.next = ns.median_s;
-    d.noise = bs.min_s <= ns.max_s && ns.min_s <= bs.max_s;
+    d.base = bs.samples > 0 ? bs.median_s : 0.0;
+    d.next = ns.samples > 0 ? ns.median_s : 0.0;
+    d.noise = bs.samples >= 2 && ns.samples >= 2 && bs.min_s <= ns.max_s && ns.min_s <= bs.max_s;
   } else {
     d.base = base_total;
     d.next = next_total;
@@ -109,6 +118,7 @@ std::vector<OpDiff> match_ops(const std::vector<OpStats>& x, const std::vector<O
 
 void fill(ModuleDiff& d, const ModuleStats* b, const ModuleStats* n, const LoadedProfile& bp,
           const LoadedProfile& np) {
+  const bool per_iteration = medians(bp.result, np.result);
   static const ModuleStats kNone;
   const ModuleStats& x = b ? *b : kNone;
   const ModuleStats& y = n ? *n : kNone;
@@ -120,8 +130,9 @@ void fill(ModuleDiff& d, const ModuleStats* b, const ModuleStats* n, const Loade
   d.macs = counts(x.macs, y.macs);
   d.bwd_flops = counts(x.bwd_flops, y.bwd_flops, bwd);
   d.bytes = counts(x.bytes, y.bytes, bytes);
-  d.latency = times(x.latency_s, x.fwd_spread, y.latency_s, y.fwd_spread);
-  d.bwd_latency = times(x.bwd_latency_s, x.bwd_spread, y.bwd_latency_s, y.bwd_spread, bwd);
+  d.latency = times(x.latency_s, x.fwd_spread, y.latency_s, y.fwd_spread, per_iteration);
+  d.bwd_latency =
+      times(x.bwd_latency_s, x.bwd_spread, y.bwd_latency_s, y.bwd_spread, per_iteration, bwd);
   if (!b) {
     d.status = ModuleDiff::Status::kAdded;
   } else if (!n) {
@@ -200,11 +211,37 @@ void warnings(ProfileDiff& d, const LoadedProfile& b, const LoadedProfile& n) {
     differ("flopsprof", p.flopsprof_version, q.flopsprof_version);
     differ("profiled step", std::to_string(p.profile_step), std::to_string(q.profile_step));
   }
-  const bool repeated = x.fwd_spread.samples >= 2 && y.fwd_spread.samples >= 2;
-  if (!repeated) {
+  if (!x.regions.empty() || !y.regions.empty()) {
+    d.warnings.push_back(
+        "a profile has regions (prefill, decode): latencies are whole-profile totals; per window "
+        "and per token, see the regions table");
+  } else if (!medians(x, y)) {
     d.warnings.push_back(
         "latency deltas are single samples (no repeated runs in both profiles: profile with "
         "`flopsprof MODEL --profile-runs N` or several iterations): run-to-run noise is not known");
+  }
+  // Inputs unknown on a side, and every module's FLOPs scaled by one factor: a batch or a
+  // sequence length changed, most likely, not the model.
+  if (x.workload.inputs.empty() || y.workload.inputs.empty()) {
+    std::unordered_map<std::string, const ModuleStats*> base_by_name;
+    for (const ModuleStats& m : x.modules) base_by_name.emplace(m.name, &m);
+    double factor = 0;
+    size_t matched = 0;
+    bool same = true;
+    for (const ModuleStats& m : y.modules) {
+      auto it = base_by_name.find(m.name);
+      if (it == base_by_name.end() || it->second->flops == 0 || m.flops == 0) continue;
+      const double f = static_cast<double>(m.flops) / static_cast<double>(it->second->flops);
+      if (matched++ == 0) factor = f;
+      same = same && std::fabs(f - factor) <= 1e-9 * factor;
+    }
+    if (same && matched >= 2 && std::fabs(factor - 1) > 1e-9) {
+      d.warnings.push_back(fmt::format(
+          "workload probably differs: every module's FLOPs changed by the same factor (x{:.4g}), "
+          "as a batch or sequence length changes them; the inputs were not recorded on a side "
+          "(pass ProfilerOptions::inputs, or profile with get_model_profile)",
+          factor));
+    }
   }
 }
 
@@ -233,10 +270,13 @@ void totals(ProfileDiff& d, const LoadedProfile& b, const LoadedProfile& n) {
   count("bwd_macs", x.bwd_macs, y.bwd_macs, bwd);
   count("step_flops", x.step_flops, y.step_flops, bwd);
   count("fwd_bytes", x.fwd_bytes, y.fwd_bytes, bytes);
-  time("fwd_latency_s", times(x.duration_s, x.fwd_spread, y.duration_s, y.fwd_spread));
-  time("bwd_latency_s", times(x.bwd_latency_s, x.bwd_spread, y.bwd_latency_s, y.bwd_spread, bwd));
+  const bool per_iteration = medians(x, y);
+  time("fwd_latency_s",
+       times(x.duration_s, x.fwd_spread, y.duration_s, y.fwd_spread, per_iteration));
+  time("bwd_latency_s",
+       times(x.bwd_latency_s, x.bwd_spread, y.bwd_latency_s, y.bwd_spread, per_iteration, bwd));
   time("step_latency_s",
-       times(x.step_latency_s, x.step_spread, y.step_latency_s, y.step_spread, bwd));
+       times(x.step_latency_s, x.step_spread, y.step_latency_s, y.step_spread, per_iteration, bwd));
   // The iteration: the sum of the parts (medians when every part repeated).
   TimeDelta it;
   for (const char* k : {"fwd_latency_s", "bwd_latency_s", "step_latency_s"}) {
@@ -313,8 +353,18 @@ void modules(ProfileDiff& d, const LoadedProfile& b, const LoadedProfile& n, con
     open.push_back(static_cast<int>(i));
   }
   close_until(0);
-  const double root = d.modules.empty() ? 0 : d.modules[0].latency.delta();
-  for (ModuleDiff& m : d.modules) m.share_of_delta = root != 0 ? m.latency.delta() / root : 0;
+  // Shares of the root's delta only where that delta is outside the noise: not inside the
+  // run-to-run spread, and with single samples at least 1% of the root's latency (a delta of
+  // noise made shares of -144,779%).
+  if (d.modules.empty()) return;
+  const TimeDelta& r = d.modules[0].latency;
+  const double root = r.delta();
+  const bool outside_noise = r.known && root != 0 && !r.noise &&
+                             (r.repeated || std::fabs(root) >= 0.01 * std::max(r.base, r.next));
+  for (ModuleDiff& m : d.modules) {
+    m.share_known = outside_noise && m.latency.known;
+    m.share_of_delta = m.share_known ? m.latency.delta() / root : 0;
+  }
 }
 
 // The regions matched by name: the new profile's order, then the base's others. A region in one
@@ -342,10 +392,19 @@ void regions(ProfileDiff& d, const ProfileResult& x, const ProfileResult& y) {
     g.flops = counts(p.flops, q.flops);
     g.bwd_flops = counts(p.bwd_flops, q.bwd_flops);
     g.bytes = counts(p.bytes, q.bytes);
-    g.latency = times(p.duration_s, p.spread, q.duration_s, q.spread);
-    g.latency_per_token.base = p.latency_per_token_s;
-    g.latency_per_token.next = q.latency_per_token_s;
-    g.latency_per_token.known = p.latency_per_token_s > 0 && q.latency_per_token_s > 0;
+    // Per window (medians) when both sides have 2+ windows, else totals; per token from the
+    // same samples: a window's median over its tokens per window, or the total over all tokens.
+    const bool per_window = p.spread.samples >= 2 && q.spread.samples >= 2;
+    g.latency = times(p.duration_s, p.spread, q.duration_s, q.spread, per_window);
+    auto per_token = [&](const RegionStats& s, double latency) {
+      if (s.tokens == 0 || s.windows == 0) return 0.0;
+      return per_window ? latency * static_cast<double>(s.windows) / static_cast<double>(s.tokens)
+                        : s.duration_s / static_cast<double>(s.tokens);
+    };
+    g.latency_per_token.base = per_token(p, g.latency.base);
+    g.latency_per_token.next = per_token(q, g.latency.next);
+    g.latency_per_token.repeated = per_window;
+    g.latency_per_token.known = g.latency_per_token.base > 0 && g.latency_per_token.next > 0;
     g.tokens_per_s = RateDelta{p.tokens_per_s, q.tokens_per_s};
     g.mfu = RateDelta{p.mfu, q.mfu};
     g.mbu = RateDelta{p.mbu, q.mbu};
@@ -416,6 +475,7 @@ ProfileDiff diff(const LoadedProfile& base, const LoadedProfile& next, const Dif
   ProfileDiff d;
   d.base_source = base.source;
   d.new_source = next.source;
+  d.statistic = medians(base.result, next.result) ? "median per iteration" : "total";
   d.base_workload = describe(base);
   d.new_workload = describe(next);
   warnings(d, base, next);

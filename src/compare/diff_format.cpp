@@ -73,6 +73,10 @@ std::string rate_percent_text(const RateDelta& r) {
   return r.known() ? percent_text(r.percent()) : "";
 }
 
+std::string share_text(const ModuleDiff& m) {
+  return m.share_known ? fmt::format("{:.1f}%", 100 * m.share_of_delta) : "n/a";
+}
+
 bool in_both(const ModuleDiff& m) {
   return m.status == DiffStatus::kSame || m.status == DiffStatus::kChanged;
 }

@@ -28,6 +28,9 @@ bool in_both(const ModuleDiff& m);
 std::string module_label(const ModuleDiff& m);
 /// Its type, "Linear -> Bilinear" when it changed under the same name.
 std::string type_label(const ModuleDiff& m);
+/// A module's share of the root's latency delta: "25.0%", "n/a" when not known (the root's delta
+/// inside the noise).
+std::string share_text(const ModuleDiff& m);
 /// A backward or step total both profiles have none of (both 0): the text and HTML leave it out.
 bool unused_training_total(const TotalDiff& t);
 /// Text for HTML element content or an attribute value: & < > " ' escaped.

@@ -98,7 +98,7 @@ std::string diff_to_html(const ProfileDiff& d) {
         "<tr class=\"{}\" data-name=\"{}\" data-status=\"{}\"><td class=\"status\">{}</td>"
         "<td class=\"name\" style=\"padding-left:{}px\">{}</td><td "
         "class=\"type\">{}</td><td>{}</td><td>{}</td>"
-        "<td class=\"latency\">{}</td><td>{}</td><td>{:.1f}%</td><td "
+        "<td class=\"latency\">{}</td><td>{}</td><td>{}</td><td "
         "class=\"flops\">{}</td><td>{}</td>"
         "<td>{}</td><td>{}</td></tr>\n",
         row_classes(m), html_escape(m.name), status_name(m.status), status_name(m.status),
@@ -106,7 +106,7 @@ std::string diff_to_html(const ProfileDiff& d) {
         m.status == ModuleDiff::Status::kAdded ? "-" : duration_to_string(m.latency.base),
         m.status == ModuleDiff::Status::kRemoved ? "-" : duration_to_string(m.latency.next),
         time_delta_text(m.latency), both ? percent_text(m.latency.percent()) : "",
-        100 * m.share_of_delta, count_delta_text(m.flops),
+        detail::share_text(m), count_delta_text(m.flops),
         both && m.flops.changed() ? percent_text(m.flops.percent()) : "",
         count_delta_text(m.params), count_delta_text(m.calls));
   }

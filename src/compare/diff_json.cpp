@@ -114,6 +114,7 @@ std::string diff_to_json(const ProfileDiff& d, int indent) {
   w.member("new", d.new_source);
   w.member("base_workload", d.base_workload);
   w.member("new_workload", d.new_workload);
+  w.member("latency_statistic", d.statistic);
   w.key("warnings");
   w.begin_array();
   for (const std::string& s : d.warnings) w.value(s);
@@ -171,7 +172,12 @@ std::string diff_to_json(const ProfileDiff& d, int indent) {
       module_side(w, m, 1);
     w.key("delta");
     module_side(w, m, 2);
-    w.member("share_of_delta", m.share_of_delta);
+    w.key("share_of_delta");
+    if (m.share_known) {
+      w.value(m.share_of_delta);
+    } else {
+      w.null();
+    }
     ops(w, m.ops, false);
     w.end_object();
   }

@@ -100,10 +100,11 @@ std::string format_diff_text(const ProfileDiff& d, const DiffTextOptions& o) {
     if (shown.size() > static_cast<size_t>(o.top)) shown.resize(o.top);
   }
   s += fmt::format(
-      "\nModules: {} changed, {} added, {} removed, {} same{}; '~': within the run-to-run "
-      "spread\n",
+      "\nModules: {} changed, {} added, {} removed, {} same{}; latency: {}; '~': within the "
+      "run-to-run spread\n",
       n[1], n[2], n[3], n[0],
-      o.top > 0 ? fmt::format(" (the {} largest deltas)", shown.size()) : "");
+      o.top > 0 ? fmt::format(" (the {} largest deltas)", shown.size()) : "",
+      d.statistic == "total" ? "totals over each profile" : d.statistic);
   s += fmt::format("{:<8} {:>11} {:>11} {:>13} {:>8} {:>7} {:>11} {:>8} {:>10} {:>9} {:>6}  {}\n",
                    "status", "latency", "new", "delta", "%", "share", "flops delta", "%",
                    "macs delta", "params", "calls", "module");
@@ -112,12 +113,12 @@ std::string format_diff_text(const ProfileDiff& d, const DiffTextOptions& o) {
     const std::string type = type_label(*m);
     const bool both = in_both(*m);
     s += fmt::format(
-        "{:<8} {:>11} {:>11} {:>13} {:>8} {:>6.1f}% {:>11} {:>8} {:>10} {:>9} {:>6}  {} ({})\n",
+        "{:<8} {:>11} {:>11} {:>13} {:>8} {:>7} {:>11} {:>8} {:>10} {:>9} {:>6}  {} ({})\n",
         status_name(m->status),
         m->status == ModuleDiff::Status::kAdded ? "-" : duration_to_string(m->latency.base),
         m->status == ModuleDiff::Status::kRemoved ? "-" : duration_to_string(m->latency.next),
         time_delta_text(m->latency), both ? percent_text(m->latency.percent()) : "",
-        100 * m->share_of_delta, count_delta_text(m->flops),
+        detail::share_text(*m), count_delta_text(m->flops),
         both && m->flops.changed() ? percent_text(m->flops.percent()) : "",
         count_delta_text(m->macs), count_delta_text(m->params), count_delta_text(m->calls), name,
         type);

@@ -232,6 +232,7 @@ class Reader {
       if (!i.is_string()) fail("workload.inputs holds a value that is not a string");
       x.inputs.push_back(i.get<std::string>());
     }
+    if (has(o, "inputs_source")) x.inputs_source = text(o, "inputs_source", w);
     x.intra_op_threads = static_cast<int>(integer(o, "intra_op_threads", w, 0, kIntMax));
     x.libtorch_version = text(o, "libtorch_version", w);
     x.build_type = text(o, "build_type", w);

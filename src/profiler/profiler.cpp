@@ -26,9 +26,9 @@
 #include "flopsprof/meta.h"
 #include "flopsprof/scope.h"
 #include "flopsprof/sweep.h"
+#include "io/output_files.h"
 #include "profiler/peaks.h"
 #include "reports/report_html.h"
-#include "io/output_files.h"
 #include "reports/trace.h"
 
 namespace flopsprof {
@@ -130,7 +130,10 @@ struct FlopsProfiler::Impl {
     r.data_parallel_size = options.data_parallel_size;
     r.model_parallel_size = options.model_parallel_size;
     Workload& w = r.workload;
-    w.inputs = options.inputs;
+    if (!options.inputs.empty()) {  // else what the aggregation read from the model's first op
+      w.inputs = options.inputs;
+      w.inputs_source = "given";
+    }
     w.intra_op_threads = at::get_num_threads();
     w.libtorch_version = TORCH_VERSION;
     w.build_type = FLOPSPROF_BUILD_TYPE;

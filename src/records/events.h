@@ -45,6 +45,9 @@ enum ArgTensorFlag : uint8_t {
   /// A list of optional tensors (`Tensor?[]`: aten::index's indices): each element's element
   /// count, -1 for None, follows the list's bytes (before any entry above).
   kArgElementNumels = 1 << 5,
+  /// The tensor a top-level op read as its data (RawEvent::data_in: the first no module owns):
+  /// the model's first op's says what the model was fed (Workload::inputs).
+  kArgData = 1 << 6,
 };
 
 /// One captured argument. Tensor sizes and list values live in `ThreadEvents::dims`.

@@ -85,6 +85,7 @@ void write_workload(JsonWriter& w, const ProfileResult& r) {
   w.begin_array();
   for (const std::string& i : x.inputs) w.value(i);
   w.end_array();
+  w.member("inputs_source", x.inputs_source);
   w.member("batch_size", r.batch_size);
   w.member("iterations", r.modules.empty() ? uint64_t{0} : r.modules[0].calls);
   w.member("intra_op_threads", x.intra_op_threads);
