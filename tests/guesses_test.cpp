@@ -552,10 +552,10 @@ struct MyLayerNormImpl : nn::Module {
 TORCH_MODULE(MyLayerNorm);
 
 struct NormBlockImpl : nn::Module {
-  explicit NormBlockImpl(bool scoped) : scoped(scoped), ln(16, scoped) {
-    fc = register_module("fc", nn::Linear(16, 16));
+  explicit NormBlockImpl(bool scoped, int64_t width = 16) : scoped(scoped), ln(width, scoped) {
+    fc = register_module("fc", nn::Linear(16, width));
     register_module("ln", ln);
-    out = register_module("out", nn::Linear(16, 4));
+    out = register_module("out", nn::Linear(width, 4));
   }
   torch::Tensor forward(const torch::Tensor& x) {
     MaybeScope s(scoped, this);
@@ -612,9 +612,11 @@ TEST(Guesses, AHandWrittenNormThatReadsItsParametersLastIsFlagged) {
 
 // Every guess is in the JSON's problems, however many; the text shows the first ones.
 struct ManyBlocksImpl : nn::Module {
-  ManyBlocksImpl() {
+  // `distinct`: each block a width of its own (16 + i), so no two guesses are the same.
+  explicit ManyBlocksImpl(bool distinct = false) {
     for (int i = 0; i < 15; ++i)
-      blocks.push_back(register_module("b" + std::to_string(i), NormBlock(false)));
+      blocks.push_back(
+          register_module("b" + std::to_string(i), NormBlock(false, distinct ? 16 + i : 16)));
   }
   torch::Tensor forward(const torch::Tensor& x) {
     torch::Tensor y = blocks[0](x);
@@ -633,13 +635,23 @@ TEST(Guesses, EveryGuessIsInTheJsonAndTheTextSaysHowManyMore) {
   model->forward(torch::randn({4, 16}));
   prof.stop_profile();
   nlohmann::json j = nlohmann::json::parse(prof.to_json());
-  // each block receives its norm's first ops by op order: 15 placement lines, each naming the
-  // norm that may lack them; all 15 norms flagged
+  // each block receives its norm's first ops by op order: the same guess in 15 blocks, one line
+  // for them all (six near-identical lines, one per layer, before), naming them and the first's
+  // norm; all 15 norms flagged, each in its own module
   int lines = 0, flagged = 0;
   for (const auto& p : j["problems"]) {
     lines +=
         p.get<std::string>().find("(MyLayerNorm) (which may show too little)") != std::string::npos;
   }
+  EXPECT_EQ(lines, 1) << j["problems"];
+  bool grouped = false;
+  for (const auto& p : j["problems"]) {
+    grouped = grouped || p.get<std::string>().find(
+                             "the same in 15 modules of type NormBlock ('b0', 'b1', 'b2', 'b3' "
+                             "and 11 more): each was given 8 op(s), 392 FLOPs, 2704 B") !=
+                             std::string::npos;
+  }
+  EXPECT_TRUE(grouped) << j["problems"];
   int blocks = 0;
   for (const auto& m : j["modules"]) {
     const bool lacks = m["maybe_missing_flops"].get<uint64_t>() > 0;
@@ -647,11 +659,24 @@ TEST(Guesses, EveryGuessIsInTheJsonAndTheTextSaysHowManyMore) {
     // and the root's `y + b_i(x)` after b1 ... b14: each may be that block's last op
     blocks += lacks && m["type"] == "NormBlock";
   }
-  EXPECT_EQ(lines, 15) << j["problems"];
   EXPECT_EQ(flagged, 15);
   EXPECT_EQ(blocks, 14);
+  // Blocks of 15 widths: 15 guesses that differ, a line each; the text shows 12 and says how many
+  // more the JSON holds
+  ManyBlocks distinct(true);
+  FlopsProfiler dprof(distinct);
+  dprof.start_profile();
+  distinct->forward(torch::randn({4, 16}));
+  dprof.stop_profile();
+  j = nlohmann::json::parse(dprof.to_json());
+  lines = 0;
+  for (const auto& p : j["problems"]) {
+    lines +=
+        p.get<std::string>().find("(MyLayerNorm) (which may show too little)") != std::string::npos;
+  }
+  EXPECT_EQ(lines, 15) << j["problems"];
   ASSERT_GT(j["problems"].size(), 12u);
-  const std::string text = prof.model_profile_string();
+  const std::string text = dprof.model_profile_string();
   EXPECT_NE(text.find(fmt::format("... and {} more (all of them in the JSON's \"problems\")",
                                   j["problems"].size() - 12)),
             std::string::npos)

@@ -1,6 +1,7 @@
 // Aggregation and report tests on synthetic events: attribution rules, calls, latency, ignored
 // modules, the text report line by line, and the JSON schema.
 #include <gtest/gtest.h>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <sstream>
@@ -354,6 +355,56 @@ TEST(Problems, AModuleAboveThePeakIsSaidWhenNoOpRowIs) {
   for (const std::string& p : run(tree, {&b.th}, names, m).problems) {
     EXPECT_EQ(p.rfind("roofline: ", 0), std::string::npos) << p;
   }
+}
+
+// Issue 45: the numbers on top of the counts come from one place (the aggregation); the text, the
+// JSON and the HTML page show them, never recompute them. For every module of one profile, each
+// number the text's tree line shows is the JSON's value in the text's format, and the HTML page's
+// data is that JSON.
+TEST(Reports, TextJsonAndHtmlShowTheSameNumbersForEveryModule) {
+  const ProfileResult r = small_result();
+  const std::string text = format_text_report(r, ReportOptions{});
+  const nlohmann::json j = nlohmann::json::parse(to_json(r));
+  auto traffic = [](uint64_t b) {  // the text's bytes: decimal units, as bandwidth is
+    const std::string s = number_to_string(static_cast<double>(b));
+    return s + (s.back() >= 'A' && s.back() <= 'Z' ? "B" : " B");
+  };
+  size_t checked = 0;
+  for (const auto& m : j["modules"]) {
+    const std::string name = m["name"];
+    const std::string head = name.empty() ? m["type"].get<std::string>() + "("
+                                          : "(" + name.substr(name.rfind('.') + 1) +
+                                                "): " + m["type"].get<std::string>() + "(";
+    const size_t at = text.find(head, text.find("Detailed Profile"));
+    ASSERT_NE(at, std::string::npos) << head;
+    // a parent's numbers are on the line after its head
+    size_t from = at + head.size();
+    if (text[from] == '\n') ++from;
+    const std::string line = text.substr(from, text.find('\n', from) - from);
+    const std::vector<std::string> want = {
+        params_to_string(m["params"].get<uint64_t>()) + " = ",
+        macs_to_string(m["macs"].get<uint64_t>()) + " = ",
+        duration_to_string(m["latency_s"].get<double>()) + " = ",
+        flops_per_second_to_string(m["achieved_flops_per_s"].get<double>()),
+        traffic(m["bytes"].get<uint64_t>()) + " moved",
+        fmt::format("{:.2f} FLOP/B", m["intensity"].get<double>()),
+        fmt::format("{} {:.1f}%", m["bound"].get<std::string>(),
+                    100 * m["roofline_share"].get<double>())};
+    for (const std::string& w : want)
+      EXPECT_NE(line.find(w), std::string::npos) << w << " in\n" << line;
+    ++checked;
+  }
+  EXPECT_EQ(checked, r.modules.size());
+  // The HTML page carries the profile as that JSON (its script reads every number from it).
+  const std::string html = to_html(r);
+  const std::string open = "<script type=\"application/json\" id=\"flopsprof-data\">";
+  const size_t a = html.find(open) + open.size();
+  std::string data = html.substr(a, html.find("</script>", a) - a);
+  for (auto [from, to] :
+       {std::pair<std::string, std::string>{"\\u003c", "<"}, {"\\u003e", ">"}, {"\\u0026", "&"}}) {
+    for (size_t k; (k = data.find(from)) != std::string::npos;) data.replace(k, from.size(), to);
+  }
+  EXPECT_EQ(nlohmann::json::parse(data), j);
 }
 
 TEST(TextReport, MatchesLineByLine) {

@@ -414,7 +414,10 @@ struct ProfileResult {
   uint64_t autograd_flops = 0;    ///< backward ops linked to no forward op ("(autograd)")
   double autograd_latency_s = 0;  ///< time of autograd nodes linked to no forward op
   uint64_t step_flops = 0;        ///< ops inside step scopes (the optimizer step)
-  double step_latency_s = 0;      ///< sum of step scopes, seconds
+  /// Forward calls of the root beyond the backward passes (an evaluation inside a training
+  /// window): DeepSpeed's 2 x forward estimate counts their FLOPs too, and the report says so.
+  uint64_t forwards_without_backward = 0;
+  double step_latency_s = 0;  ///< sum of step scopes, seconds
 
   // Bytes moved (docs/report.md, "Bytes moved"), per phase as FLOPs: each op's once.
   uint64_t fwd_bytes = 0, fwd_bytes_read = 0, fwd_bytes_written = 0;  ///< the model's forward

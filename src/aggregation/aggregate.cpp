@@ -132,7 +132,8 @@ std::string module_who(const ModuleTree& tree, int m) {
 
 // One problems line per module with forward ops placed by inference (op order), naming the
 // modules that may have run them instead (which may show too little) and what would make them
-// exact; the most FLOPs first. Every module gets its line (the text report summarises).
+// exact; the most FLOPs first. Modules of one type whose guesses are the same (the layers of a
+// stack: the same ops, FLOPs and bytes) share one line when there are 3 or more of them.
 void placement_problems(const ModuleTree& tree, const std::vector<ModuleAcc>& acc,
                         const std::map<int, std::set<int>>& losers,
                         std::vector<std::string>& problems) {
@@ -143,7 +144,8 @@ void placement_problems(const ModuleTree& tree, const std::vector<ModuleAcc>& ac
   std::stable_sort(marked.begin(), marked.end(), [&](int a, int b) {
     return acc[a].own_inferred_flops > acc[b].own_inferred_flops;
   });
-  for (int m : marked) {
+  // Who else may have run a module's guessed ops.
+  auto other_side = [&](int m) {
     std::string could;
     bool caller = false;
     int named = 0;
@@ -164,17 +166,52 @@ void placement_problems(const ModuleTree& tree, const std::vector<ModuleAcc>& ac
     if (caller) other += other.empty() ? "the caller's" : ", or the caller's";
     if (other.empty())
       other = m == 0 ? "a submodule's or the caller's" : "a submodule's or its parent's";
+    return other;
+  };
+  // The same guess: type, ops, FLOPs, bytes and their backward.
+  auto key = [&](int m) {
     const ModuleAcc& a = acc[m];
-    problems.push_back(fmt::format(
-        "placement inferred from op order: {} op(s), {} FLOPs, {} B{} given to {}; op order "
-        "cannot tell whether they are its own or {}. FLOPSPROF_MODULE() as the first line of its "
-        "forward, or of the method the program calls (and of its submodules'), makes them exact",
-        a.own_inferred_ops, a.own_inferred_flops, a.own_inferred_bytes,
+    return std::make_tuple(tree.nodes[m].type, a.own_inferred_ops, a.own_inferred_flops,
+                           a.own_inferred_bytes, a.own_inferred_bwd_flops,
+                           a.own_inferred_bwd_bytes);
+  };
+  std::vector<bool> done(acc.size(), false);
+  for (int m : marked) {
+    if (done[m]) continue;
+    std::vector<int> group;
+    for (int k : marked) {
+      if (!done[k] && k != 0 && m != 0 && key(k) == key(m)) group.push_back(k);
+    }
+    if (group.size() < 3) group = {m};
+    for (int k : group) done[k] = true;
+    const ModuleAcc& a = acc[m];
+    const std::string backward =
         a.own_inferred_bwd_flops > 0 || a.own_inferred_bwd_bytes > 0
             ? fmt::format(" (and their backward, {} FLOPs, {} B)", a.own_inferred_bwd_flops,
                           a.own_inferred_bwd_bytes)
-            : "",
-        module_who(tree, m), other));
+            : "";
+    if (group.size() == 1) {
+      problems.push_back(fmt::format(
+          "placement inferred from op order: {} op(s), {} FLOPs, {} B{} given to {}; op order "
+          "cannot tell whether they are its own or {}. FLOPSPROF_MODULE() as the first line of "
+          "its forward, or of the method the program calls (and of its submodules'), makes them "
+          "exact",
+          a.own_inferred_ops, a.own_inferred_flops, a.own_inferred_bytes, backward,
+          module_who(tree, m), other_side(m)));
+      continue;
+    }
+    std::string names;
+    for (size_t g = 0; g < group.size() && g < 4; ++g)
+      names += fmt::format("{}'{}'", g ? ", " : "", tree.nodes[group[g]].name);
+    if (group.size() > 4) names += fmt::format(" and {} more", group.size() - 4);
+    problems.push_back(fmt::format(
+        "placement inferred from op order, the same in {} modules of type {} ({}): each was "
+        "given {} op(s), {} FLOPs, {} B{}; op order cannot tell whether they are its own or, for "
+        "the first, {} (likewise for the others). FLOPSPROF_MODULE() as the first line of their "
+        "forward, or of the method the program calls (and of their submodules'), makes them "
+        "exact",
+        group.size(), tree.nodes[m].type, names, a.own_inferred_ops, a.own_inferred_flops,
+        a.own_inferred_bytes, backward, other_side(group[0])));
   }
 }
 
@@ -946,6 +983,11 @@ class Aggregator {
     r.duration_s = r.modules.empty() ? 0.0 : r.modules[0].latency_s;
     if (!r.modules.empty()) r.fwd_spread = r.modules[0].fwd_spread;
     r.step_spread = spread_of(step_samples);
+    if (r.has_backward && !r.modules.empty()) {
+      size_t passes = 0;
+      for (const PhaseSpan& p : at.phase_spans) passes += p.phase == Phase::kBackward && p.ours;
+      r.forwards_without_backward = r.modules[0].calls > passes ? r.modules[0].calls - passes : 0;
+    }
     // The model's totals and its points on the roofline.
     r.machine = in.machine;
     r.fwd_bytes_read = fwd_bytes.read;

@@ -301,7 +301,7 @@ constexpr const char* kScript = R"JS(
   const NS = 'http://www.w3.org/2000/svg';
   const svgEl = (tag, attrs) => { const e = document.createElementNS(NS, tag); for (const k in attrs) e.setAttribute(k, attrs[k]); return e; };
   function plot(parent, series, xlab, ylab, fx, fy, mark, xticks) {
-    const W = Math.max(400, parent.clientWidth || 900), H = 240, L = 70, B = 30, T = 10, R = 40;
+    const W = Math.max(400, parent.clientWidth || 900), H = 240, L = 104, B = 30, T = 10, R = 40;
     const svg = svgEl('svg', { viewBox: '0 0 ' + W + ' ' + H, width: W, height: H, role: 'img' });
     const xs = series.flatMap((s) => s.points.map((p) => p[0])), ys = series.flatMap((s) => s.points.map((p) => p[1]));
     const x0 = Math.min(...xs), x1 = Math.max(...xs), y0 = Math.min(0, ...ys), y1 = Math.max(...ys, 1);
@@ -381,7 +381,7 @@ constexpr const char* kScript = R"JS(
     if (!xs.length) return;
     const lx0 = Math.floor(Math.log10(Math.min(...xs))), lx1 = Math.ceil(Math.log10(Math.max(...xs)));
     const ly0 = Math.floor(Math.log10(Math.min(...ys))), ly1 = Math.ceil(Math.log10(Math.max(...ys)));
-    const W = Math.max(500, roof.clientWidth || 900), H = 360, L = 70, B = 34, T = 10, R = 20;
+    const W = Math.max(500, roof.clientWidth || 900), H = 360, L = 104, B = 34, T = 10, R = 20;
     const X = (x) => L + (Math.log10(x) - lx0) / Math.max(1, lx1 - lx0) * (W - L - R);
     const Y = (y) => H - B - (Math.log10(y) - ly0) / Math.max(1, ly1 - ly0) * (H - B - T);
     const svg = svgEl('svg', { viewBox: '0 0 ' + W + ' ' + H, width: W, height: H, role: 'img' });
@@ -396,16 +396,23 @@ constexpr const char* kScript = R"JS(
       const clipY = (y) => Math.max(T, Math.min(H - B, Y(y)));
       svg.appendChild(svgEl('polyline', { id: 'roof-ceiling-memory', points: X(x0) + ',' + clipY(x0 * bw) + ' ' + X(ridge) + ',' + Y(peak), fill: 'none', stroke: '#2f6fde', 'stroke-width': 2 }));
       svg.appendChild(svgEl('polyline', { id: 'roof-ceiling-compute', points: X(ridge) + ',' + Y(peak) + ' ' + X(x1) + ',' + Y(peak), fill: 'none', stroke: '#d9822b', 'stroke-width': 2 }));
+      // the cache-aware roofline: each faster memory level's ceiling, dashed, named
+      const levels = MACH.bandwidth_by_level || [];
+      for (const lv of levels.slice(0, -1)) {
+        const r = peak / lv.bytes_per_s;
+        svg.appendChild(svgEl('polyline', { id: 'roof-ceiling-' + lv.name, points: X(x0) + ',' + clipY(x0 * lv.bytes_per_s) + ' ' + X(Math.max(x0, r)) + ',' + clipY(Math.max(x0, r) * lv.bytes_per_s), fill: 'none', stroke: '#2f6fde', 'stroke-width': 1, 'stroke-dasharray': '4 3' }));
+        const t = svgEl('text', { x: X(x0) + 4, y: clipY(x0 * lv.bytes_per_s) - 4 }); t.textContent = lv.name; svg.appendChild(t);
+      }
     }
     const tmax = Math.max(...pts.map((i) => lat(M[i])), 1e-12);
     for (const i of pts) {
       const m = M[i];
       const c = svgEl('circle', { cx: X(m[P + 'intensity']), cy: Y(m[P + 'achieved_flops_per_s']), r: (3 + 12 * Math.sqrt(Math.max(0, lat(m)) / tmax)).toFixed(1),
-        fill: m[P + 'bound'] === 'compute' ? 'rgba(217,130,43,.55)' : 'rgba(47,111,222,.55)', stroke: i === selected ? '#101623' : '#fff', 'stroke-width': i === selected ? 2 : 1, class: 'pt' });
+        fill: m[P + 'bound'] === 'compute' ? 'rgba(217,130,43,.55)' : 'rgba(47,111,222,.55)', stroke: i === selected ? '#101623' : m[P + 'above_ceiling'] ? '#c0392b' : '#fff', 'stroke-width': i === selected || m[P + 'above_ceiling'] ? 2 : 1, class: 'pt' + (m[P + 'above_ceiling'] ? ' above' : '') });
       c.dataset.name = m.name; c.dataset.index = String(i);
       c.style.cursor = 'pointer';
       c.addEventListener('mousemove', (ev) => { tip.textContent = [label(m) + ' (' + m.type + ')', (P ? 'bwd ' : 'fwd ') + dur(lat(m)) + ', ' + num(m[P + 'achieved_flops_per_s'], 'FLOP/s') + ', ' + num(m[P + 'achieved_bytes_per_s'], 'B/s'),
-        'intensity ' + m[P + 'intensity'].toFixed(2) + ' FLOP/B' + (m[P + 'bound'] ? ', ' + m[P + 'bound'] + '-bound at ' + (100 * m[P + 'roofline_share']).toFixed(1) + '% of its ceiling' : '')].join('\n');
+        'intensity ' + m[P + 'intensity'].toFixed(2) + ' FLOP/B' + (m[P + 'bound'] ? ', ' + m[P + 'bound'] + '-bound' + (m[P + 'ceiling'] ? ' (' + m[P + 'ceiling'] + ')' : '') + ' at ' + (100 * m[P + 'roofline_share']).toFixed(1) + '% of its ceiling' + (m[P + 'above_ceiling'] ? ' (above it: see the problems)' : '') : '')].join('\n');
         tip.style.display = 'block'; tip.style.left = (ev.clientX + 14) + 'px'; tip.style.top = (ev.clientY + 12) + 'px'; });
       c.addEventListener('mouseleave', () => { tip.style.display = 'none'; });
       c.addEventListener('click', () => { selectModule(i); drawRoofline(); });

@@ -183,6 +183,7 @@ void write_summary(JsonWriter& w, const ProfileResult& r) {
   w.member("autograd_flops", r.autograd_flops);
   w.member("autograd_latency_s", r.autograd_latency_s);
   w.member("step_flops", r.step_flops);
+  w.member("forwards_without_backward", r.forwards_without_backward);
   w.member("step_latency_s", r.step_latency_s);
   w.member("iter_latency_s", r.iteration_latency_s());
   w.member("fwd_bytes", r.fwd_bytes);

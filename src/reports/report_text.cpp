@@ -284,7 +284,12 @@ void summary_backward(std::string& out, const ProfileResult& r) {
     line(out, "bwd flops per device (measured)", flops_to_string(r.bwd_flops));
     line(out, "bwd MACs per device (measured)", macs_to_string(r.bwd_macs));
     line(out, "bwd flops, DeepSpeed's estimate (2 * fwd flops + recompute)",
-         flops_to_string(r.estimated_bwd_flops()));
+         flops_to_string(r.estimated_bwd_flops()) +
+             (r.forwards_without_backward > 0
+                  ? fmt::format(" (counts {} of the {} forward calls that had no backward: an "
+                                "evaluation in the window)",
+                                r.forwards_without_backward, r.modules[0].calls)
+                  : ""));
     if (r.recompute_flops > 0) {
       line(out, "recompute flops (forward re-run in backward)", flops_to_string(r.recompute_flops));
     }
@@ -690,15 +695,20 @@ void tree_node(std::string& out, const ProfileResult& r, const ReportOptions& o,
     if (m.recompute_flops > 0)
       stats += fmt::format(", {} recompute flops", flops_to_string(m.recompute_flops));
   }
-  if (m.calls != 1 || m.calls_inferred) {
+  if (m.calls == 0 && m.latency_s == 0 && !m.calls_inferred) {
+    stats += ", not called (its work is its submodules')";
+  } else if (m.calls != 1 || m.calls_inferred) {
     stats += fmt::format(", {} call{}{}", m.calls, m.calls == 1 ? "" : "s",
                          m.calls_inferred ? " (inferred)" : "");
   }
   if (const std::string mark = inference_mark(m); !mark.empty()) stats += ", " + mark;
+  // A module that was never called (a container whose children ran on their own) has no time of
+  // its own: no share of a ceiling is shown for it, only what it moved.
+  const bool timed = m.calls > 0 || m.latency_s > 0;
   if (o.roofline) {  // after DeepSpeed's fields: bytes, intensity, bound and its share
     auto point = [&](const RooflinePoint& p) {
       std::string t = fmt::format("{:.2f} FLOP/B", p.intensity);
-      if (!p.bound.empty()) t += " " + bound_share(p, r.machine);
+      if (!p.bound.empty() && timed) t += " " + bound_share(p, r.machine);
       return t;
     };
     stats += fmt::format(", {} moved, {}", traffic(m.bytes), point(m.roofline));

@@ -84,6 +84,16 @@ async function roofline(page, json, name) {
   check(points.length === expected.length && points.length > 0, `${name}: the roofline has a point per module of depth ${depth} (${points.length} of ${expected.length})`);
   check((await page.$$('#roof-ceiling-memory')).length === 1 && (await page.$$('#roof-ceiling-compute')).length === 1,
         `${name}: both ceilings are drawn`);
+  // the cache-aware roofline: one dashed ceiling per faster memory level, named as the JSON names it
+  for (const lv of (json.machine.bandwidth_by_level || []).slice(0, -1)) {
+    check((await page.$$(`#roof-ceiling-${lv.name}`)).length === 1, `${name}: the ${lv.name} ceiling is drawn`);
+  }
+  // every axis label stands whole inside the chart (the y axis's read "00 GFLOPS", clipped)
+  const lefts = await page.$$eval('#roofline svg text', (ts) => ts.map((t) => t.getBBox().x));
+  check(lefts.length > 0 && Math.min(...lefts) >= 0, `${name}: no axis label starts left of the chart (${Math.min(...lefts).toFixed(1)})`);
+  // a point above its ceiling is outlined, and says so
+  const above = json.modules.filter((m) => m.depth === depth && m.above_ceiling && m.intensity > 0 && m.achieved_flops_per_s > 0).length;
+  check((await page.$$('#roofline circle.pt.above')).length === above, `${name}: ${above} point(s) above their ceiling outlined`);
   const target = expected.reduce((a, b) => (b.latency_s > a.latency_s ? b : a));
   const sel = `#roofline circle.pt[data-name="${target.name}"]`;
   // events dispatched on the point itself: points may overlap, and the mouse would reach the top one
