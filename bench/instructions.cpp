@@ -22,8 +22,10 @@
 #include <cstring>
 #include <string>
 
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/record_function.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
+#include <torch/library.h>
 #include <torch/torch.h>
 #include <valgrind/callgrind.h>
 
@@ -78,6 +80,56 @@ void min_end(const at::RecordFunction& fn, at::ObserverContext*) {
   g_min_records[tl_min_open[--tl_min_depth].index].end = __rdtsc();
 }
 
+// `interceptor`: the floor of a dispatcher interceptor, what flopsprof's dispatch capture pays
+// before it records anything: a boxed fallback on a mode key included on the thread, which
+// passes each op on with the key excluded (so nested ops never reach it), and a no-op
+// RecordFunction callback for autograd nodes only (free for ops). `unboxed`: the same with
+// per-op unboxed kernels for the workloads' ops (no boxing on those).
+constexpr c10::DispatchKey kModeKey = c10::DispatchKey::TESTING_ONLY_GenericMode;
+const c10::DispatchKeySet kAfterMode(c10::DispatchKeySet::FULL_AFTER, kModeKey);
+void passing_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet ks,
+                      torch::jit::Stack* stack) {
+  c10::impl::ExcludeDispatchKeyGuard no_nested(kModeKey);
+  op.redispatchBoxed(ks & kAfterMode, stack);
+}
+template <class Op, class Sig = typename Op::schema>
+struct Passing;
+template <class Op, class R, class... A>
+struct Passing<Op, R(A...)> {
+  static R call(c10::DispatchKeySet ks, A... a) {
+    c10::impl::ExcludeDispatchKeyGuard no_nested(kModeKey);
+    return Op::redispatch(ks & kAfterMode, a...);
+  }
+};
+template <class Op>
+void pass_unboxed(torch::Library& lib) {
+  std::string name = Op::name;
+  if (*Op::overload_name) name = name + "." + Op::overload_name;
+  lib.impl(name.c_str(), TORCH_FN(Passing<Op>::call));
+}
+void install_interceptor(bool unboxed) {
+  static auto* fallback =
+      new torch::Library(torch::Library::IMPL, "_", kModeKey, __FILE__, __LINE__);
+  fallback->fallback(torch::CppFunction::makeFromBoxedFunction<&passing_fallback>());
+  if (unboxed) {
+    static auto* ops =
+        new torch::Library(torch::Library::IMPL, "aten", kModeKey, __FILE__, __LINE__);
+    pass_unboxed<at::_ops::linear>(*ops);
+    pass_unboxed<at::_ops::relu>(*ops);
+    pass_unboxed<at::_ops::sum>(*ops);
+    pass_unboxed<at::_ops::mm>(*ops);
+    pass_unboxed<at::_ops::t>(*ops);
+    pass_unboxed<at::_ops::threshold_backward>(*ops);
+    pass_unboxed<at::_ops::add__Tensor>(*ops);
+    pass_unboxed<at::_ops::zero_>(*ops);
+    pass_unboxed<at::_ops::sum_dim_IntList>(*ops);
+    pass_unboxed<at::_ops::expand>(*ops);
+    pass_unboxed<at::_ops::ones_like>(*ops);
+    pass_unboxed<at::_ops::view>(*ops);
+  }
+  c10::impl::tls_set_dispatch_key_included(kModeKey, true);
+}
+
 torch::nn::Sequential tiny_mlp() {
   torch::nn::Sequential m;
   for (int i = 0; i < 8; ++i) {
@@ -92,7 +144,8 @@ torch::nn::Sequential tiny_mlp() {
 int main(int argc, char** argv) {
   if (argc != 3 && argc != 4) {
     std::fprintf(stderr,
-                 "usage: %s mlp|train plain|ours|floor|machinery|toggle|minimum|pytorch [PAD]\n",
+                 "usage: %s mlp|train "
+                 "plain|ours|floor|machinery|toggle|minimum|pytorch|interceptor|unboxed [PAD]\n",
                  argv[0]);
     return 2;
   }
@@ -160,6 +213,10 @@ int main(int argc, char** argv) {
     floor_nodes = at::addGlobalCallback(at::RecordFunctionCallback(min_start, min_end)
                                             .scopes({at::RecordScope::BACKWARD_FUNCTION}));
     work();  // as for `ours`: the first profiled iteration outside the count
+  } else if (variant == "interceptor" || variant == "unboxed") {
+    install_interceptor(variant == "unboxed");
+    floor_nodes = at::addGlobalCallback(at::RecordFunctionCallback(noop_start, noop_end)
+                                            .scopes({at::RecordScope::BACKWARD_FUNCTION}));
   } else if (variant == "pytorch") {
     using namespace torch::profiler::impl;
     const ProfilerConfig config(ProfilerState::KINETO, /*report_input_shapes=*/true,
@@ -177,9 +234,7 @@ int main(int argc, char** argv) {
   CALLGRIND_STOP_INSTRUMENTATION;
   if (variant == "ours") prof.stop_profile();
   if (variant == "pytorch") torch::autograd::profiler::disableProfiler();
-  if (floor_ops != 0) {
-    at::removeCallback(floor_ops);
-    at::removeCallback(floor_nodes);
-  }
+  if (floor_ops != 0) at::removeCallback(floor_ops);
+  if (floor_nodes != 0) at::removeCallback(floor_nodes);
   return 0;
 }

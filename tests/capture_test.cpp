@@ -86,7 +86,7 @@ TEST(Capture, ARegistrationFailingMidwayLeavesNoCallbackBehind) {
 // begun; whatever the scheduling, stop_observing may return only after it left.
 TEST(Capture, StopWaitsForAThreadInsideACallbackEvenWithoutMemory) {
   d::Session session;
-  d::start_observing(&session, /*all_threads=*/true);
+  d::start_observing(&session, /*all_threads=*/true, d::CaptureRequest::kRecordFunction);
   std::atomic<bool> inside{false}, entered{false}, stopping{false}, left{false};
   std::thread worker([&] {
     d::CallbackGuard guard;  // inside a callback, as an op's would be

@@ -14,6 +14,7 @@
 
 #include "capture/device_events.h"
 #include "capture/gpu_backend.h"
+#include "capture_path.h"
 #include "flopsprof/flopsprof.h"
 #ifdef FLOPSPROF_TEST_FAKE_PLUGIN
 #include <cupti_result.h>
@@ -100,11 +101,32 @@ torch::nn::Sequential small_mlp() {
   return torch::nn::Sequential(torch::nn::Linear(4, 3), torch::nn::ReLU(), torch::nn::Linear(3, 2));
 }
 
-TEST(FakeDeviceEvents, PhaseAndModuleDeviceTimeAsTheFakeDictatesWithoutSyncBeforeStop) {
+// Both capture paths time the same top-level records with events. On the dispatch path the
+// engine's evaluate_function wrapper is flopsprof's own record, whose end event is recorded when
+// the node ends and again when each op the engine runs after it ends (validate_outputs' sum_to of
+// a Linear's bias gradient, [2, 3] -> [3]: aten::sum, then aten::view); on the fake device each
+// recording is 3,000 ns more.
+class FakeDeviceEventsOnBothPaths
+    : public ::testing::TestWithParam<flopsprof::ProfilerOptions::Capture> {};
+INSTANTIATE_TEST_SUITE_P(Capture, FakeDeviceEventsOnBothPaths,
+                         ::testing::Values(flopsprof::ProfilerOptions::Capture::kRecordFunction,
+                                           flopsprof::ProfilerOptions::Capture::kDispatch));
+
+TEST_P(FakeDeviceEventsOnBothPaths,
+       PhaseAndModuleDeviceTimeAsTheFakeDictatesWithoutSyncBeforeStop) {
+  const bool dispatch = GetParam() == flopsprof::ProfilerOptions::Capture::kDispatch;
+  if (dispatch) FLOPSPROF_SKIP_IF_PINNED("capture = dispatch while a record_function profile runs");
+  // per Linear: AddmmBackward0's wrapper, plus its bias gradient's sum and view on the dispatch
+  // path
+  const double addmm_bwd = (dispatch ? 3 : 1) * 3000e-9;
+  g_fake_syncs = 0;
+  g_fake_records = 0;
   d::set_event_elapsed(kFake, fake_elapsed);
   auto model = small_mlp();
   torch::Tensor x = torch::randn({2, 4});
-  flopsprof::FlopsProfiler prof(model, on_device(kFake));
+  flopsprof::ProfilerOptions options = on_device(kFake);
+  options.capture = GetParam();
+  flopsprof::FlopsProfiler prof(model, options);
   torch::Tensor target = torch::zeros({2, 2});
   torch::Tensor seed = torch::ones({});  // backward's seed made here, not by backward()
   g_fake_step = 1000;
@@ -140,11 +162,11 @@ TEST(FakeDeviceEvents, PhaseAndModuleDeviceTimeAsTheFakeDictatesWithoutSyncBefor
   EXPECT_DOUBLE_EQ(r.gpu.outside_s, 2000e-9 + 3000e-9);
   // Backward: per Linear AddmmBackward0 + TBackward0, per ReLU ReluBackward0 (engine wrappers,
   // top-level); AccumulateGrad nodes are linked to no forward op ("(autograd)").
-  EXPECT_DOUBLE_EQ(module(r, "0").device_bwd_s, 2 * 3000e-9);
+  EXPECT_DOUBLE_EQ(module(r, "0").device_bwd_s, addmm_bwd + 3000e-9);
   EXPECT_DOUBLE_EQ(module(r, "1").device_bwd_s, 1 * 3000e-9);
-  EXPECT_DOUBLE_EQ(module(r, "2").device_bwd_s, 2 * 3000e-9);
-  EXPECT_DOUBLE_EQ(module(r, "").device_bwd_s, 5 * 3000e-9);
-  EXPECT_DOUBLE_EQ(r.gpu.backward_s, (5 + 4) * 3000e-9);  // + 4 AccumulateGrad
+  EXPECT_DOUBLE_EQ(module(r, "2").device_bwd_s, addmm_bwd + 3000e-9);
+  EXPECT_DOUBLE_EQ(module(r, "").device_bwd_s, 2 * addmm_bwd + 3 * 3000e-9);
+  EXPECT_DOUBLE_EQ(r.gpu.backward_s, 2 * addmm_bwd + (3 + 4) * 3000e-9);  // + 4 AccumulateGrad
 
   const std::string text = prof.model_profile_string();
   EXPECT_NE(text.find("privateuseone events"), std::string::npos);
@@ -414,7 +436,7 @@ TEST_F(FakeCupti, FailedStartStopsTheBackendItStarted) {
   // registers its callbacks.
   std::vector<std::unique_ptr<flopsprof::FlopsProfiler>> others;
   std::vector<torch::nn::Sequential> other_models;
-  for (int k = 0; k < flopsprof::detail::kMaxSessions; ++k) {
+  for (int k = 0; k < flopsprof_test::free_profile_slots(); ++k) {
     other_models.push_back(small_mlp());
     others.push_back(std::make_unique<flopsprof::FlopsProfiler>(other_models.back()));
     others.back()->start_profile();

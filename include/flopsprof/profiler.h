@@ -37,6 +37,29 @@ struct ProfilerOptions {
     kCallingThread,
   };
   Threads threads = Threads::kAll;
+  /// How ops are captured (docs/cost.md, "Capture paths"). Both give the same records: the same
+  /// FLOPs, MACs, bytes and placements; they differ in what they cost the profiled program.
+  enum class Capture {
+    /// kDispatch where it can be installed, else kRecordFunction (the summary and
+    /// Workload::capture say which was used, and why when not the interceptor).
+    kAuto,
+    /// A dispatcher interceptor: each op a covered thread calls reaches flopsprof's kernel on a
+    /// dispatch key of its own, which records it and passes it on; ops nested in a counted op
+    /// never reach it. About 0.3-1.5 microseconds per top-level op (bench/RESULTS.md), no cost
+    /// to nested ops. Covers the thread that calls `start_profile()` and the threads LibTorch
+    /// propagates its state to (autograd engine, `at::launch`); with Threads::kAll also every
+    /// other thread from its first call of a built-in module (the report counts such threads:
+    /// ops they ran before it are not in the profile). Autograd nodes and c10d collectives are
+    /// still observed through RecordFunction callbacks for those scopes, which cost ops nothing.
+    /// Throws `Error` at `start_profile()` when another library holds the dispatch key.
+    kDispatch,
+    /// RecordFunction callbacks on every op (nested ops too, which return early): every thread
+    /// from the start with Threads::kAll, at LibTorch's own cost per op (boxing each op's inputs).
+    kRecordFunction,
+  };
+  /// Profiles that run at the same time in one process share one path: kAuto follows a running
+  /// profile's, and an explicit request that differs throws `Error` at `start_profile()`.
+  Capture capture = Capture::kAuto;
   /// Timestamp source; null means the host steady clock (`make_host_timer()`).
   std::shared_ptr<Timer> timer;
   /// With `FlopsProfiler::iteration()`: profile only this iteration (1-based), as DeepSpeed's

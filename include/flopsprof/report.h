@@ -59,6 +59,10 @@ struct Workload {
   std::string flopsprof_version;  ///< "0.1.0"
   int profile_step = 0;           ///< ProfilerOptions::profile_step (0: started by hand)
   uint64_t runs = 1;              ///< repeated profiles this one stands for (the command's --runs)
+  /// How ops were captured: "dispatch" (the dispatcher interceptor) or "record_function"
+  /// (ProfilerOptions::Capture); latencies include each path's own cost, which differs.
+  std::string capture;
+  std::string capture_note;  ///< why kAuto did not use the interceptor ("" when it did)
 };
 
 /// One op name, over the whole forward.

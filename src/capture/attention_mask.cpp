@@ -1,10 +1,11 @@
 #include "capture/attention_mask.h"
 
 #include <ATen/ATen.h>
-#include <ATen/record_function.h>
 #include <c10/core/GradMode.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
+
+#include "capture/interceptor.h"
 
 namespace flopsprof::detail {
 namespace {
@@ -69,7 +70,7 @@ std::optional<uint64_t> kept_mask_entries(const at::Tensor& mask) noexcept {
     }
     at::Tensor t = mask;
     if (!t.is_cpu()) {
-      at::RecordFunctionGuard unobserved(false);  // the copy is the profiler's, not the model's
+      Unobserved unobserved;  // the copy is the profiler's, not the model's
       c10::AutoGradMode no_grad(false);
       t = t.to(at::kCPU);
     }

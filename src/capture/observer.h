@@ -69,9 +69,18 @@ extern std::atomic<int> g_fail_captures;
 extern std::atomic<int> g_fail_registrations;
 #endif
 
-/// Takes a free slot for `session` and installs its RecordFunction callbacks. `all_threads` picks
-/// global vs thread-local registration. Throws Error when all kMaxSessions slots are taken.
-void start_observing(Session* session, bool all_threads);
+/// How a profile asks to capture ops (ProfilerOptions::Capture).
+enum class CaptureRequest { kAuto, kDispatch, kRecordFunction };
+
+/// Takes a free slot for `session` and starts capturing its ops: through the dispatcher
+/// interceptor (capture/interceptor.h; autograd nodes and c10d work through a RecordFunction
+/// callback for those scopes only) or through RecordFunction callbacks; sets session->dispatch.
+/// `all_threads` picks global vs thread-local registration (and, for the interceptor, which
+/// threads it covers). Profiles that overlap in time share one path. kAuto takes the interceptor
+/// unless another running profile uses RecordFunction or the interceptor cannot be installed,
+/// and then returns why; an explicit request that cannot be met throws Error, as does a start
+/// when all kMaxSessions slots are taken.
+std::string start_observing(Session* session, bool all_threads, CaptureRequest request);
 /// Removes `session`'s callbacks, empties its slot and waits until no thread is inside a
 /// callback that may still use it: afterwards nothing touches `session`, which may be freed.
 /// Safe while other threads run ops. Idempotent.

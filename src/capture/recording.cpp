@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <torch/cuda.h>
 
+#include "capture/interceptor.h"
 #include "capture/memory.h"
 #include "capture/observer.h"
 #include "flopsprof/error.h"
@@ -59,7 +60,7 @@ void Recording::begin() {
     }
     s->gpu = gpu_.cupti.get();
     s->events = events_.get();
-    start_observing(s.get(), setup_.all_threads);
+    capture_note_ = start_observing(s.get(), setup_.all_threads, setup_.capture);
     if (setup_.track_memory) install_memory_observer(*s);
   } catch (...) {  // all or nothing: nothing stays registered or started
     stop_observing(s.get());
@@ -87,7 +88,7 @@ void Recording::halt() noexcept {
 void Recording::stop() {
   if (setup_.timing.device_type == static_cast<int>(c10::DeviceType::CUDA) &&
       torch::cuda::is_available()) {
-    at::DisableRecordFunctionGuard no_record;
+    Unobserved no_record;
     torch::cuda::synchronize();  // the single synchronization of the profile
   }
   Session& s = *session_;
@@ -174,6 +175,17 @@ void Recording::drop_events(const std::vector<std::unique_ptr<ThreadBuffer>>& bu
   for (const auto& b : buffers) bs.push_back(b.get());
   events_->discard(bs);
   events_.reset();
+}
+
+CaptureInfo Recording::capture() const {
+  CaptureInfo c;
+  const Session* s = running_ ? session_.get() : collected_.session.get();
+  if (s == nullptr) return c;
+  c.dispatch = s->dispatch;
+  c.note = capture_note_;
+  c.threads_joined = s->threads_joined.load(std::memory_order_relaxed);
+  c.coverage_gaps = s->coverage_gaps.load(std::memory_order_relaxed);
+  return c;
 }
 
 std::string Recording::timer_name() const {

@@ -12,6 +12,7 @@
 #include "capture/device_events.h"
 #include "capture/gpu_backend.h"
 #include "capture/module_index.h"
+#include "capture/observer.h"
 #include "capture/session.h"
 #include "records/events.h"
 #include "records/gpu.h"
@@ -23,7 +24,16 @@ struct RecordingSetup {
   bool all_threads = true;    ///< every thread, or the calling thread and those it propagates to
   bool track_memory = false;  ///< c10's memory-reporting observer
   bool read_masks = false;    ///< ProfilerOptions::read_attention_masks
-  GpuTimingRequest timing;    ///< the device to time, and how
+  CaptureRequest capture = CaptureRequest::kAuto;  ///< ProfilerOptions::capture
+  GpuTimingRequest timing;                         ///< the device to time, and how
+};
+
+/// How the last start captured ops: the path, why kAuto did not take the interceptor, and the
+/// interceptor's coverage counts (Session::threads_joined, coverage_gaps).
+struct CaptureInfo {
+  bool dispatch = false;
+  std::string note;
+  uint32_t threads_joined = 0, coverage_gaps = 0;
 };
 
 /// A stopped recording's records: its session (which owns the thread buffers that hold them),
@@ -88,6 +98,8 @@ class Recording {
   int64_t wall0_ns() const { return wall0_ns_; }
   /// The device timing chosen at start (its device name, properties, timing and reason).
   const GpuSelection& gpu() const { return gpu_; }
+  /// How the running or last stopped recording captured ops.
+  CaptureInfo capture() const;
   /// Opens an optimizer-step record of this recording on the calling thread (FlopsProfiler::
   /// step_scope); a handle with session 0 when not running or it could not be recorded.
   ScopeHandle open_step();
@@ -121,6 +133,7 @@ class Recording {
   GpuSelection gpu_;
   std::unique_ptr<DeviceEvents> events_;  // active device-event timing, if any
   bool running_ = false;
+  std::string capture_note_;  // why the last start did not use the interceptor
   int64_t wall0_ns_ = 0;
   std::vector<RegionWindow> regions_;  // the running recording's
   uint64_t generation_ = 0;

@@ -38,6 +38,15 @@ struct Session {
   bool host_clock = true;  ///< use the inlined steady clock instead of the virtual call
   bool read_masks =
       false;  ///< read attention masks' values (ProfilerOptions::read_attention_masks)
+  /// Ops are captured by the dispatcher interceptor (capture/interceptor.h), not RecordFunction.
+  bool dispatch = false;
+  /// Every thread is observed (ProfilerOptions::Threads::kAll), not only the starting thread and
+  /// those LibTorch propagates its state to.
+  bool all_threads = true;
+  /// Dispatch capture: threads that joined at their first built-in module call (every-thread
+  /// profiles), and times the starting thread was found without the mode key (its ops before
+  /// were not seen). Written by any thread.
+  std::atomic<uint32_t> threads_joined{0}, coverage_gaps{0};
   /// Host clock via the invariant TSC: timestamps are raw ticks, converted after collection
   /// with the rate measured between start and read-out (see ticks_to_ns).
   bool tsc = false;

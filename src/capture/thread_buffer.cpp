@@ -37,6 +37,7 @@ void ThreadBuffer::reset(uint64_t thread) {
   collective_ends.clear();
   dropped_args = 0;
   open_op = -1;
+  engine_depth = 0;
   backward_depth = 0;
   open_scope = -1;
   step_depth = 0;

@@ -51,6 +51,22 @@ struct ThreadBuffer : ThreadEvents {
   void release_data() noexcept;
 
   int32_t open_op = -1;
+  /// Dispatch capture: records standing for the autograd engine's evaluate_function wrapper of the
+  /// node each engine task on this thread ran (RecordFunction shows that wrapper; the interceptor
+  /// does not see it), innermost last: a backward inside a node (activation checkpointing) runs
+  /// tasks of its own. The ops the engine runs after the node in its task (validate_outputs'
+  /// sum_to, the input buffer's accumulation) are the wrapper's children, as on the
+  /// RecordFunction path. `task` identifies the engine's graph task (never dereferenced).
+  struct EngineWrapper {
+    int32_t event;
+    int32_t mark;  ///< its device-event mark (device-event timing), or -1
+    const void* task;
+  };
+  static constexpr int kMaxEngineWrappers = 8;
+  EngineWrapper engine_wrappers[kMaxEngineWrappers];
+  int engine_depth = 0;
+  /// Per op name id: the id of "autograd::engine::evaluate_function: <name>" (0: not yet).
+  std::vector<uint32_t> engine_names;
   int32_t backward_depth = 0;
   int32_t open_scope = -1;
   int32_t step_depth = 0;

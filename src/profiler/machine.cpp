@@ -28,6 +28,7 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include "capture/interceptor.h"
 #include "flopsprof/error.h"
 #include "profiler/peaks.h"
 
@@ -472,7 +473,7 @@ std::optional<MachinePeaks> peaks_of_this_cpu(const std::vector<DType>& dtypes, 
   bool measured_now = false;
   const auto t0 = std::chrono::steady_clock::now();
   {
-    at::DisableRecordFunctionGuard no_records;  // no profile records these
+    detail::Unobserved no_records;  // no profile records these
     c10::InferenceMode no_grad;
     const int before = at::get_num_threads();
     if (before != threads) at::set_num_threads(threads);
@@ -561,7 +562,7 @@ MachinePeaks measure_device_peaks(int device_type, int device_index,
   p.device = device.str();
   const auto t0 = std::chrono::steady_clock::now();
   try {
-    at::DisableRecordFunctionGuard no_records;  // no profile records these
+    detail::Unobserved no_records;  // no profile records these
     c10::InferenceMode no_grad;
     sync(device);  // the program's queued work is not timed
     std::string d;

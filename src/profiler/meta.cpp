@@ -14,6 +14,7 @@
 
 #include <climits>
 
+#include "capture/interceptor.h"
 #include "flopsprof/error.h"
 
 namespace flopsprof {
@@ -276,7 +277,7 @@ void enable_meta_support() {
 
 void to_meta(torch::nn::Module& module) {
   enable_meta_support();
-  at::DisableRecordFunctionGuard no_record;
+  detail::Unobserved no_record;
   torch::NoGradGuard no_grad;
   auto swap = [](const at::Tensor& t) {
     if (!t.defined() || t.is_meta()) return;

@@ -16,6 +16,7 @@
 #include <torch/version.h>
 
 #include "aggregation/op_counts.h"
+#include "capture/interceptor.h"
 #include "capture/memory.h"
 #include "capture/observer.h"
 #include "flopsprof/error.h"
@@ -107,7 +108,7 @@ OpProfile profile_op(const std::string& op, const std::vector<c10::IValue>& inpu
     }
   }
 
-  at::DisableRecordFunctionGuard no_observers;
+  detail::Unobserved no_observers;
   const bool cuda = device.is_cuda();
   auto call = [&] {
     std::vector<c10::IValue> stack = args;

@@ -17,6 +17,7 @@
 #include "aggregation/device_peaks.h"
 #include "capture/device_events.h"
 #include "capture/gpu_backend.h"
+#include "capture/interceptor.h"
 #include "capture/memory.h"
 #include "capture/module_index.h"
 #include "capture/observer.h"
@@ -91,6 +92,23 @@ struct FlopsProfiler::Impl {
     in.track_memory = options.track_memory;
     in.threads = records.threads;
     in.problems = detail::capture_problems(records);
+    const detail::CaptureInfo capture = recording->capture();
+    if (capture.threads_joined > 0) {
+      in.problems.push_back(fmt::format(
+          "capture: {} thread(s) other than the profiling one joined the dispatch capture at their "
+          "first call of a built-in module; ops they ran before it are not in this profile "
+          "(capture = record_function observes every thread from the start)",
+          capture.threads_joined));
+    }
+    if (capture.coverage_gaps > 0) {
+      in.problems.push_back(fmt::format(
+          "capture: the profiling thread lost the dispatch capture's key {} time(s) (a "
+          "thread-state "
+          "guard opened before start_profile(), such as c10::InferenceMode, ended during the "
+          "profile) and got it back at its next built-in module call; ops between were not "
+          "seen: open such guards after start_profile(), or use capture = record_function",
+          capture.coverage_gaps));
+    }
     in.regions = recording->regions();
     in.attention = options.attention;
     return in;
@@ -139,6 +157,9 @@ struct FlopsProfiler::Impl {
     w.build_type = FLOPSPROF_BUILD_TYPE;
     w.flopsprof_version = FLOPSPROF_VERSION;
     w.profile_step = options.profile_step;
+    const detail::CaptureInfo capture = recording->capture();
+    w.capture = capture.dispatch ? "dispatch" : "record_function";
+    w.capture_note = capture.note;
     w.device = !r.gpu.device.empty() ? r.gpu.device : index->meta ? "meta" : detail::cpu_model();
     return r;
   }
@@ -218,6 +239,17 @@ void FlopsProfiler::start_profile(const std::vector<std::string>& ignore_modules
   setup.all_threads = impl_->options.threads == ProfilerOptions::Threads::kAll;
   setup.track_memory = impl_->options.track_memory;
   setup.read_masks = impl_->options.read_attention_masks;
+  switch (impl_->options.capture) {
+    case ProfilerOptions::Capture::kAuto:
+      setup.capture = detail::CaptureRequest::kAuto;
+      break;
+    case ProfilerOptions::Capture::kDispatch:
+      setup.capture = detail::CaptureRequest::kDispatch;
+      break;
+    case ProfilerOptions::Capture::kRecordFunction:
+      setup.capture = detail::CaptureRequest::kRecordFunction;
+      break;
+  }
   impl_->index = std::move(index);
   setup.timing = impl_->timing_request();
   impl_->recording->start(*impl_->index, setup);
@@ -541,7 +573,7 @@ torch::Tensor make_input(const std::vector<int64_t>& shape, const ModelProfileOp
     if (d < 0)
       throw Error(fmt::format("get_model_profile: input_shape has a negative size ({})", d));
   }
-  at::DisableRecordFunctionGuard no_record;
+  detail::Unobserved no_record;
   return torch::ones(
       shape, torch::TensorOptions().dtype(options.input_dtype).device(options.input_device));
 }

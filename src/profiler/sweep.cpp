@@ -6,8 +6,8 @@
 
 #include "flopsprof/error.h"
 #include "flopsprof/profiler.h"
-#include "reports/report_sweep.h"
 #include "io/output_files.h"
+#include "reports/report_sweep.h"
 
 namespace flopsprof {
 
