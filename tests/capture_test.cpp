@@ -67,6 +67,12 @@ TEST(Capture, ARegistrationFailingMidwayLeavesNoCallbackBehind) {
   torch::NoGradGuard no_grad;
   torch::Tensor x = torch::randn({2, 4});
   FlopsProfiler prof(model);
+  // A first profile measures the path's own cost once per process (capture/calibration.h),
+  // which registers callbacks of its own: done before the fault, the fault hits the profile's.
+  prof.start_profile();
+  prof.stop_profile();
+  prof.reset_profile();
+  ASSERT_EQ(at::hasGlobalCallbacks(), callbacks_before);
   d::g_fail_registrations = 1;
   EXPECT_ANY_THROW(prof.start_profile());
   d::g_fail_registrations = 0;

@@ -279,7 +279,9 @@ TEST(DiffRegions, PerWindowAndPerTokenFromTheSameSamples) {
   g.spread = spread_of3(0.8e-3, 0.9e-3, 3.3e-3);
   g.spread.samples = 4;
   n.regions = {g};
-  const RegionDiff& r = diff(b, n).regions[0];
+  const ProfileDiff d = diff(b, n);
+  ASSERT_EQ(d.regions.size(), 1u);
+  const RegionDiff& r = d.regions[0];
   EXPECT_TRUE(r.latency.repeated);
   EXPECT_DOUBLE_EQ(r.latency.next, 0.9e-3);
   // per token from the median window over its 2 tokens: both fall together

@@ -2,6 +2,7 @@
 // bytes depend on (a repeated tensor, a broadcast view, a non-contiguous reshape, a tensor list),
 // per-phase totals equal to the sum of their ops, a training step's bytes, the machine's peaks
 // (given, from the environment, measured and cached, off), and what the reports show of them.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 

@@ -75,7 +75,10 @@ struct OpStats {
   uint64_t calls = 0;  ///< calls that were counted or listed (not those nested in a counted op)
   uint64_t flops = 0;
   uint64_t macs = 0;
-  double latency_s = 0;    ///< host time of those calls, inclusive
+  double latency_s = 0;  ///< host time of those calls, inclusive
+  /// `latency_s` as measured, before flopsprof's own cost was removed (ProfileResult::
+  /// correction; equal when nothing was removed).
+  double latency_raw_s = 0;
   double uncovered_s = 0;  ///< no-formula ops: self time not inside any counted op
   /// Bytes of its calls that count bytes (docs/report.md, "Bytes moved"; ops without a formula
   /// too). Calls whose writes no rule derives count their reads only (`written_unknown`), or
@@ -123,8 +126,9 @@ struct ModuleStats {
   uint64_t param_bytes = 0;
   uint64_t flops = 0;  ///< forward FLOPs of ops attributed to this subtree
   uint64_t macs = 0;
-  double latency_s = 0;  ///< forward latency: sum of the spans of its calls, seconds
-  uint64_t na_ops = 0;   ///< forward op calls in this subtree with no formula
+  double latency_s = 0;      ///< forward latency: sum of the spans of its calls, seconds
+  double latency_raw_s = 0;  ///< the same as measured, with flopsprof's own cost in it
+  uint64_t na_ops = 0;       ///< forward op calls in this subtree with no formula
   /// Forward ops in this subtree (top-level calls) and their FLOPs whose module was inferred from
   /// op order, not established by evidence (docs/attribution.md, "Rules"); the
   /// problems list names each module concerned and what would make it exact.
@@ -374,6 +378,22 @@ struct CollectiveStats {
   uint64_t incomplete = 0;  ///< calls not completed when the profile stopped (counted to then)
 };
 
+/// flopsprof's own cost, removed from every host latency of the profile (docs/report.md,
+/// "Latency correction"): the calibrated cost per record of the capture path, removed from each
+/// span once per record it encloses. The `*_raw_s` fields keep what was measured.
+struct LatencyCorrection {
+  bool applied = false;
+  std::string reason;  ///< why not, when not applied
+  /// Per record, nanoseconds: inside the record's own span, and around it (inside the spans
+  /// enclosing it). Ops (with an unboxed kernel, on the dispatch path), ops through the boxed
+  /// fallback (the dispatch path), and module calls (an observed built-in module's record).
+  double op_inner_ns = 0, op_outer_ns = 0;
+  double boxed_op_inner_ns = 0, boxed_op_outer_ns = 0;
+  double call_inner_ns = 0, call_outer_ns = 0;
+  /// RecordFunction path: inside an op's span, per record LibTorch made of an op nested in it.
+  double nested_record_ns = 0;
+};
+
 struct ProfileResult {
   std::vector<ModuleStats> modules;  ///< tree order (pre-order); `modules[0]` is the root
   std::vector<OpStats> ops;          ///< sorted by descending latency
@@ -400,7 +420,10 @@ struct ProfileResult {
   /// (ProfilerOptions::read_attention_masks: the pairs it discards are in `masked_flops`), and
   /// those counted dense (not read: the option off, or values it cannot read).
   uint64_t attention_masks_read = 0, attention_masks_unread = 0;
-  double duration_s = 0;              ///< forward latency of the root module, seconds
+  double duration_s = 0;  ///< forward latency of the root module, seconds
+  /// `duration_s`, `bwd_latency_s` and `step_latency_s` as measured (LatencyCorrection).
+  double duration_raw_s = 0, bwd_latency_raw_s = 0, step_latency_raw_s = 0;
+  LatencyCorrection correction;       ///< what was removed from the host latencies
   double no_formula_s = 0;            ///< forward time spent in ops without a formula, seconds
   uint64_t threads = 0;               ///< threads on which ops were observed
   uint64_t op_events = 0;             ///< op calls observed (all, nested ones included)

@@ -3,10 +3,12 @@
 #include "capture/interceptor.h"
 
 #include <mutex>
+#include <unordered_set>
 
 #include <ATen/Functions.h>
 #include <ATen/SequenceNumber.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/record_function.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/library.h>
 #include <torch/version.h>
@@ -167,19 +169,20 @@ void register_unboxed(torch::Library& lib) {
 // (bench/instructions.cpp's workloads, transformer blocks, CNNs, the SGD and Adam steps).
 // Every other op takes the boxed fallback. An op whose signature has a type arg_ref does not
 // read fails to compile here (has_arg_ref).
-#define FLOPSPROF_UNBOXED_OPS(X)                                                                  \
-  X(linear)                                                                                       \
-  X(addmm) X(mm) X(bmm) X(matmul) X(baddbmm) X(conv1d) X(conv2d) X(relu) X(relu_) X(gelu) X(silu) \
-      X(sigmoid) X(tanh) X(add_Tensor) X(add__Tensor) X(sub_Tensor) X(mul_Tensor) X(mul__Tensor)  \
-          X(mul_Scalar) X(div_Tensor) X(div_Scalar) X(neg) X(exp) X(rsqrt) X(sqrt)                \
-              X(pow_Tensor_Scalar) X(layer_norm) X(softmax_int) X(log_softmax_int) X(dropout)     \
-                  X(embedding) X(batch_norm) X(max_pool2d) X(adaptive_avg_pool2d) X(mean_dim)     \
-                      X(sum) X(sum_dim_IntList) X(view) X(reshape) X(transpose_int) X(permute)    \
-                          X(contiguous) X(t) X(flatten_using_ints) X(select_int) X(slice_Tensor)  \
-                              X(unsqueeze) X(squeeze_dim) X(expand) X(clone) X(zero_) X(copy_)    \
-                                  X(masked_fill_Scalar) X(where_self) X(split_Tensor) X(chunk)    \
-                                      X(index_select) X(to_dtype) X(addcmul_) X(addcdiv_)         \
-                                          X(lerp__Scalar) X(mul__Scalar) X(div__Tensor) X(sqrt_)  \
+#define FLOPSPROF_UNBOXED_OPS(X)                                                                 \
+  X(linear)                                                                                      \
+  X(addmm)                                                                                       \
+  X(mm) X(bmm) X(matmul) X(baddbmm) X(conv1d) X(conv2d) X(relu) X(relu_) X(gelu) X(silu)         \
+      X(sigmoid) X(tanh) X(add_Tensor) X(add__Tensor) X(sub_Tensor) X(mul_Tensor) X(mul__Tensor) \
+          X(mul_Scalar) X(div_Tensor) X(div_Scalar) X(neg) X(exp) X(rsqrt) X(sqrt)               \
+              X(pow_Tensor_Scalar) X(layer_norm) X(softmax_int) X(log_softmax_int) X(dropout)    \
+                  X(embedding) X(batch_norm) X(max_pool2d) X(adaptive_avg_pool2d) X(mean_dim)    \
+                      X(sum) X(sum_dim_IntList) X(view) X(reshape) X(transpose_int) X(permute)   \
+                          X(contiguous) X(t) X(flatten_using_ints) X(select_int) X(slice_Tensor) \
+                              X(unsqueeze) X(squeeze_dim) X(expand) X(clone) X(zero_) X(copy_)   \
+                                  X(masked_fill_Scalar) X(where_self) X(split_Tensor) X(chunk)   \
+                                      X(index_select) X(to_dtype) X(addcmul_) X(addcdiv_)        \
+                                          X(lerp__Scalar) X(mul__Scalar) X(div__Tensor) X(sqrt_) \
                                               X(add__Scalar)
 
 void register_kernels() {
@@ -272,5 +275,45 @@ void join_this_thread() noexcept {
 }
 
 bool mode_key_included() noexcept { return c10::impl::tls_is_dispatch_key_included(kModeKey); }
+
+bool has_unboxed_kernel(const std::string& name) {
+  static const std::unordered_set<std::string> names = [] {
+    std::unordered_set<std::string> s;
+#define FLOPSPROF_NAME(op) s.insert(at::_ops::op::name);
+    FLOPSPROF_UNBOXED_OPS(FLOPSPROF_NAME)
+#undef FLOPSPROF_NAME
+#if TORCH_VERSION_MAJOR >= 2
+    s.insert(at::_ops::scaled_dot_product_attention::name);
+#endif
+    return s;
+  }();
+  return names.count(name) > 0;
+}
+
+namespace {
+at::CallbackHandle g_sampled_check = 0;  // guarded by the registration lock (observer.cpp)
+
+std::unique_ptr<at::ObserverContext> sampled_check(const at::RecordFunction& /*fn*/) {
+  join_this_thread();
+  return nullptr;
+}
+}  // namespace
+
+void start_sampled_check() {
+  if (g_sampled_check != 0) return;
+  g_sampled_check = at::addGlobalCallback(at::RecordFunctionCallback(sampled_check)
+                                              .needsInputs(false)
+                                              .scopes({at::RecordScope::FUNCTION})
+                                              .samplingProb(1.0 / kSampledCheckEvery));
+}
+
+void stop_sampled_check() noexcept {
+  if (g_sampled_check == 0) return;
+  try {
+    at::removeCallback(g_sampled_check);
+  } catch (...) {
+  }
+  g_sampled_check = 0;
+}
 
 }  // namespace flopsprof::detail

@@ -61,6 +61,19 @@ class Unobserved {
   c10::impl::ExcludeDispatchKeyGuard mode_key_{kModeKey};
 };
 
+/// While a dispatch capture of every thread runs: a RecordFunction callback for ops sampled one in
+/// kSampledCheckEvery (free for the others: LibTorch only counts down to the next sample) that
+/// runs join_this_thread on the sampled op's thread, so that a thread the program started and that
+/// calls no built-in module is found and covered from then on, and counted. Called under the
+/// registration lock (observer.cpp) when such a capture starts and after the last one stopped.
+constexpr int kSampledCheckEvery = 1000;
+void start_sampled_check();
+void stop_sampled_check() noexcept;
+
+/// Whether an op named `name` (its schema name, "aten::add": any overload) has one of the
+/// interceptor's unboxed kernels (the others take the boxed fallback, which costs more).
+bool has_unboxed_kernel(const std::string& name);
+
 /// Whether the mode key is included on the calling thread (tests).
 bool mode_key_included() noexcept;
 

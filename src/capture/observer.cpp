@@ -190,6 +190,7 @@ namespace {
 // the list is warm (RecordFunction owns it through a unique_ptr and deletes it after end).
 struct OpContext final : at::ObserverContext {
   OpOpen open{};
+  uint64_t skipped = 0;  // the thread's skipped count when the op began
   bool counted = false;  // raised this thread's counted depth of `slot`
   bool node = false;     // a backward node: raised the buffer's backward depth
   int8_t slot = 0;
@@ -394,6 +395,7 @@ FLOPSPROF_NOINLINE OpContext* record_op(const at::RecordFunction& fn,
     ok = open_op_record(s, b, name_id, name_flags, fn.seqNr(), inputs, ctx->open);
     if (ok && (ctx->open.pushed & 1)) {
       ctx->counted = true;
+      ctx->skipped = tl.skipped[K];
       ++tl.counted[K];
     }
   }
@@ -410,7 +412,9 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
   if (tl.counted[K] > 0 && scope != at::RecordScope::BACKWARD_FUNCTION) {
     // Inside a counted op: never counted, attributed with its parent. Not recorded at all, and
     // decided from this thread's own state before the lifetime protocol, which keeps the common
-    // case of composite ops (linear > matmul > mm > ...) cheap.
+    // case of composite ops (linear > matmul > mm > ...) cheap; counted for the latency
+    // correction (RecordFunction's record of it is inside the counted op's span).
+    ++tl.skipped[K];
     return nullptr;
   }
   return std::unique_ptr<at::ObserverContext>(record_op<K>(fn, scope));
@@ -424,7 +428,10 @@ void on_op_end(const at::RecordFunction& /*fn*/, at::ObserverContext* c) {
   if (!guard.ok()) return;
   Session* s = g_sessions[K].load(std::memory_order_acquire);
   if (s == nullptr || s->id != ctx->open.session) return;  // the profile stopped meanwhile
-  close_op_record(s, ctx->open, s->now());
+  const int64_t end = s->now();
+  if (ctx->counted)
+    ctx->open.buffer->events[ctx->open.index].nested_records = tl.skipped[K] - ctx->skipped;
+  close_op_record(s, ctx->open, end);
   if (ctx->node) --ctx->open.buffer->backward_depth;
 }
 
@@ -641,6 +648,15 @@ void add_callbacks(int slot, bool all_threads, bool op_callback, SlotHandles& h)
 }
 static_assert(kMaxSessions == 4, "add_callbacks instantiates one set of callbacks per slot");
 
+// Whether a running profile captures every thread through the interceptor (under g_observe_mu).
+bool any_dispatch_of_all_threads() noexcept {
+  for (int k = 0; k < kMaxSessions; ++k) {
+    const Session* s = g_sessions[k].load(std::memory_order_acquire);
+    if (s != nullptr && s->dispatch && s->all_threads) return true;
+  }
+  return false;
+}
+
 void remove_callbacks(SlotHandles& h) noexcept {
   try {
     if (h.ops != 0) at::removeCallback(h.ops);
@@ -660,6 +676,16 @@ bool only_collective_observers(const at::StepCallbacks& callbacks) noexcept {
     }
   }
   return true;
+}
+
+bool predict_dispatch(CaptureRequest request) {
+  if (request != CaptureRequest::kAuto) return request == CaptureRequest::kDispatch;
+  std::lock_guard<std::mutex> lock(g_observe_mu);
+  for (int k = 0; k < kMaxSessions; ++k) {
+    const Session* s = g_sessions[k].load(std::memory_order_acquire);
+    if (s != nullptr) return s->dispatch;
+  }
+  return install_interceptor().empty();
 }
 
 std::string start_observing(Session* session, bool all_threads, CaptureRequest request) {
@@ -726,10 +752,12 @@ std::string start_observing(Session* session, bool all_threads, CaptureRequest r
   g_sessions[slot].store(session, std::memory_order_seq_cst);
   try {
     add_callbacks(slot, all_threads, /*op_callback=*/!dispatch, g_handles[slot]);
+    if (dispatch && all_threads) start_sampled_check();
   } catch (...) {
     remove_callbacks(g_handles[slot]);
     g_sessions[slot].store(nullptr, std::memory_order_seq_cst);
     session->slot = -1;
+    if (!any_dispatch_of_all_threads()) stop_sampled_check();
     throw;
   }
   if (dispatch) {
@@ -747,6 +775,7 @@ void stop_observing(Session* session) noexcept {
   if (session->dispatch) g_dispatch_slots.fetch_and(~(1u << slot), std::memory_order_seq_cst);
   remove_callbacks(g_handles[slot]);
   g_sessions[slot].store(nullptr, std::memory_order_seq_cst);
+  if (!any_dispatch_of_all_threads()) stop_sampled_check();
   // Quiescence: a thread inside a callback now may have loaded `session` before the store above.
   // Wait for each such thread to leave (its epoch moves on); later callbacks see the empty slot.
   // Walks the states under their lock and allocates nothing, so it cannot fail. Holding the lock

@@ -49,6 +49,11 @@ void Recording::begin() {
   s->scope_names = index_->scope_names;
   if (collected_.session) s->reuse_buffers(*collected_.session);
   collected_ = Collection{};
+  // The path's cost per record, measured before this profile starts (a running profile would
+  // record the measurement's ops, and scopes are not demanded yet) on the path it will most
+  // likely take.
+  cost_ = CaptureCost{};
+  if (s->host_clock) cost_ = capture_cost(predict_dispatch(setup_.capture));
   timer_->on_start();
   demand_scopes();
   try {
@@ -61,6 +66,22 @@ void Recording::begin() {
     s->gpu = gpu_.cupti.get();
     s->events = events_.get();
     capture_note_ = start_observing(s.get(), setup_.all_threads, setup_.capture);
+    // The starting thread's records in memory the process owns already (no page faults in the
+    // profiled ops: ThreadBuffer::prefault).
+    if (ThreadBuffer* b = s->thread_buffer()) {
+      try {
+        b->prefault();
+      } catch (...) {  // they fault in as they fill instead
+      }
+    }
+    if (s->host_clock) cost_ = capture_cost(s->dispatch);  // cached by now, if it could be
+    uncorrected_ =
+        !s->host_clock
+            ? "a custom timer (ProfilerOptions::timer) times the records, not the host clock"
+        : cost_.calibrated
+            ? ""
+            : "flopsprof's own cost on this capture path was not measured: another profile was "
+              "running when the first profile of this path started";
     if (setup_.track_memory) install_memory_observer(*s);
   } catch (...) {  // all or nothing: nothing stays registered or started
     stop_observing(s.get());
@@ -185,6 +206,8 @@ CaptureInfo Recording::capture() const {
   c.note = capture_note_;
   c.threads_joined = s->threads_joined.load(std::memory_order_relaxed);
   c.coverage_gaps = s->coverage_gaps.load(std::memory_order_relaxed);
+  c.cost = cost_;
+  c.uncorrected = uncorrected_;
   return c;
 }
 
@@ -243,6 +266,7 @@ int Recording::open_region(std::string name, uint64_t tokens) {
   RegionWindow w;
   w.name = std::move(name);
   w.tokens = tokens;
+  w.thread = at::RecordFunction::currentThreadId();
   w.start_tick = session_->now();
   regions_.push_back(std::move(w));
   return static_cast<int>(regions_.size()) - 1;

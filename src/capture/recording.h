@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "capture/calibration.h"
 #include "capture/device_events.h"
 #include "capture/gpu_backend.h"
 #include "capture/module_index.h"
@@ -34,6 +35,10 @@ struct CaptureInfo {
   bool dispatch = false;
   std::string note;
   uint32_t threads_joined = 0, coverage_gaps = 0;
+  /// The path's calibrated cost per record (calibrated false: latencies cannot be corrected, and
+  /// `uncorrected` says why).
+  CaptureCost cost;
+  std::string uncorrected;
 };
 
 /// A stopped recording's records: its session (which owns the thread buffers that hold them),
@@ -134,6 +139,8 @@ class Recording {
   std::unique_ptr<DeviceEvents> events_;  // active device-event timing, if any
   bool running_ = false;
   std::string capture_note_;  // why the last start did not use the interceptor
+  CaptureCost cost_;          // the last start's path's cost per record
+  std::string uncorrected_;   // why its latencies cannot be corrected
   int64_t wall0_ns_ = 0;
   std::vector<RegionWindow> regions_;  // the running recording's
   uint64_t generation_ = 0;

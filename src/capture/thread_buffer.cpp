@@ -45,6 +45,24 @@ void ThreadBuffer::reset(uint64_t thread) {
   names.validate();
 }
 
+namespace {
+template <class T>
+void touch(std::vector<T>& v) {
+  if (!v.empty()) return;
+  v.resize(v.capacity());
+  v.clear();
+}
+}  // namespace
+
+void ThreadBuffer::prefault() {
+  if (prefaulted) return;
+  touch(events);
+  touch(args);
+  touch(dims);
+  touch(scopes);
+  prefaulted = true;
+}
+
 bool ThreadBuffer::grow_scopes() noexcept {
   try {
     scopes.reserve(std::max<size_t>(16, 2 * scopes.capacity()));

@@ -71,6 +71,9 @@ struct ThreadLocals {
   // Raised when a counted op's record commits, lowered when its OpContext dies (with the
   // RecordFunction, whether or not the end callback ran), so it cannot leak past the op.
   int counted[kMaxSessions];
+  // Per session slot: the ops skipped while a counted op was open (RecordFunction made a record
+  // of each, which costs the counted op's span), counted on.
+  uint64_t skipped[kMaxSessions];
   int suspended;    // > 0: this thread is taking a snapshot; its callbacks record nothing
   void* free_head;  // OpContext free list
   // The dispatch capture (interceptor.cpp): how the mode key came here, and per slot the id of

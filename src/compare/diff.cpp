@@ -210,6 +210,9 @@ void warnings(ProfileDiff& d, const LoadedProfile& b, const LoadedProfile& n) {
     differ("device", p.device, q.device);
     differ("flopsprof", p.flopsprof_version, q.flopsprof_version);
     differ("profiled step", std::to_string(p.profile_step), std::to_string(q.profile_step));
+    if (!p.capture.empty() && !q.capture.empty()) {
+      differ("capture (each path's own cost is in the latencies)", p.capture, q.capture);
+    }
   }
   if (!x.regions.empty() || !y.regions.empty()) {
     d.warnings.push_back(

@@ -240,6 +240,8 @@ class Reader {
     x.flopsprof_version = text(o, "flopsprof_version", w);
     x.profile_step = static_cast<int>(integer(o, "profile_step", w, 0, kIntMax));
     x.runs = count(o, "runs", w);
+    if (has(o, "capture")) x.capture = text(o, "capture", w);
+    if (has(o, "capture_note")) x.capture_note = text(o, "capture_note", w);
   }
 
   void modules(const json& list, ProfileResult& r) {

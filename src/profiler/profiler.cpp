@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <utility>
 
@@ -15,6 +16,7 @@
 #include <torch/version.h>
 
 #include "aggregation/device_peaks.h"
+#include "capture/cost_removal.h"
 #include "capture/device_events.h"
 #include "capture/gpu_backend.h"
 #include "capture/interceptor.h"
@@ -95,9 +97,10 @@ struct FlopsProfiler::Impl {
     const detail::CaptureInfo capture = recording->capture();
     if (capture.threads_joined > 0) {
       in.problems.push_back(fmt::format(
-          "capture: {} thread(s) other than the profiling one joined the dispatch capture at their "
-          "first call of a built-in module; ops they ran before it are not in this profile "
-          "(capture = record_function observes every thread from the start)",
+          "capture: {} thread(s) other than the profiling one joined the dispatch capture late (at "
+          "their first call of a built-in module, or when a sampled op of theirs found them); ops "
+          "they ran before are not in this profile (capture = record_function observes every "
+          "thread from the start)",
           capture.threads_joined));
     }
     if (capture.coverage_gaps > 0) {
@@ -164,6 +167,55 @@ struct FlopsProfiler::Impl {
     return r;
   }
 
+  // `raw` (computed from `recs` as `in` and `a`) with flopsprof's own cost removed from its host
+  // latencies (the records' timestamps moved back by the calibrated cost of the records before
+  // them, analysed and aggregated again), the measured figures kept in its *_raw_s fields; `raw`
+  // itself, saying why, when the cost is not known.
+  ProfileResult correct(const detail::RecordsView& recs, const detail::AggregateInput& in,
+                        ProfileResult raw) const {
+    const detail::CaptureInfo capture = recording->capture();
+    LatencyCorrection corr;
+    corr.op_inner_ns = capture.cost.op.inner_ns;
+    corr.op_outer_ns = capture.cost.op.outer_ns;
+    corr.boxed_op_inner_ns = capture.cost.boxed_op.inner_ns;
+    corr.boxed_op_outer_ns = capture.cost.boxed_op.outer_ns;
+    corr.call_inner_ns = capture.cost.call.inner_ns;
+    corr.call_outer_ns = capture.cost.call.outer_ns;
+    corr.nested_record_ns = capture.cost.op.nested_ns;
+    auto keep_raw = [](ProfileResult& r, const ProfileResult& measured) {
+      r.duration_raw_s = measured.duration_s;
+      r.bwd_latency_raw_s = measured.bwd_latency_s;
+      r.step_latency_raw_s = measured.step_latency_s;
+      for (size_t i = 0; i < r.modules.size() && i < measured.modules.size(); ++i)
+        r.modules[i].latency_raw_s = measured.modules[i].latency_s;
+      std::map<std::pair<std::string, std::string>, double> ops;
+      for (const OpStats& o : measured.ops) ops[{o.name, o.phase}] = o.latency_s;
+      for (OpStats& o : r.ops) {
+        auto it = ops.find({o.name, o.phase});
+        o.latency_raw_s = it != ops.end() ? it->second : o.latency_s;
+      }
+    };
+    if (!capture.cost.calibrated) {
+      corr.reason = capture.uncorrected;
+      keep_raw(raw, raw);
+      raw.correction = corr;
+      return raw;
+    }
+    detail::CostRemoved fixed =
+        detail::remove_capture_cost(recs.threads, in.regions, capture.cost, capture.dispatch,
+                                    in.ns_per_tick, detail::NameTable::instance());
+    detail::AggregateInput cin = in;
+    cin.threads.clear();
+    for (const auto& t : fixed.threads) cin.threads.push_back(t.get());
+    cin.regions = std::move(fixed.regions);
+    const detail::Analysis a = detail::analyze(cin);
+    ProfileResult r = compute(cin, a);
+    keep_raw(r, raw);
+    corr.applied = true;
+    r.correction = corr;
+    return r;
+  }
+
   // While running: the records last read, their analysis and the snapshot computed from them
   // (current()), kept while the records stay as they were (their fingerprint), so that readers
   // called back to back, and a trace written while running, analyse once.
@@ -194,7 +246,7 @@ struct FlopsProfiler::Impl {
           input(recs, now, recording->ns_per_tick(), recording->timer_name());
       detail::Analysis a = detail::analyze(in);
       in.machine = peaks(a, /*measure=*/false, in);
-      snapshot = compute(in, a);
+      snapshot = correct(recs, in, compute(in, a));
       live = Live{std::move(recs), std::move(fingerprint), now, std::move(a)};
       return *snapshot;
     }
@@ -266,13 +318,14 @@ void FlopsProfiler::stop_profile() {
   auto t0 = std::chrono::steady_clock::now();
   double peaks_ns = 0;
   {
-    detail::AggregateInput in = impl_->input(rec.records(), c.stop, c.ns_per_tick, c.timer);
+    const detail::RecordsView recs = rec.records();
+    detail::AggregateInput in = impl_->input(recs, c.stop, c.ns_per_tick, c.timer);
     impl_->stopped.analysis = detail::analyze(in);
     const auto p0 = std::chrono::steady_clock::now();
     in.machine = impl_->peaks(impl_->stopped.analysis, /*measure=*/true, in);
     peaks_ns =
         std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - p0).count();
-    impl_->result = impl_->compute(in, impl_->stopped.analysis);
+    impl_->result = impl_->correct(recs, in, impl_->compute(in, impl_->stopped.analysis));
   }
   impl_->compute_ns =
       std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() -

@@ -85,12 +85,18 @@ inline size_t trailing_at(const ArgRecord& a, ArgTensorFlag which) {
 struct RawEvent {
   int64_t start_tick = 0;
   int64_t end_tick = 0;
-  int64_t seq_nr = -1;      ///< autograd sequence number (forward op or backward node)
-  int64_t seq_end = -1;     ///< forward op: the thread's next sequence number when it ended, so
-                            ///< [seq_nr, seq_end) covers the nodes its nested ops created
-  int64_t in_seq = -1;      ///< top-level forward op in grad mode: the smallest sequence number
-                            ///< of its inputs' grad_fn (where they were computed); -1: none
-  uint64_t fwd_thread = 0;  ///< forward thread id of a backward node
+  int64_t seq_nr = -1;   ///< autograd sequence number (forward op or backward node)
+  int64_t seq_end = -1;  ///< forward op: the thread's next sequence number when it ended, so
+                         ///< [seq_nr, seq_end) covers the nodes its nested ops created
+  int64_t in_seq = -1;   ///< top-level forward op in grad mode: the smallest sequence number
+                         ///< of its inputs' grad_fn (where they were computed); -1: none
+  union {
+    uint64_t fwd_thread = 0;  ///< backward node: the forward thread's id
+    /// Op, RecordFunction path: records LibTorch made of the ops nested in it that the capture
+    /// skipped (their cost is inside its span: capture/cost_removal.h); 0 on the dispatch path,
+    /// where ops nested in a counted one make no record.
+    uint64_t nested_records;
+  };
   /// Top-level forward op: identity (never dereferenced) of the first tensor it read that no
   /// module owns (its data); 0: none. Unique for the profile: the capture keeps that tensor's
   /// object allocated (not its memory) until the records are discarded, so no later tensor
@@ -153,6 +159,7 @@ struct RegionWindow {
   int64_t start_tick = 0;
   int64_t end_tick = 0;  ///< 0 while open
   uint64_t tokens = 0;   ///< given by the caller; 0: none given
+  uint64_t thread = 0;   ///< the thread that opened it (ThreadEvents::thread_id's numbering)
 };
 
 /// One allocation (bytes > 0) or free (bytes < 0) reported by LibTorch's allocators.

@@ -95,6 +95,8 @@ void write_workload(JsonWriter& w, const ProfileResult& r) {
   w.member("flopsprof_version", x.flopsprof_version);
   w.member("profile_step", x.profile_step);
   w.member("runs", x.runs);
+  w.member("capture", x.capture);
+  w.member("capture_note", x.capture_note);
   w.end_object();
 }
 
@@ -151,6 +153,7 @@ void write_summary(JsonWriter& w, const ProfileResult& r) {
   w.member("fwd_flops", r.flops);
   w.member("fwd_macs", r.macs);
   w.member("fwd_latency_s", r.duration_s);
+  w.member("fwd_latency_raw_s", r.duration_raw_s);
   w.member("fwd_flops_per_s", r.fwd_flops_per_s);
   by_dtype(w, "flops_by_dtype", r.flops_by_dtype);
   w.member("dtype", dtype_name(r.dtype));
@@ -177,6 +180,7 @@ void write_summary(JsonWriter& w, const ProfileResult& r) {
   w.member("bwd_flops", r.bwd_flops);
   w.member("bwd_macs", r.bwd_macs);
   w.member("bwd_latency_s", r.bwd_latency_s);
+  w.member("bwd_latency_raw_s", r.bwd_latency_raw_s);
   w.member("bwd_flops_estimate", r.estimated_bwd_flops());
   w.member("recompute_flops", r.recompute_flops);
   w.member("recompute_macs", r.recompute_macs);
@@ -185,6 +189,7 @@ void write_summary(JsonWriter& w, const ProfileResult& r) {
   w.member("step_flops", r.step_flops);
   w.member("forwards_without_backward", r.forwards_without_backward);
   w.member("step_latency_s", r.step_latency_s);
+  w.member("step_latency_raw_s", r.step_latency_raw_s);
   w.member("iter_latency_s", r.iteration_latency_s());
   w.member("fwd_bytes", r.fwd_bytes);
   w.member("fwd_bytes_read", r.fwd_bytes_read);
@@ -311,6 +316,23 @@ void write_outside_model(JsonWriter& w, const ProfileResult& r) {
   w.end_object();
 }
 
+// What was removed from the host latencies (LatencyCorrection).
+void write_correction(JsonWriter& w, const ProfileResult& r) {
+  const LatencyCorrection& c = r.correction;
+  w.key("latency_correction");
+  w.begin_object();
+  w.member("applied", c.applied);
+  w.member("reason", c.reason);
+  w.member("op_inner_ns", c.op_inner_ns);
+  w.member("op_outer_ns", c.op_outer_ns);
+  w.member("boxed_op_inner_ns", c.boxed_op_inner_ns);
+  w.member("boxed_op_outer_ns", c.boxed_op_outer_ns);
+  w.member("call_inner_ns", c.call_inner_ns);
+  w.member("call_outer_ns", c.call_outer_ns);
+  w.member("nested_record_ns", c.nested_record_ns);
+  w.end_object();
+}
+
 // Every module in tree order.
 void write_modules(JsonWriter& w, const ProfileResult& r) {
   w.key("modules");
@@ -335,6 +357,7 @@ void write_modules(JsonWriter& w, const ProfileResult& r) {
     w.member("macs", m.macs);
     w.member("flops", m.flops);
     w.member("latency_s", m.latency_s);
+    w.member("latency_raw_s", m.latency_raw_s);
     w.member("na_ops", m.na_ops);
     w.member("inferred_ops", m.inferred_ops);
     w.member("inferred_flops", m.inferred_flops);
@@ -411,6 +434,7 @@ void write_ops(JsonWriter& w, const ProfileResult& r) {
     w.member("flops", op.flops);
     w.member("macs", op.macs);
     w.member("latency_s", op.latency_s);
+    w.member("latency_raw_s", op.latency_raw_s);
     w.member("uncounted_self_latency_s", op.uncovered_s);
     w.member("bytes", op.bytes);
     w.member("bytes_read", op.bytes_read);
@@ -597,6 +621,7 @@ std::string to_json(const ProfileResult& r, int indent) {
   w.member("generator", "flopsprof " FLOPSPROF_VERSION);
   write_workload(w, r);
   write_summary(w, r);
+  write_correction(w, r);
   write_machine(w, r);
   write_outside_model(w, r);
   write_regions(w, r);

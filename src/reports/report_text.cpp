@@ -383,6 +383,9 @@ void summary_gpu(std::string& out, const ProfileResult& r) {
   }
 }
 
+// Whether the profile's ops were captured by the dispatcher interceptor.
+bool w_dispatch(const ProfileResult& r) { return r.workload.capture == "dispatch"; }
+
 // What the counts do not cover: ops without a formula, ops placed by inference; the timer.
 void summary_coverage(std::string& out, const ProfileResult& r) {
   uint64_t na_calls = 0;
@@ -424,6 +427,36 @@ void summary_coverage(std::string& out, const ProfileResult& r) {
                        : ""));
   }
   line(out, "timer", r.timer);
+  if (!r.workload.capture.empty()) {
+    const Workload& w = r.workload;
+    line(out, "capture",
+         w.capture == "dispatch"
+             ? std::string("dispatch (a dispatcher interceptor: ops nested in a counted op cost "
+                           "nothing)")
+         : w.capture == "record_function"
+             ? "record_function (RecordFunction callbacks on every op)" +
+                   (w.capture_note.empty() ? std::string()
+                                           : "; the interceptor was not used: " + w.capture_note)
+             : w.capture);
+  }
+  const LatencyCorrection& c = r.correction;
+  if (c.applied) {
+    const bool boxed = w_dispatch(r);
+    line(out, "latency correction",
+         fmt::format("{} per op{}, {} per module call removed from the spans around them "
+                     "(flopsprof's own cost, calibrated at this capture path's first start); the "
+                     "root's forward {} as measured, {} corrected; raw figures: latency_raw_s "
+                     "in the JSON",
+                     duration_to_string((c.op_inner_ns + c.op_outer_ns) * 1e-9),
+                     boxed ? fmt::format(" ({} through the boxed fallback)",
+                                         duration_to_string(
+                                             (c.boxed_op_inner_ns + c.boxed_op_outer_ns) * 1e-9))
+                           : std::string(),
+                     duration_to_string((c.call_inner_ns + c.call_outer_ns) * 1e-9),
+                     duration_to_string(r.duration_raw_s), duration_to_string(r.duration_s)));
+  } else if (!c.reason.empty()) {
+    line(out, "latency correction", "none (latencies include flopsprof's own cost): " + c.reason);
+  }
 }
 
 // The table of ops without a formula (every phase), with their time and bytes.

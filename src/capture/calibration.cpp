@@ -1,0 +1,231 @@
+// Measuring the capture's own cost per record (capture/calibration.h).
+#include "capture/calibration.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include <torch/nn/modules/linear.h>
+#include <torch/torch.h>
+
+#include "capture/interceptor.h"
+#include "capture/module_index.h"
+#include "capture/names.h"
+#include "capture/observer.h"
+#include "capture/session.h"
+
+namespace flopsprof::detail {
+namespace {
+
+std::mutex g_mu;
+std::optional<CaptureCost> g_cost[2];  // [dispatch]
+std::atomic<uint64_t> g_next_calibration_id{uint64_t{1}
+                                            << 62};  // apart from the recordings' session ids
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+int64_t calibration_clock_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+template <class F>
+double per_call_ns(F&& f, int calls) {
+  const int64_t t0 = calibration_clock_ns();
+  for (int i = 0; i < calls; ++i) f();
+  return static_cast<double>(calibration_clock_ns() - t0) / calls;
+}
+
+// The op and call costs of one path, from rounds that alternate unobserved and observed calls
+// (the machine's clock and load drift alike for both) of three built-in modules known to a
+// private profile, as a model's are: an Identity (a module call's record alone), a Linear (its
+// record and an op with an unboxed kernel, aten::linear, whose nested ops RecordFunction records
+// and the interceptor skips), a Softplus (its record and an op through the boxed fallback).
+CaptureCost measure(bool dispatch) {
+  constexpr int kRounds = 9, kCalls = 48;
+  at::Tensor x;
+  torch::nn::Sequential model;
+  {
+    Unobserved unobserved;
+    x = at::ones({1, 4});
+    model = torch::nn::Sequential(torch::nn::Identity(), torch::nn::Linear(4, 4),
+                                  torch::nn::Softplus());
+  }
+  const ModelIndex index = build_model_index(*model, {});
+  std::shared_ptr<torch::nn::Module> modules[3] = {model[0], model[1], model[2]};
+  int32_t tree[3];
+  for (int k = 0; k < 3; ++k) tree[k] = index.by_ptr.at(modules[k].get());
+  auto identity = model[0]->as<torch::nn::Identity>();
+  auto linear = model[1]->as<torch::nn::Linear>();
+  auto softplus = model[2]->as<torch::nn::Softplus>();
+  torch::NoGradGuard no_grad;
+  auto call = [&] { (void)identity->forward(x); };
+  auto op = [&] { (void)linear->forward(x); };
+  auto boxed = [&] { (void)softplus->forward(x); };
+
+  Session session;
+  session.id = g_next_calibration_id.fetch_add(1);
+  session.host_clock = true;
+  session.tsc = invariant_tsc();
+  session.owners.build(index.owner_entries);
+  session.module_index = index.by_ptr;
+  session.scope_names = index.scope_names;
+  session.start_clock();
+  start_observing(&session, /*all_threads=*/false,
+                  dispatch ? CaptureRequest::kDispatch : CaptureRequest::kRecordFunction);
+  if (ThreadBuffer* b = session.thread_buffer()) {
+    try {
+      b->prefault();  // as the profiles' starting threads' (Recording::begin)
+    } catch (...) {
+    }
+  }
+  std::vector<double> plain[3], observed[3];
+  try {
+    auto round = [&](bool record) {
+      auto time = [&](int k, auto&& f) {
+        (record ? observed : plain)[k].push_back(per_call_ns(f, kCalls));
+      };
+      if (record) {
+        demand_scopes();  // built-in module calls open their records
+        time(0, call);
+        time(1, op);
+        time(2, boxed);
+        release_scopes();
+      } else {
+        Unobserved unobserved;
+        time(0, call);
+        time(1, op);
+        time(2, boxed);
+      }
+    };
+    round(false);  // warm-up: caches, the thread's buffer and name cache
+    round(true);
+    for (auto& v : plain) v.clear();
+    for (auto& v : observed) v.clear();
+    for (int r = 0; r < kRounds; ++r) {
+      round(false);
+      round(true);
+    }
+  } catch (...) {
+    stop_observing(&session);
+    throw;
+  }
+  stop_observing(&session);
+
+  // Each module call's record and the ops inside it, grouped by call: their spans summed, how
+  // many, and (RecordFunction path) the records LibTorch made of ops nested in them.
+  const double ns_per_tick = session.ns_per_tick();
+  struct PerCall {
+    double span_ns = 0, ops = 0, nested = 0;
+  };
+  std::vector<double> call_spans;
+  std::vector<PerCall> calls[3];
+  for (const auto& buffer : session.buffers) {
+    std::vector<int> call_of(buffer->scopes.size(), -1);  // scope record -> its slot in calls[k]
+    for (size_t i = 0; i < buffer->scopes.size(); ++i) {
+      const ScopeRecord& r = buffer->scopes[i];
+      if (r.exit_tick == 0) continue;
+      for (int k = 0; k < 3; ++k) {
+        if (r.module != tree[k]) continue;
+        call_of[i] = static_cast<int>(calls[k].size());
+        calls[k].push_back(PerCall{});
+        if (k == 0)
+          call_spans.push_back(static_cast<double>(r.exit_tick - r.enter_tick) * ns_per_tick);
+      }
+    }
+    for (const RawEvent& e : buffer->events) {
+      if (e.parent >= 0 || e.end_tick == 0 || e.kind != EventKind::kOp || e.scope < 0) continue;
+      const ScopeRecord& r = buffer->scopes[static_cast<size_t>(e.scope)];
+      const int slot = call_of[static_cast<size_t>(e.scope)];
+      for (int k = 1; k < 3 && slot >= 0; ++k) {
+        if (r.module != tree[k]) continue;
+        PerCall& pc = calls[k][static_cast<size_t>(slot)];
+        pc.span_ns += static_cast<double>(e.end_tick - e.start_tick) * ns_per_tick;
+        pc.ops += 1;
+        pc.nested += dispatch ? 0.0 : static_cast<double>(e.nested_records);
+      }
+    }
+  }
+  auto extra = [&](int k) {
+    std::vector<double> d;
+    for (size_t r = 0; r < plain[k].size() && r < observed[k].size(); ++r)
+      d.push_back(observed[k][r] - plain[k][r]);
+    return std::max(0.0, median(d));
+  };
+  auto field = [&](int k, double PerCall::*f) {
+    std::vector<double> v;
+    for (const PerCall& pc : calls[k]) v.push_back(pc.*f);
+    return median(v);
+  };
+  CaptureCost c;
+  // A module call: the Identity's, all of it; inside its span, what exceeds the unobserved call.
+  const double call_total = extra(0);
+  c.call.inner_ns = std::clamp(median(call_spans) - median(plain[0]), 0.0, call_total);
+  c.call.outer_ns = call_total - c.call.inner_ns;
+  // Ops: the Linear's (the Softplus's) call less the Identity's, per op it ran at top level;
+  // inside the ops' spans, what exceeds their unobserved time (the module's call less the
+  // Identity's).
+  double ops[2], nested[2], inner[2], total[2];
+  for (int k = 0; k < 2; ++k) {
+    ops[k] = std::max(1.0, field(k + 1, &PerCall::ops));
+    nested[k] = field(k + 1, &PerCall::nested);
+    total[k] = std::max(0.0, extra(k + 1) - call_total);
+    const double alone = std::max(0.0, median(plain[k + 1]) - median(plain[0]));
+    inner[k] = calls[k + 1].empty()
+                   ? 0.0
+                   : std::clamp(field(k + 1, &PerCall::span_ns) - alone, 0.0, total[k]);
+  }
+  if (dispatch) {
+    RecordCost* costs[2] = {&c.op, &c.boxed_op};
+    for (int k = 0; k < 2; ++k) {
+      costs[k]->inner_ns = inner[k] / ops[k];
+      costs[k]->outer_ns = (total[k] - inner[k]) / ops[k];
+    }
+  } else {
+    // Inside the ops' spans on this path: a constant per op and RecordFunction's records of their
+    // nested ops (the two modules' ops nest different numbers: solved for both).
+    const double det = ops[0] * nested[1] - ops[1] * nested[0];
+    double base = 0, per = 0;
+    if (std::abs(det) > 1e-9) {
+      base = (inner[0] * nested[1] - inner[1] * nested[0]) / det;
+      per = (ops[0] * inner[1] - ops[1] * inner[0]) / det;
+    }
+    if (base < 0 || per < 0) {  // noise: all of it per nested record, or per op
+      base = 0;
+      per = nested[0] + nested[1] > 0 ? (inner[0] + inner[1]) / (nested[0] + nested[1]) : 0;
+      if (per == 0) base = (inner[0] + inner[1]) / (ops[0] + ops[1]);
+    }
+    c.op.inner_ns = base;
+    c.op.nested_ns = per;
+    c.op.outer_ns = std::max(0.0, (total[0] + total[1] - inner[0] - inner[1]) / (ops[0] + ops[1]));
+    c.boxed_op = c.op;  // RecordFunction boxes every op alike
+  }
+  c.calibrated = true;
+  return c;
+}
+
+}  // namespace
+
+CaptureCost capture_cost(bool dispatch) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  std::optional<CaptureCost>& cached = g_cost[dispatch ? 1 : 0];
+  if (cached) return *cached;
+  if (any_session_active()) return {};  // its records would take the measurement's ops
+  try {
+    cached = measure(dispatch);
+  } catch (...) {
+    return {};  // the path cannot start here: its start will say why
+  }
+  return *cached;
+}
+
+}  // namespace flopsprof::detail

@@ -1,0 +1,121 @@
+// Removing the capture's own cost from the records' timestamps (capture/cost_removal.h).
+#include "capture/cost_removal.h"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include "capture/interceptor.h"
+
+namespace flopsprof::detail {
+namespace {
+
+// One timestamp of a thread and the capture cost spent just before and just after it.
+struct Point {
+  int64_t tick;
+  int order;  // ties: in record order
+  int64_t* at;
+  int64_t before, after;
+};
+
+int64_t ticks(double ns, double ns_per_tick) {
+  return ns_per_tick > 0 ? static_cast<int64_t>(std::llround(ns / ns_per_tick)) : 0;
+}
+
+}  // namespace
+
+CostRemoved remove_capture_cost(const std::vector<const ThreadEvents*>& threads,
+                                const std::vector<RegionWindow>& regions, const CaptureCost& cost,
+                                bool dispatch, double ns_per_tick, const NameLookup& names) {
+  CostRemoved out;
+  out.regions = regions;
+  struct Costs {
+    int64_t pre, post, inner;
+    double nested;  // ticks per nested record (RecordFunction path)
+  };
+  auto split = [&](const RecordCost& c) {
+    const int64_t outer = ticks(c.outer_ns, ns_per_tick);
+    return Costs{outer / 2, outer - outer / 2, ticks(c.inner_ns, ns_per_tick),
+                 ns_per_tick > 0 ? c.nested_ns / ns_per_tick : 0.0};
+  };
+  const Costs op = split(cost.op), boxed = split(cost.boxed_op), call = split(cost.call);
+  // On the dispatch path, by name: whether its ops take an unboxed kernel (ids seen so far).
+  std::unordered_map<uint32_t, bool> unboxed;
+  auto op_costs = [&](uint32_t name_id) -> const Costs& {
+    if (!dispatch) return op;
+    auto it = unboxed.find(name_id);
+    if (it == unboxed.end())
+      it = unboxed.emplace(name_id, has_unboxed_kernel(names.name(name_id))).first;
+    return it->second ? op : boxed;
+  };
+  std::vector<Point> points;
+  for (const ThreadEvents* src : threads) {
+    auto t = std::make_unique<ThreadEvents>(*src);
+    points.clear();
+    int order = 0;
+    auto add = [&](int64_t* at, int64_t before, int64_t after) {
+      if (*at != 0) points.push_back(Point{*at, order++, at, before, after});
+    };
+    for (RawEvent& e : t->events) {
+      Costs c{0, 0, 0, 0};
+      int64_t nested = 0;
+      if (e.kind == EventKind::kOp) {
+        c = op_costs(e.name_id);
+        if (!dispatch) nested = std::llround(c.nested * static_cast<double>(e.nested_records));
+      } else if (!(dispatch && (e.flags & kEngine))) {  // a node's callback, or the engine's record
+        c = call;
+      }
+      add(&e.start_tick, c.pre, 0);
+      add(&e.end_tick, c.inner + nested, c.post);
+    }
+    for (ScopeRecord& r : t->scopes) {
+      if (r.window) {  // the call window's bounds are the caller's
+        add(&r.enter_tick, 0, 0);
+        add(&r.exit_tick, 0, 0);
+      } else if (r.start_only) {  // one record, at the call's start
+        add(&r.enter_tick, call.pre, 0);
+        r.exit_tick = r.enter_tick;
+      } else {
+        add(&r.enter_tick, call.pre, 0);
+        add(&r.exit_tick, call.inner, call.post);
+      }
+    }
+    for (StepRecord& s : t->steps) {
+      add(&s.start_tick, 0, 0);
+      add(&s.end_tick, 0, 0);
+    }
+    for (MemRecord& m : t->memory) add(&m.time_tick, 0, 0);
+    for (CollectiveRecord& c : t->collectives) add(&c.start_tick, 0, 0);
+    for (CollectiveEnd& c : t->collective_ends) add(&c.end_tick, 0, 0);
+    for (RegionWindow& w : out.regions) {
+      if (w.thread != src->thread_id) continue;
+      add(&w.start_tick, 0, 0);
+      add(&w.end_tick, 0, 0);
+    }
+    std::sort(points.begin(), points.end(), [](const Point& a, const Point& b) {
+      return a.tick != b.tick ? a.tick < b.tick : a.order < b.order;
+    });
+    // Walk the thread's timeline, removing the cost spent so far; never back past the previous
+    // timestamp (the calibration's estimate can exceed what a short gap held).
+    int64_t removed = 0, previous = INT64_MIN;
+    for (const Point& p : points) {
+      removed += p.before;
+      int64_t c = p.tick - removed;
+      if (c < previous) {
+        c = previous;
+        removed = p.tick - c;
+      }
+      *p.at = c;
+      previous = c;
+      removed += p.after;
+    }
+    // A start-only record's exit is its enter (it encloses nothing).
+    for (ScopeRecord& r : t->scopes) {
+      if (r.start_only) r.exit_tick = r.enter_tick;
+    }
+    out.threads.push_back(std::move(t));
+  }
+  return out;
+}
+
+}  // namespace flopsprof::detail

@@ -1,0 +1,175 @@
+// Latencies with flopsprof's own cost removed (docs/report.md, "Latency correction"): the time
+// transform by hand on records made up for it, and what a real profile reports of it. How close
+// the corrected latencies come to unprofiled runs is measured in bench/profiler_overhead.cpp
+// (timing has no place in a test).
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+#include <nlohmann/json.hpp>
+
+#include "capture/cost_removal.h"
+#include "capture/names.h"
+#include "capture_path.h"
+#include "flopsprof/flopsprof.h"
+
+namespace {
+
+namespace d = flopsprof::detail;
+
+d::RawEvent op(uint32_t name, int64_t start, int64_t end, int32_t parent = -1) {
+  d::RawEvent e;
+  e.name_id = name;
+  e.start_tick = start;
+  e.end_tick = end;
+  e.parent = parent;
+  return e;
+}
+
+// Per record: outer 20 (10 before its start, 10 after its end), inner 4 (before its end); a
+// module call's record outer 6 (3 and 3), inner 2. One tick per ns.
+d::CaptureCost costs() {
+  d::CaptureCost c;
+  c.calibrated = true;
+  c.op = d::RecordCost{4, 20, 0};
+  c.boxed_op = d::RecordCost{8, 40, 0};
+  c.call = d::RecordCost{2, 6, 0};
+  return c;
+}
+
+TEST(LatencyCorrection, EachTimestampLosesTheCostSpentBeforeItOnItsThread) {
+  d::NameTable& names = d::NameTable::instance();
+  const uint32_t addmm = names.intern("aten::addmm", 11);  // an unboxed kernel
+  const uint32_t abs = names.intern("aten::abs", 9);       // the boxed fallback
+  d::ThreadEvents t;
+  t.thread_id = 7;
+  // A module call [100, 300] holding addmm [120, 160] then abs [200, 260].
+  d::ScopeRecord call;
+  call.module = 0;
+  call.builtin = true;
+  call.enter_tick = 100;
+  call.exit_tick = 300;
+  t.scopes.push_back(call);
+  t.events.push_back(op(addmm, 120, 160));
+  t.events.push_back(op(abs, 200, 260));
+  std::vector<d::RegionWindow> regions(2);
+  regions[0].thread = 7;  // this thread's window [90, 310]
+  regions[0].start_tick = 90;
+  regions[0].end_tick = 310;
+  regions[1].thread = 8;  // another thread's: left alone
+  regions[1].start_tick = 90;
+  regions[1].end_tick = 310;
+  const d::CostRemoved r =
+      d::remove_capture_cost({&t}, regions, costs(), /*dispatch=*/true, 1.0, names);
+  const d::ThreadEvents& u = *r.threads[0];
+  // In time order, the cost removed so far: call enter -3; addmm start -10 (13); addmm end -4
+  // (17), then +10 after it (27); abs start -20 (47); abs end -8 (55), then +20 (75); call exit -2
+  // (77), then +3 (80).
+  EXPECT_EQ(u.scopes[0].enter_tick, 100 - 3);
+  EXPECT_EQ(u.events[0].start_tick, 120 - 13);
+  EXPECT_EQ(u.events[0].end_tick, 160 - 17);
+  EXPECT_EQ(u.events[1].start_tick, 200 - 47);
+  EXPECT_EQ(u.events[1].end_tick, 260 - 55);
+  EXPECT_EQ(u.scopes[0].exit_tick, 300 - 77);
+  EXPECT_EQ(r.regions[0].start_tick, 90);      // nothing before it
+  EXPECT_EQ(r.regions[0].end_tick, 310 - 80);  // everything before it
+  EXPECT_EQ(r.regions[1].end_tick, 310);       // another thread's
+  // So the call lasts 200 - (its own 2 + the ops' 24 + 48): 126; addmm 40 - 4, abs 60 - 8.
+  EXPECT_EQ(u.scopes[0].exit_tick - u.scopes[0].enter_tick, 200 - 2 - 24 - 48);
+  EXPECT_EQ(u.events[0].end_tick - u.events[0].start_tick, 40 - 4);
+  EXPECT_EQ(u.events[1].end_tick - u.events[1].start_tick, 60 - 8);
+  // The input is untouched.
+  EXPECT_EQ(t.events[0].start_tick, 120);
+}
+
+TEST(LatencyCorrection, NoSpanShrinksBelowNothingAndOpenRecordsStayOpen) {
+  d::NameTable& names = d::NameTable::instance();
+  const uint32_t addmm = names.intern("aten::addmm", 11);
+  d::ThreadEvents t;
+  t.events.push_back(op(addmm, 100, 102));  // shorter than its 4 inside
+  t.events.push_back(op(addmm, 105, 0));    // still open
+  const d::CostRemoved r = d::remove_capture_cost({&t}, {}, costs(), true, 1.0, names);
+  const d::ThreadEvents& u = *r.threads[0];
+  EXPECT_EQ(u.events[0].start_tick, 100 - 10);
+  EXPECT_EQ(u.events[0].end_tick, u.events[0].start_tick) << "a span never below zero";
+  // after it: 10 more; the next start's 10 before it; the gap of 3 cannot hold them all
+  EXPECT_GE(u.events[1].start_tick, u.events[0].end_tick);
+  EXPECT_EQ(u.events[1].end_tick, 0);
+}
+
+TEST(LatencyCorrection, RecordFunctionPathCountsNestedRecordsAndDispatchWrappersCostNothing) {
+  d::NameTable& names = d::NameTable::instance();
+  const uint32_t addmm = names.intern("aten::addmm", 11);
+  const uint32_t node = names.intern("AddmmBackward0", 14);
+  d::CaptureCost c = costs();
+  c.op.nested_ns = 5;
+  d::ThreadEvents t;
+  d::RawEvent e = op(addmm, 100, 200);
+  e.nested_records = 3;  // RecordFunction recorded 3 ops nested in it
+  t.events.push_back(e);
+  d::RawEvent wrapper = op(node, 300, 400);  // the engine's wrapper...
+  wrapper.kind = d::EventKind::kBackwardNode;
+  wrapper.flags = d::kBackward | d::kEngine;
+  t.events.push_back(wrapper);
+  d::RawEvent n = op(node, 310, 390, /*parent=*/1);  // ...and its node
+  n.kind = d::EventKind::kBackwardNode;
+  n.flags = d::kBackward;
+  t.events.push_back(n);
+  // RecordFunction path: addmm's inside is 4 + 3 x 5; the wrapper is a record like a node's.
+  const d::CostRemoved rf = d::remove_capture_cost({&t}, {}, c, /*dispatch=*/false, 1.0, names);
+  EXPECT_EQ(rf.threads[0]->events[0].end_tick - rf.threads[0]->events[0].start_tick,
+            100 - (4 + 3 * 5));
+  EXPECT_EQ(rf.threads[0]->events[1].end_tick - rf.threads[0]->events[1].start_tick,
+            100 - (3 + 2 + 3 + 2));  // its node's 3 + 2 + 3 and its own 2 inside it
+  // Dispatch path: flopsprof's own wrapper costs nothing; only its node's record.
+  const d::CostRemoved dp = d::remove_capture_cost({&t}, {}, c, /*dispatch=*/true, 1.0, names);
+  EXPECT_EQ(dp.threads[0]->events[1].end_tick - dp.threads[0]->events[1].start_tick,
+            100 - (3 + 2 + 3));
+}
+
+TEST(LatencyCorrection, AProfileReportsBothFiguresAndTheCost) {
+  torch::nn::Sequential model(torch::nn::Linear(8, 8), torch::nn::ReLU(), torch::nn::Linear(8, 2));
+  flopsprof::ProfilerOptions o;
+  o.roofline.enabled = false;
+  flopsprof::FlopsProfiler prof(model, o);
+  prof.start_profile();
+  {
+    torch::NoGradGuard g;
+    for (int i = 0; i < 3; ++i) model->forward(torch::randn({2, 8}));
+  }
+  prof.stop_profile();
+  const flopsprof::ProfileResult& r = prof.result();
+  ASSERT_TRUE(r.correction.applied) << r.correction.reason;
+  EXPECT_GE(r.correction.op_outer_ns, 0.0);
+  EXPECT_GE(r.correction.call_outer_ns, 0.0);
+  EXPECT_GT(r.duration_raw_s, 0.0);
+  EXPECT_LE(r.duration_s, r.duration_raw_s);
+  for (const auto& m : r.modules) {
+    SCOPED_TRACE(m.name);
+    EXPECT_LE(m.latency_s, m.latency_raw_s);
+    EXPECT_GE(m.latency_s, 0.0);
+  }
+  for (const auto& op : r.ops) EXPECT_LE(op.latency_s, op.latency_raw_s) << op.name;
+  const auto j = nlohmann::json::parse(prof.to_json());
+  EXPECT_TRUE(j["latency_correction"]["applied"].get<bool>());
+  EXPECT_DOUBLE_EQ(j["summary"]["fwd_latency_raw_s"].get<double>(), r.duration_raw_s);
+  EXPECT_DOUBLE_EQ(j["modules"][1]["latency_raw_s"].get<double>(), r.modules[1].latency_raw_s);
+  EXPECT_NE(prof.model_profile_string().find("latency correction:"), std::string::npos);
+}
+
+TEST(LatencyCorrection, AStepTimerIsNotCorrectedAndSaysWhy) {
+  torch::nn::Linear model(4, 4);
+  flopsprof::ProfilerOptions o;
+  o.roofline.enabled = false;
+  o.timer = flopsprof::make_step_timer(1000);
+  flopsprof::FlopsProfiler prof(model, o);
+  prof.start_profile();
+  model->forward(torch::randn({2, 4}));
+  prof.stop_profile();
+  const flopsprof::ProfileResult& r = prof.result();
+  EXPECT_FALSE(r.correction.applied);
+  EXPECT_NE(r.correction.reason.find("custom timer"), std::string::npos) << r.correction.reason;
+  EXPECT_EQ(r.duration_s, r.duration_raw_s);
+  EXPECT_NE(prof.model_profile_string().find("none (latencies include flopsprof's own cost)"),
+            std::string::npos);
+}
+
+}  // namespace
