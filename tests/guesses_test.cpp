@@ -14,6 +14,7 @@
 
 #include <torch/torch.h>
 
+#include "flopsprof/diff.h"
 #include "flopsprof/flopsprof.h"
 #include "test_modules.h"
 
@@ -397,6 +398,127 @@ TEST(Guesses, PositionIdsFirstAndALogitsCastLastAreMarkedWhenLeftOutside) {
   }
 }
 
+// A forward that begins with ops on its input before its first module (dorado's read-pileup model:
+// a mask `x.sum(-1) != 0` and the embedding ids `x.select(-1, 0).to(kLong)`): under start/stop
+// they look like the caller's preparation of its batch. Left outside, they are marked on both
+// sides with their bytes, and the inputs recorded from the model's first op say that the forward
+// may have read others.
+struct MaskFirstImpl : nn::Module {
+  explicit MaskFirstImpl(bool scoped)
+      : scoped(scoped),
+        emb(register_module("emb", nn::Embedding(6, 8))),
+        lin(register_module("lin", nn::Linear(8, 4))) {}
+  torch::Tensor forward(const torch::Tensor& x) {  // x: [B, T, 2], ids in its first feature
+    MaybeScope s(scoped, this);
+    auto mask = x.sum(-1) != 0;
+    auto ids = x.select(-1, 0).to(torch::kLong);
+    return lin(emb(ids)) * mask.unsqueeze(-1);
+  }
+  bool scoped;
+  nn::Embedding emb;
+  nn::Linear lin;
+};
+TORCH_MODULE(MaskFirst);
+
+TEST(Guesses, AForwardsLeadingOpsOnItsInputAreMarkedWhenLeftOutside) {
+  for (bool grad : {false, true}) {
+    SCOPED_TRACE(grad ? "grad" : "no grad");
+    torch::manual_seed(0);
+    torch::Tensor x =
+        torch::stack({torch::randint(0, 6, {2, 50}), torch::randint(0, 6, {2, 50})}, -1)
+            .to(torch::kFloat);
+    MaskFirst plain(false), ref(true);
+    torch::randn({1});  // the caller's data: random data stays the caller's, unmarked
+    const ProfileResult p = profile(
+        plain, [&] { plain->forward(x); }, grad);
+    const ProfileResult r = profile(
+        ref, [&] { ref->forward(x); }, grad);
+    expect_equal_or_flagged(p, r);
+    // sum over the 2 features: 2*50*2 = 200 FLOPs (the numel it reads); != 0: 2*50 = 100. In
+    // grad mode the last `* mask` reads the mask, which has no history, with the model's result:
+    // it ends the forward as a hand-written loss would, outside, marked: [2,50,4] 400 FLOPs.
+    const uint64_t lead = 200 + 100, tail = grad ? 2 * 50 * 4 : 0;
+    EXPECT_EQ(r.flops - p.flops, lead + tail) << problems(p);
+    // sum, ne, select, to (and the mul): outside, every one marked, bytes too
+    EXPECT_EQ(p.outside.ops, grad ? 5u : 4u) << problems(p);
+    EXPECT_EQ(p.outside.inferred_ops, p.outside.ops) << problems(p);
+    EXPECT_EQ(p.outside.inferred_bytes, p.outside.bytes);
+    EXPECT_GT(p.outside.bytes, 0u);
+    EXPECT_GE(module(p, "").maybe_missing_ops, 4u);
+    EXPECT_GE(module(p, "").maybe_missing_bytes, p.outside.bytes);
+    EXPECT_TRUE(has_problem(p, "counted outside the model though its forward may have run them"))
+        << problems(p);
+    // The inputs: the ids the Embedding read, said to be perhaps not the forward's.
+    EXPECT_EQ(p.workload.inputs, std::vector<std::string>{"int64[2, 50]"});
+    EXPECT_NE(p.workload.inputs_source.find("4 op(s) before it may be its forward's"),
+              std::string::npos)
+        << p.workload.inputs_source;
+    // get_model_profile knows the inputs: against it, the diff says the recording differs.
+    const ProfileResult w = window(plain, grad, x);
+    EXPECT_EQ(w.flops, r.flops);
+    EXPECT_EQ(w.workload.inputs, std::vector<std::string>{"fp32[2, 50, 2]"});
+    std::string warnings;
+    for (const std::string& s : flopsprof::diff(w, p).warnings) warnings += s + "\n";
+    EXPECT_NE(warnings.find("workload may differ: inputs: fp32[2, 50, 2] (base, given) vs "
+                            "int64[2, 50] (new, the model's first op"),
+              std::string::npos)
+        << warnings;
+    EXPECT_EQ(warnings.find("workload differs: inputs"), std::string::npos) << warnings;
+  }
+}
+
+// A parameterless user module followed by a wrapper whose forward begins with its own op
+// (dorado's ReversibleLSTM flips its input): rule 8 gives the flip to the parameterless module
+// before it; the wrapper is the other side of that guess, and the problems line names it.
+struct ScaleImpl : nn::Module {
+  torch::Tensor forward(const torch::Tensor& x) { return x * 2; }
+};
+TORCH_MODULE(Scale);
+struct FlipLinImpl : nn::Module {
+  explicit FlipLinImpl(bool scoped)
+      : scoped(scoped), lin(register_module("lin", nn::Linear(8, 8))) {}
+  torch::Tensor forward(const torch::Tensor& x) {
+    MaybeScope s(scoped, this);
+    return lin(x.flip(1));
+  }
+  bool scoped;
+  nn::Linear lin;
+};
+TORCH_MODULE(FlipLin);
+struct ScaleThenFlipImpl : nn::Module {
+  explicit ScaleThenFlipImpl(bool scoped)
+      : a(register_module("a", nn::Linear(8, 8))),
+        s(register_module("s", Scale())),
+        f(register_module("f", FlipLin(scoped))) {}
+  torch::Tensor forward(const torch::Tensor& x) { return f(s(a(x))); }
+  nn::Linear a;
+  Scale s;
+  FlipLin f;
+};
+TORCH_MODULE(ScaleThenFlip);
+
+TEST(Guesses, AWrappersLeadingOpGivenToTheSiblingBeforeItMarksTheWrapper) {
+  for (bool grad : {false, true}) {
+    SCOPED_TRACE(grad ? "grad" : "no grad");
+    torch::Tensor x = torch::randn({2, 50, 8});
+    ScaleThenFlip plain(false), ref(true);
+    const ProfileResult p = profile(
+        plain, [&] { plain->forward(x); }, grad);
+    const ProfileResult r = profile(
+        ref, [&] { ref->forward(x); }, grad);
+    expect_equal_or_flagged(p, r);
+    // the flip: [2, 50, 8] fp32 read and written, 0 FLOPs: 2 x 3,200 B
+    EXPECT_EQ(module(r, "f").bytes - module(r, "f.lin").bytes, 2u * 2 * 50 * 8 * 4);
+    EXPECT_EQ(module(p, "f").bytes, module(p, "f.lin").bytes);  // plain: s took it
+    EXPECT_GE(module(p, "f").maybe_missing_ops, 1u) << problems(p);
+    EXPECT_GE(module(p, "f").maybe_missing_bytes, 2u * 2 * 50 * 8 * 4) << problems(p);
+    EXPECT_TRUE(has_problem(p,
+                            "given to 's' (Scale); op order cannot tell whether they are its "
+                            "own or the work of 'f' (FlipLin)"))
+        << problems(p);
+  }
+}
+
 // Another profiled model's modules are evidence of another model: its work is outside, certain.
 // A model that no profiler knows, run on the model's output, may be an unregistered member: the
 // guess is marked whichever way it goes.
@@ -646,10 +768,10 @@ TEST(Guesses, EveryGuessIsInTheJsonAndTheTextSaysHowManyMore) {
   EXPECT_EQ(lines, 1) << j["problems"];
   bool grouped = false;
   for (const auto& p : j["problems"]) {
-    grouped = grouped || p.get<std::string>().find(
-                             "the same in 15 modules of type NormBlock ('b0', 'b1', 'b2', 'b3' "
-                             "and 11 more): each was given 8 op(s), 392 FLOPs, 2704 B") !=
-                             std::string::npos;
+    grouped = grouped ||
+              p.get<std::string>().find(
+                  "the same in 15 modules of type NormBlock ('b0', 'b1', 'b2', 'b3' "
+                  "and 11 more): each was given 8 op(s), 392 FLOPs, 2704 B") != std::string::npos;
   }
   EXPECT_TRUE(grouped) << j["problems"];
   int blocks = 0;

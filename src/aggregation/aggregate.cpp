@@ -768,6 +768,7 @@ class Aggregator {
   void model_input() {
     int64_t first_start = INT64_MAX;
     std::string input;
+    size_t first_thread = 0;
     for (size_t t = 0; t < in.threads.size(); ++t) {
       const ThreadEvents& th = *in.threads[t];
       const ThreadAttribution& ta = at.threads[t];
@@ -786,12 +787,30 @@ class Aggregator {
           sizes += fmt::format("{}{}", d ? ", " : "", th.dims[data->offset + d]);
         input = fmt::format("{}[{}]", dtype_name(data->dtype), sizes);
         first_start = e.start_tick;
+        first_thread = t;
         break;
       }
     }
     if (input.empty()) return;
     r.workload.inputs = {input};
     r.workload.inputs_source = "the model's first op";
+    // Ops right before it left outside but marked (attribution rule 9): the forward may have
+    // begun with them, on other inputs (a mask and a cast of the batch before an Embedding).
+    const ThreadEvents& th = *in.threads[first_thread];
+    const ThreadAttribution& ta = at.threads[first_thread];
+    uint64_t before = 0;
+    for (size_t i = 0; i < th.events.size(); ++i) {
+      const RawEvent& e = th.events[i];
+      if (e.start_tick >= first_start) break;
+      before += e.parent < 0 && ta.phase[i] == Phase::kForward && ta.module[i] == kOutsideModel &&
+                ta.inferred[i];
+    }
+    if (before > 0) {
+      r.workload.inputs_source = fmt::format(
+          "the model's first op ({} op(s) before it may be its forward's, which read other "
+          "inputs)",
+          before);
+    }
   }
 
   // Calls and their latency per module (the attribution's call spans).
@@ -1191,8 +1210,10 @@ class Aggregator {
           "model "
           "though its forward may have run them (ops that compute only from the model's results "
           "after it read data from outside, e.g. an entropy after a gather of actions; calls of "
-          "modules in no profiled tree next to its forward; a dtype cast right after it, an "
-          "arange of positions right before it), so the model may show too little; "
+          "modules in no profiled tree next to its forward; a dtype cast right after it; the "
+          "ops right before it back to one only a caller runs, such as a mask or a cast of the "
+          "input at the top of its forward or the caller's preparation of its batch), so the model "
+          "may show too little; "
           "FLOPSPROF_MODULE() as the first line of the model's method the program calls (forward "
           "or another) makes them exact",
           outside.inferred_ops, outside.inferred_flops, outside.inferred_bytes));

@@ -133,9 +133,10 @@ void ThreadAttributor::mark_other_side(ThreadAttribution& out, AlternativeSets& 
 // The other side of rule 9: after the root's forward ended at an op that read data from
 // outside (a gather of the caller's actions), ops that compute only from what the model's call
 // computed, or from such ops (an entropy of its probabilities), are the model's code or the
-// caller's: op order cannot tell. They stay outside the model, marked as inferred. Ops that
-// read outside data themselves (a hand-written loss's `out - y`, another model's layer), ops
-// that look like the caller's (a metric, a copy, `detach`) and everything computed from them
+// caller's: op order cannot tell. They stay outside the model, marked as inferred. So do ops
+// that read outside data with the model's results (a mask applied to the output in the
+// forward, or a hand-written loss's `out - y` in the caller). Ops that look like the caller's
+// (a metric, a copy, `detach`), another model's layers and everything computed from them only
 // are the caller's; a loss or backward()'s seed ends the search.
 void ThreadAttributor::mark_outside_tail(ThreadAttribution& out,
                                          AlternativeSets& alternatives) const {
@@ -158,7 +159,9 @@ void ThreadAttributor::mark_outside_tail(ThreadAttribution& out,
       const RawEvent& e = th_.events[items_[pos].event];
       const std::string& op = item_name(pos);
       if (in_foreign_call(e) || creates_tensor(op) || op.find("loss") != std::string::npos) break;
-      if (e.seq_nr < 0 || e.in_seq < 0 || (e.flags & kExternalInput)) continue;
+      // An op reading outside data next to what the model computed is the forward's (a mask
+      // applied to its result) or the caller's (a hand-written loss's `out - y`): marked too.
+      if (e.seq_nr < 0 || e.in_seq < 0) continue;
       if (ends_forward(op)) continue;  // a metric, a copy, a detach: looks like the caller's
       // the ranges follow each other in sequence order: the last one starting at or before it
       auto r = std::upper_bound(from_model.begin(), from_model.end(), e.in_seq,
@@ -268,6 +271,35 @@ void ThreadAttributor::mark_outside_ends(ThreadAttribution& out,
              "arange linspace to _to_copy type_as unsqueeze "
              "view reshape expand");
     }
+    mark_leading(c, out, alternatives);
+  }
+}
+
+// Rule 9 stopped the start of the root's call at an op that looks like the caller's (a cast, a
+// comparison, a new tensor), but a forward may begin with such ops itself: a mask from the input
+// (`x.sum(-1) != 0`) and a cast of ids (`x.select(-1, 0).to(kLong)`) before its first module.
+// Op order cannot tell them from the caller's preparation of its batch: the ops right before
+// the call, back to one that only a caller runs (a loss, `item`, an in-place op such as
+// zero_grad's or an optimizer's, random data, backward, another model's call, the model's
+// previous call), stay outside, marked, with the model as the module that may lack them.
+void ThreadAttributor::mark_leading(const Call& c, ThreadAttribution& out,
+                                    AlternativeSets& alternatives) const {
+  int root = -1;
+  for (int p = c.first - 1; p >= 0 && items_[p].forward; --p) {
+    const int ev = items_[p].event;
+    if (out.module[ev] != kOutsideModel) break;  // the model's previous call
+    const RawEvent& e = th_.events[ev];
+    if (in_foreign_call(e) || unknown_unit(e) >= 0) break;  // a module's call: rule 9 decided
+    const std::string& op = item_name(p);
+    if (op.find("loss") != std::string::npos || (op.size() > 1 && op.back() == '_') ||
+        op_in_list("item _local_scalar_dense randn rand randint randperm normal bernoulli "
+                   "multinomial tensor scalar_tensor",
+                   op))
+      break;
+    if (out.inferred[ev]) continue;  // marked already (a position range)
+    if (root < 0) root = alternatives.add({0});
+    out.inferred[ev] = 1;
+    out.alternative[ev] = root;
   }
 }
 

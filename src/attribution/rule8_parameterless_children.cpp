@@ -181,6 +181,7 @@ void ThreadAttributor::rule8_extend_calls(Direction d) {
         const int take = next_child(ci, op, d, cursor, wild);
         if (take < 0) break;
         give(take, pos);
+        if (items_[pos].container < 0) items_[pos].container = m;  // the call that gave it
         edge() = pos;
       }
       if (!back) calls_[ci].cursor = cursor;
@@ -393,7 +394,10 @@ void ThreadAttributor::rule8_parameterless_children() {
     if (child < 0) {
       it.assigned = c.module;
     } else {
+      const int giver = c.module;  // give() may grow calls_
       give(child, p);
+      // the call that gave it: its other children may have run it (a wrapper's leading flip)
+      if (it.container < 0) it.container = giver;
     }
   }
 }

@@ -33,10 +33,10 @@ struct Item {
   bool forward = false;  // a forward op; anything else (backward, step, recompute) breaks calls
   int anchor = -1;       // module from evidence (rules 1, 3, 4: firm), or a scope / the root (weak)
   bool firm = false;
-  bool touch = false;        // reads a parameter that no owner may claim for this op (tied weight)
-  bool edge = false;         // given to the root by rule 9 (its ends): the caller's, maybe
-  int assigned = kUnset;     // final module (tree index), kOutsideModel, or kUnset
-  int container = -1;        // the container that gave it to a child (rule8_containers_own_nothing)
+  bool touch = false;     // reads a parameter that no owner may claim for this op (tied weight)
+  bool edge = false;      // given to the root by rule 9 (its ends): the caller's, maybe
+  int assigned = kUnset;  // final module (tree index), kOutsideModel, or kUnset
+  int container = -1;     // the call's module that gave it to a child (rule 8): its bound in marks
   bool reads_older = false;  // and it reads data from before that child's call (no later child's)
 };
 
@@ -211,6 +211,7 @@ class ThreadAttributor {
   void mark_outside_tail(ThreadAttribution& out, AlternativeSets& alternatives) const;
   void mark_unknown_outside(ThreadAttribution& out, AlternativeSets& alternatives) const;
   void mark_outside_ends(ThreadAttribution& out, AlternativeSets& alternatives) const;
+  void mark_leading(const Call& c, ThreadAttribution& out, AlternativeSets& alternatives) const;
   std::vector<int> visible_children(int m) const;
   void partial_calls(std::vector<uint8_t>& calls_inferred) const;
 

@@ -202,7 +202,15 @@ void warnings(ProfileDiff& d, const LoadedProfile& b, const LoadedProfile& n) {
   if (!missing(b, "workload") && !missing(n, "workload")) {
     const Workload& p = x.workload;
     const Workload& q = y.workload;
-    differ("inputs", workload_inputs(p), workload_inputs(q));
+    if (workload_inputs(p) != workload_inputs(q) && p.inputs_source != q.inputs_source) {
+      d.warnings.push_back(fmt::format(
+          "workload may differ: inputs: {} (base, {}) vs {} (new, {}); recorded in different "
+          "ways, the difference may be in the recording, not in the workload",
+          workload_inputs(p), p.inputs_source.empty() ? "not recorded" : p.inputs_source,
+          workload_inputs(q), q.inputs_source.empty() ? "not recorded" : q.inputs_source));
+    } else {
+      differ("inputs", workload_inputs(p), workload_inputs(q));
+    }
     differ("intra-op threads", std::to_string(p.intra_op_threads),
            std::to_string(q.intra_op_threads));
     differ("LibTorch", p.libtorch_version, q.libtorch_version);
