@@ -275,6 +275,14 @@ TEST(PointwiseBytes, ReductionsSoftmaxAndLosses) {
                         Args().tensor({4, 10}).tensor({4}, i64).undefined().i(1).i(-100));
   EXPECT_EQ(nll.read, 32u + 16u);
   EXPECT_EQ(nll.written, 8u);
+  // nll_loss_backward(grad_out[], logp[4,10], target[4], weight[10], mean, -100, total[]):
+  // reads grad_out 4, the targets 32, the weight 40 and the total weight 4; writes the whole
+  // gradient, 4 x 10 fp32 (zeroed, then scattered into): 160
+  ByteCount nb = bytes(
+      "aten::nll_loss_backward",
+      Args().tensor({}).tensor({4, 10}).tensor({4}, i64).tensor({10}).i(1).i(-100).tensor({}));
+  EXPECT_EQ(nb.read, 4u + 32 + 40 + 4);
+  EXPECT_EQ(nb.written, 160u);
   // mse_loss(none) writes the elementwise loss, mean a scalar
   EXPECT_EQ(bytes("aten::mse_loss", Args().tensor({4, 3}).tensor({4, 3}).i(0)).written, 48u);
   EXPECT_EQ(bytes("aten::mse_loss", Args().tensor({4, 3}).tensor({4, 3}).i(1)).written, 4u);

@@ -291,6 +291,26 @@ TEST(DiffRegions, PerWindowAndPerTokenFromTheSameSamples) {
   EXPECT_LT(r.latency_per_token.delta(), 0);
 }
 
+// Issue 45: two runs of one program read "0 changed ... 70 same" while module latencies moved by
+// -30% to +12% in single samples. 'same' is said to be about the counts, and how many of them
+// moved in latency, with what that is worth; the hint names what a C++ user can do.
+TEST(Diff, SameCountsThatMovedInLatencyAreSaid) {
+  ProfileResult b = base_profile(), n = base_profile();
+  n.modules[3].latency_s *= 1.3;   // dec: +30%
+  n.modules[4].latency_s *= 0.7;   // drop: -30%
+  n.modules[2].latency_s *= 1.05;  // enc.fc: +5%, under 10%
+  const ProfileDiff d = diff(b, n);
+  const std::string text = format_diff_text(d);
+  EXPECT_NE(text.find("0 changed, 0 added, 0 removed, 5 same in their counts (2 of them moved "
+                      "over 10% in latency: single samples, noise unknown)"),
+            std::string::npos)
+      << text;
+  std::string warnings;
+  for (const std::string& w : d.warnings) warnings += w + "\n";
+  EXPECT_NE(warnings.find("FlopsProfiler::iteration()"), std::string::npos) << warnings;
+  EXPECT_NE(warnings.find("flopsprof::combine_runs"), std::string::npos) << warnings;
+}
+
 TEST(Diff, EveryModuleScaledByOneFactorIsAWorkloadWarning) {
   ProfileResult b = base_profile(), n = base_profile();
   for (ModuleStats& m : n.modules) m.flops *= 2;  // batch 2 -> 4, inputs not recorded

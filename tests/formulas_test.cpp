@@ -401,6 +401,35 @@ TEST(LossFormula, BinaryCrossEntropyAndNllLoss) {
   EXPECT_EQ(nll("aten::nll_loss2d",
                 Args().tensor({2, 5, 3, 3}).tensor({2, 3, 3}, DType::kInt64).none().i(2).i(-100)),
             18u * 2);
+  // nll_loss_backward(grad_out[], x[4,10], target[4], weight?, reduction, ignore_index,
+  // total_weight): per target -grad_out (negate, multiply: 2) (* weight[t]: +1) (/ total: +1)
+  EXPECT_EQ(nll("aten::nll_loss_backward", Args()
+                                               .tensor({})
+                                               .tensor({4, 10})
+                                               .tensor({4}, DType::kInt64)
+                                               .none()
+                                               .i(1)
+                                               .i(-100)
+                                               .tensor({})),
+            4u * 3);
+  EXPECT_EQ(nll("aten::nll_loss_backward", Args()
+                                               .tensor({4})
+                                               .tensor({4, 10})
+                                               .tensor({4}, DType::kInt64)
+                                               .tensor({10})
+                                               .i(0)
+                                               .i(-100)
+                                               .tensor({})),
+            4u * 3);
+  EXPECT_EQ(nll("aten::nll_loss2d_backward", Args()
+                                                 .tensor({})
+                                                 .tensor({2, 5, 3, 3})
+                                                 .tensor({2, 3, 3}, DType::kInt64)
+                                                 .tensor({5})
+                                                 .i(1)
+                                                 .i(-100)
+                                                 .tensor({})),
+            18u * 4);
 }
 
 TEST(AttentionFormula, SdpaIsTwoGemmsPlusSoftmax) {

@@ -1,7 +1,7 @@
 // Aggregation and report tests on synthetic events: attribution rules, calls, latency, ignored
 // modules, the text report line by line, and the JSON schema.
-#include <gtest/gtest.h>
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <sstream>
@@ -446,7 +446,7 @@ TEST(TextReport, MatchesLineByLine) {
       "the bandwidth",
       // No backward, one dtype: MFU and MBU are the forward's shares above; HFU is MFU (no
       // recompute, no masks).
-      "MFU / HFU / MBU (fwd + bwd, per-dtype peaks):                 0.8% / 0.8% / 0.5% (model "
+      "MFU / HFU / MBU (fwd, per-dtype peaks):                       0.8% / 0.8% / 0.5% (model "
       "FLOPs in the dense convention; HFU: as the hardware ran them, recompute included)",
       "op calls whose written bytes no rule derives:                 1 (counted as reads only, or "
       "from allocations with track_memory): aten::cumsum 1",

@@ -74,14 +74,19 @@ TEST(RooflineRun, NllLossOnSegmentationScoresCountsItsBytes) {
     if (op.name.find("nll_loss") != std::string::npos && op.phase == "outside") forward += op.bytes;
   }
   EXPECT_EQ(forward, 1024u + 512u + 4u);
-  // Backward: nll_loss2d_backward has no FLOP formula and runs counted ops inside (zeros_like,
-  // zero_), which carry its bytes; the resize_as_ between them is metadata and moves nothing (it
-  // showed the 6,144 bytes of its arguments).
+  // Backward: nll_loss2d_backward counts its own (issue 45: it had no formula, and its bytes went
+  // to the zeros_like and zero_ inside it, its reads lost): per target -grad / total weight, 3
+  // FLOPs; reads grad_output (4 B), the 128 targets (1,024 B) and the total weight (4 B), writes
+  // the scores' whole gradient, 2 x 4 x 8 x 8 fp32 = 2,048 B. Nothing inside it is counted again.
+  const flopsprof::OpStats* back = op_row(r, "aten::nll_loss2d_backward", "outside");
+  if (back == nullptr) back = op_row(r, "aten::nll_loss2d_backward", "backward");
+  ASSERT_NE(back, nullptr);
+  EXPECT_TRUE(back->has_formula);
+  EXPECT_EQ(back->flops, 128u * 3);
+  EXPECT_EQ(back->bytes, 4u + 1024 + 4 + 2u * 4 * 8 * 8 * 4);
+  EXPECT_EQ(op_row(r, "aten::zeros_like", "backward"), nullptr);
   const flopsprof::OpStats* resize = op_row(r, "aten::resize_as_", "backward");
   if (resize != nullptr) EXPECT_EQ(resize->bytes, 0u);
-  const flopsprof::OpStats* zeros = op_row(r, "aten::zeros_like", "backward");
-  ASSERT_NE(zeros, nullptr);
-  EXPECT_EQ(zeros->bytes, 2u * 4 * 8 * 8 * 4) << "writes the scores' gradient, 2,048 B";
 }
 
 TEST(RooflineRun, LinearAndEmbeddingAsTheIssueCountsThem) {
@@ -399,6 +404,180 @@ TEST(RooflineRun, AnImplausibleCachedPeakIsMeasuredAgain) {
   }
 }
 
+// Issue 45: peaks measured on a busy machine were cached as they came (L2 131 MB/s under DRAM's
+// 13.3 GB/s, fp32 7.23 GFLOP/s at 2 threads beside 109.5 at 1) and flagged every share above
+// them. A cached line whose cache level is slower than DRAM, or whose
+// FLOP/s is under half of a line with fewer threads, is measured again; a measurement that stays
+// so is used, said (MachinePeaks::doubt, a problems line), and not cached.
+TEST(RooflineRun, ImplausibleLevelsOrThreadLinesAreMeasuredAgain) {
+  const ScratchPeaksCache cache;
+  const std::string file = cache.dir() + "/machine-peaks.txt";
+  const flopsprof::MachinePeaks measured = flopsprof::cpu_peaks({DType::kFloat32}, 2);
+  if (!measured.doubt.empty())  // then it wrote no line to start from
+    GTEST_SKIP() << "this machine is too busy to measure: " << measured.doubt;
+  std::string good;
+  {
+    std::ifstream f(file);
+    std::getline(f, good);
+  }
+  ASSERT_NE(good.find("|threads=2|"), std::string::npos) << good;
+  auto field = [](std::string line, const std::string& name, const std::string& value) {
+    const size_t at = line.find("\t" + name + "=");
+    EXPECT_NE(at, std::string::npos) << line;
+    const size_t end = line.find('\t', at + 1);
+    return line.replace(at, (end == std::string::npos ? line.size() : end) - at,
+                        "\t" + name + "=" + value);
+  };
+  // (1) L1 400 GB/s, L2 100 MB/s: L2 under DRAM (20 GB/s)
+  std::ofstream(file) << field(field(good, "levels", "L1:32768:4e11;L2:1048576:1e8"), "bandwidth",
+                               "2e10")
+                      << "\n";
+  flopsprof::detail::forget_measured_peaks();
+  flopsprof::MachinePeaks p = flopsprof::cpu_peaks({DType::kFloat32}, 2);
+  EXPECT_EQ(p.flops_source, "measured");  // not "measured (cached)"
+  for (const auto& l : p.bandwidth_by_level) EXPECT_NE(l.bytes_per_s, 1e8) << l.name;
+  // (2) the 2-thread line at under half of a 1-thread line's fp32 (1 PFLOP/s, trusted as a
+  // rate): measured again, and still so against that line: used, doubted, not cached.
+  std::string one = good;
+  one.replace(one.find("|threads=2|"), 11, "|threads=1|");
+  std::ofstream(file) << good << "\n" << field(one, "fp32", "1e15") << "\n";
+  flopsprof::detail::forget_measured_peaks();
+  p = flopsprof::cpu_peaks({DType::kFloat32}, 2);
+  EXPECT_EQ(p.flops_source, "measured");
+  EXPECT_NE(p.doubt.find("fp32"), std::string::npos) << p.doubt;
+  EXPECT_NE(p.doubt.find("under half of 1.00 PFLOPS at 1"), std::string::npos) << p.doubt;
+  {
+    std::ifstream f(file);
+    std::string line;
+    int lines = 0;
+    while (std::getline(f, line)) lines += !line.empty();
+    EXPECT_EQ(lines, 2) << "the doubted measurement replaced nothing";
+  }
+  // a profile against such peaks says so in its problems
+  torch::nn::Linear lin(8, 8);
+  flopsprof::ProfilerOptions o;
+  FlopsProfiler prof(lin, o);
+  prof.start_profile();
+  lin->forward(torch::randn({4, 8}));
+  prof.stop_profile();
+  if (prof.result().machine.threads == 2) {
+    bool said = false;
+    for (const auto& s : prof.result().problems)
+      said = said || s.find("this machine's peaks look wrong even measured twice") == 0 ||
+             s.find("roofline: this machine's peaks look wrong") == 0;
+    EXPECT_TRUE(said) << ::testing::PrintToString(prof.result().problems);
+  }
+}
+
+// Issue 45: what each number in the text is against. The ridge per level (one DRAM ridge read
+// as a contradiction beside 'compute' bounds at 2-4 FLOP/B), utilisation against DRAM said, the
+// MFU line's phases as profiled, a registered layer that never ran 'not called' (not 'its work
+// is its submodules''), no intensity for 0 FLOPs over 0 B.
+struct WithSpareImpl : torch::nn::Module {
+  WithSpareImpl()
+      : used(register_module("used", torch::nn::Linear(8, 8))),
+        spare(register_module("spare", torch::nn::Linear(8, 8))) {}
+  torch::Tensor forward(const torch::Tensor& x) { return used(x); }
+  torch::nn::Linear used, spare;
+};
+TORCH_MODULE(WithSpare);
+
+TEST(RooflineRun, TheTextSaysWhatEachNumberIsAgainst) {
+  WithSpare model;
+  flopsprof::ProfilerOptions o;
+  o.roofline.set_peak_flops(100e9);
+  o.roofline.bandwidth_levels =
+      flopsprof::parse_bandwidth_levels("L1:32K=400G,L2:1M=200G,DRAM=20G");
+  FlopsProfiler prof(model, o);
+  torch::NoGradGuard no_grad;
+  prof.start_profile();
+  model->forward(torch::randn({4, 8}));
+  prof.stop_profile();
+  const std::string text = prof.model_profile_string();
+  // 100 GFLOP/s over 400, 200 and 20 GB/s
+  const size_t ridges = text.find("machine ridge points (fp32, per memory level):");
+  ASSERT_NE(ridges, std::string::npos) << text;
+  EXPECT_NE(text.find("L1 0.25 FLOP/B, L2 0.50 FLOP/B, DRAM 5.00 FLOP/B", ridges),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("of the DRAM bandwidth"), std::string::npos) << text;
+  EXPECT_NE(text.find("MFU / HFU / MBU (fwd, per-dtype peaks)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("fwd + bwd, per-dtype"), std::string::npos) << text;
+  EXPECT_NE(text.find("MBU: bytes over the DRAM bandwidth"), std::string::npos) << text;
+  const size_t spare = text.find("(spare): Linear(");
+  ASSERT_NE(spare, std::string::npos) << text;
+  const std::string row = text.substr(spare, text.find('\n', spare) - spare);
+  EXPECT_NE(row.find(", not called"), std::string::npos) << row;
+  EXPECT_EQ(row.find("its submodules'"), std::string::npos) << row;
+  EXPECT_NE(row.find("n/a FLOP/B"), std::string::npos) << row;
+  EXPECT_EQ(row.find("0.00 FLOP/B"), std::string::npos) << row;
+}
+
+// Issue 45: the problems named a flagged row (the worst, at 4171%) that the op table, the 15
+// slowest rows, did not show; and a ceiling blended from several levels was shown as the named
+// level's. Every flagged row is in the table; a blended ceiling is said to be one.
+struct TwoSizesImpl : torch::nn::Module {
+  torch::Tensor forward(const torch::Tensor& small, const torch::Tensor& large) {
+    torch::relu(large);
+    return torch::relu(small);
+  }
+};
+TORCH_MODULE(TwoSizes);
+
+TEST(RooflineRun, EveryFlaggedRowIsInTheTableAndABlendedCeilingIsSaid) {
+  {
+    torch::manual_seed(0);
+    models::Mlp model(16, 32, 4);
+    torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
+    flopsprof::ProfilerOptions o;
+    o.roofline.set_peak_flops(1e8);
+    o.roofline.peak_bandwidth = 1e8;
+    FlopsProfiler prof(model, o);
+    prof.start_profile();
+    adam.zero_grad();
+    model->forward(torch::randn({64, 16})).sum().backward();
+    adam.step();
+    prof.stop_profile();
+    const std::string text = prof.model_profile_string();
+    const std::string table = text.substr(text.find("Roofline per op"));
+    size_t rows = 0, flagged = 0;
+    for (const auto& op : prof.result().ops) {
+      rows += op.bytes > 0 || op.flops > 0;
+      if (!op.roofline.above_ceiling) continue;
+      ++flagged;
+      bool found = false;
+      for (size_t at = table.find(op.name.substr(0, 36)); at != std::string::npos && !found;
+           at = table.find(op.name.substr(0, 36), at + 1)) {
+        const std::string line = table.substr(at, table.find('\n', at) - at);
+        found = line.find(" " + op.phase + " ") != std::string::npos;
+      }
+      EXPECT_TRUE(found) << op.name << " " << op.phase << "\n" << table;
+    }
+    EXPECT_GT(rows, 15u) << "more rows than the table's 15 slowest";
+    EXPECT_GT(flagged, 0u);
+  }
+  {
+    // relu over 2 K floats (16 KiB read + written: L1) and over 8 K floats (64 KiB: DRAM): one
+    // row, its bytes at two levels, its ceiling (16 + 64 KiB) / (16 KiB / 10 MB/s + 64 KiB / 1
+    // MB/s) = 1.22 MB/s, neither level's
+    TwoSizes model;
+    flopsprof::ProfilerOptions o;
+    o.roofline.set_peak_flops(1e15);  // all memory-bound
+    o.roofline.bandwidth_levels = flopsprof::parse_bandwidth_levels("L1:32K=1e7,DRAM=1e6");
+    FlopsProfiler prof(model, o);
+    torch::NoGradGuard no_grad;
+    prof.start_profile();
+    model->forward(torch::randn({2048}), torch::randn({8192}));
+    prof.stop_profile();
+    bool said = false;
+    for (const auto& s : prof.result().problems)
+      said = said || s.find(
+                         "of its memory ceiling (1.22 MB/s: its bytes at their levels' "
+                         "bandwidths, most in DRAM, 1.00 MB/s)") != std::string::npos;
+    EXPECT_TRUE(said) << ::testing::PrintToString(prof.result().problems);
+  }
+}
+
 // Issue 45: with a low given ceiling (1e8 FLOP/s and B/s, as FLOPSPROF_PEAK_*=1e8), a training
 // step's shares stand far above it: every one above the tolerance is flagged, in every phase, and
 // one problems line per side counts them all (19 of 29 modules carried no flag before).
@@ -619,6 +798,9 @@ TEST(RooflineRun, CpuPeaksAreMeasuredOnceAndKeptInTheCacheFile) {
     fastest = std::max(fastest, std::stod(first.detail.substr(begin, at - begin)) * 1e9);
   }
   EXPECT_NEAR(first.peak_flops(DType::kFloat32), fastest, 1e-3 * fastest) << first.detail;
+  // Measured twice and still implausible (a cache level under DRAM: a machine too busy to
+  // measure), the peaks are not kept: nothing to read back here.
+  if (!first.doubt.empty()) GTEST_SKIP() << "this machine is too busy to measure: " << first.doubt;
   // The cache file has this machine's line, keyed by model, threads and LibTorch
   std::ifstream f(std::string(dir) + "/machine-peaks.txt");
   std::stringstream text;
@@ -642,7 +824,7 @@ TEST(RooflineRun, CpuPeaksAreMeasuredOnceAndKeptInTheCacheFile) {
   std::string line;
   int lines = 0;
   while (std::getline(f2, line)) lines += !line.empty();
-  EXPECT_EQ(lines, 2);
+  EXPECT_EQ(lines, two.doubt.empty() ? 2 : 1) << two.doubt;
 }
 
 TEST(RooflineRun, TraceTextAndJsonShowBytesAndTheRoofline) {

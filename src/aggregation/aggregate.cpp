@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <climits>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
@@ -1273,6 +1274,14 @@ class Aggregator {
   // line for the compute side (the peak FLOP/s), one for the memory side (a level's bandwidth),
   // counting them all and naming the worst, with the causes that fit it.
   void ceiling_problems() {
+    if (!in.machine.doubt.empty()) {
+      r.problems.push_back(fmt::format(
+          "roofline: this machine's peaks look wrong even measured twice ({}): probably measured "
+          "while the machine was busy; shares against them are unreliable and they were not "
+          "cached (measured again next time; or give them: ProfilerOptions::roofline, "
+          "--peak-flops, --peak-bandwidth L1:32K=...,DRAM=...)",
+          in.machine.doubt));
+    }
     struct Worst {
       size_t ops = 0, modules = 0;
       double share = 0;
@@ -1281,6 +1290,20 @@ class Aggregator {
       bool guessed = false;  // the worst is a module whose span rests on op order
     };
     Worst side[2];  // [0] compute, [1] memory
+    // "L3 bandwidth (69.73 GB/s)"; a point whose bytes sat in several levels has a ceiling of
+    // its own, between theirs: said so, not passed off as the level's.
+    auto memory_ceiling_text = [&](const RooflinePoint& p) {
+      const std::string value = bandwidth_to_string(p.ceiling_bytes_per_s);
+      for (const BandwidthLevel& l : in.machine.bandwidth_by_level) {
+        if (l.name != p.ceiling) continue;
+        if (std::abs(l.bytes_per_s - p.ceiling_bytes_per_s) <= 0.005 * l.bytes_per_s) break;
+        return fmt::format(
+            "its memory ceiling ({}: its bytes at their levels' bandwidths, most "
+            "in {}, {})",
+            value, l.name, bandwidth_to_string(l.bytes_per_s));
+      }
+      return fmt::format("{} bandwidth ({})", p.ceiling.empty() ? "the" : p.ceiling, value);
+    };
     auto note = [&](const RooflinePoint& p, double seconds, const std::string& what, bool guessed,
                     DType dt) -> bool {
       if (!p.above_ceiling) return false;
@@ -1289,8 +1312,7 @@ class Aggregator {
         w.share = p.share;
         w.what = what;
         w.ceiling = p.bound == "memory"
-                        ? fmt::format("{} bandwidth ({})", p.ceiling.empty() ? "the" : p.ceiling,
-                                      bandwidth_to_string(p.ceiling_bytes_per_s))
+                        ? memory_ceiling_text(p)
                         : fmt::format("the peak FLOP/s ({:.4g} GFLOP/s, {})",
                                       in.machine.peak_flops(dt) / 1e9, in.machine.flops_source);
         w.seconds = seconds;

@@ -229,7 +229,9 @@ void warnings(ProfileDiff& d, const LoadedProfile& b, const LoadedProfile& n) {
   } else if (!medians(x, y)) {
     d.warnings.push_back(
         "latency deltas are single samples (no repeated runs in both profiles: profile with "
-        "`flopsprof MODEL --profile-runs N` or several iterations): run-to-run noise is not known");
+        "`flopsprof MODEL --profile-runs N`, or in C++ several iterations (FlopsProfiler::"
+        "iteration()) or several profiles combined (flopsprof::combine_runs)): run-to-run noise "
+        "is not known");
   }
   // Inputs unknown on a side, and every module's FLOPs scaled by one factor: a batch or a
   // sequence length changed, most likely, not the model.

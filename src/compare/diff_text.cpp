@@ -86,7 +86,16 @@ std::string format_diff_text(const ProfileDiff& d, const DiffTextOptions& o) {
     }
   }
   size_t n[4] = {0, 0, 0, 0};
-  for (const ModuleDiff& m : d.modules) ++n[static_cast<int>(m.status)];
+  size_t moved = 0, single = 0;  // of the same: latency moved by over 10% (single samples)
+  for (const ModuleDiff& m : d.modules) {
+    ++n[static_cast<int>(m.status)];
+    const TimeDelta& t = m.latency;
+    if (m.status != DiffStatus::kSame || !t.known || t.base <= 0 || t.noise) continue;
+    if (std::fabs(t.next - t.base) > 0.1 * t.base) {
+      ++moved;
+      single += !t.repeated;
+    }
+  }
   std::vector<const ModuleDiff*> shown;
   for (const ModuleDiff& m : d.modules) {
     if (o.depth >= 0 && m.depth > o.depth) continue;
@@ -99,10 +108,17 @@ std::string format_diff_text(const ProfileDiff& d, const DiffTextOptions& o) {
     });
     if (shown.size() > static_cast<size_t>(o.top)) shown.resize(o.top);
   }
+  // 'same' is about the counts (type, params, calls, FLOPs, MACs, bytes); latency apart
+  const std::string same_latency =
+      moved == 0 ? ""
+      : single == moved
+          ? fmt::format(" ({} of them moved over 10% in latency: single samples, noise unknown)",
+                        moved)
+          : fmt::format(" ({} of them moved over 10% in latency, outside the spread)", moved);
   s += fmt::format(
-      "\nModules: {} changed, {} added, {} removed, {} same{}; latency: {}; '~': within the "
-      "run-to-run spread\n",
-      n[1], n[2], n[3], n[0],
+      "\nModules: {} changed, {} added, {} removed, {} same in their counts{}{}; latency: {}; '~': "
+      "within the run-to-run spread\n",
+      n[1], n[2], n[3], n[0], same_latency,
       o.top > 0 ? fmt::format(" (the {} largest deltas)", shown.size()) : "",
       d.statistic == "total" ? "totals over each profile" : d.statistic);
   s += fmt::format("{:<8} {:>11} {:>11} {:>13} {:>8} {:>7} {:>11} {:>8} {:>10} {:>9} {:>6}  {}\n",

@@ -9,6 +9,10 @@
 //   nll_loss*(x[N, C, ...], target[N, ...], weight?, reduction, ignore_index), m = numel(target):
 //     the gathered value negated: m, + m with a weight (the product; its total weight is an add
 //     per target too: + m), + m to reduce (not 'none'), + 1 for the mean's division ('mean')
+//   nll_loss*_backward(grad_output, x, target, weight?, reduction, ignore_index, total_weight):
+//     each target's gradient -grad_output (* weight[t]) (/ total_weight with 'mean') scattered into
+//     a zeroed gradient of x's shape: negate and multiply by grad_output: 2m, + m with a weight,
+//     + m for the mean's division
 #include "formulas/common.h"
 
 namespace flopsprof::detail {
@@ -59,9 +63,21 @@ std::optional<FlopCount> nll_loss(const OpInputs& in) {
   return flops_only(checked_add(checked_mul(per, m), mean));
 }
 
+std::optional<FlopCount> nll_loss_backward(const OpInputs& in) {
+  if (!in.is_tensor(1) || !in.is_tensor(2)) return std::nullopt;
+  const uint64_t m = in.numel(2);
+  const std::optional<int64_t> reduction = in.integer(4);
+  uint64_t per = 2;
+  if (in.is_tensor(3)) ++per;
+  if (reduction && *reduction == kReductionMean) ++per;
+  return flops_only(checked_mul(per, m));
+}
+
 }  // namespace
 
 void register_loss_formulas() {
+  for (const char* op : {"aten::nll_loss_backward", "aten::nll_loss2d_backward"})
+    add_builtin_formula(op, nll_loss_backward);
   add_builtin_formula("aten::binary_cross_entropy", binary_cross_entropy);
   for (const char* op : {"aten::nll_loss", "aten::nll_loss_nd", "aten::nll_loss2d",
                          "aten::nll_loss_forward", "aten::nll_loss2d_forward"})

@@ -210,6 +210,19 @@ BytesFn nll_loss_bytes(bool total_weight) {
   };
 }
 
+// nll_loss*_backward(grad_output, self, target, weight?, reduction, ignore_index, total_weight):
+// reads the targets, grad_output, the weight and total_weight; writes the whole gradient (x's
+// shape, zeroed then scattered into)
+std::optional<ByteCount> nll_loss_backward_bytes(const OpInputs& in) {
+  if (!in.is_tensor(0) || !in.is_tensor(1) || !in.is_tensor(2)) return std::nullopt;
+  ByteCount b;
+  b.read = sat_add(arg_bytes(in, 0), arg_bytes(in, 2));
+  if (in.is_tensor(3)) b.read = sat_add(b.read, arg_bytes(in, 3));
+  if (in.is_tensor(6)) b.read = sat_add(b.read, arg_bytes(in, 6));
+  b.written = sat_mul(count_of(in.shape(1)), element_bytes(in[1].dtype));
+  return b;
+}
+
 // _softmax_backward_data(grad_output, output, dim, input_dtype): grad_output's shape, typed as
 // the input was
 std::optional<ByteCount> softmax_backward_bytes(const OpInputs& in) {
@@ -356,10 +369,11 @@ void register_pointwise_bytes() {
   for (const char* op :
        {"aten::mse_loss_backward", "aten::l1_loss_backward", "aten::smooth_l1_loss_backward",
         "aten::huber_loss_backward", "aten::binary_cross_entropy_backward",
-        "aten::binary_cross_entropy_with_logits_backward", "aten::nll_loss_backward",
-        "aten::nll_loss2d_backward"}) {
+        "aten::binary_cross_entropy_with_logits_backward"}) {
     add_builtin_bytes(op, same_as(1));
   }
+  for (const char* op : {"aten::nll_loss_backward", "aten::nll_loss2d_backward"})
+    add_builtin_bytes(op, nll_loss_backward_bytes);
 }
 
 void register_pointwise_formulas() {

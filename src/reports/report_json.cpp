@@ -127,6 +127,7 @@ void write_machine(JsonWriter& w, const ProfileResult& r) {
   w.member("flops_source", m.flops_source);
   w.member("bandwidth_source", m.bandwidth_source);
   w.member("detail", m.detail);
+  if (!m.doubt.empty()) w.member("doubt", m.doubt);
   w.member("measure_s", m.measure_s);
   w.member("cache_file", m.cache_file);
   w.end_object();

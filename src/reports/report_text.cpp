@@ -145,10 +145,23 @@ void roofline_summary(std::string& out, const ProfileResult& r) {
     if (!m.detail.empty()) line(out, "machine", m.detail);
     const DType dt = r.dtype == DType::kUnknown ? DType::kFloat32 : r.dtype;
     if (m.known(dt)) {
-      line(out, fmt::format("machine ridge point ({})", dtype_name(dt)),
-           intensity_to_string(m.ridge(dt)));
+      const bool levels = m.bandwidth_by_level.size() > 1;
+      if (levels) {  // a point's bound is against its level's ridge, not DRAM's alone
+        std::string ridges;
+        for (const BandwidthLevel& l : m.bandwidth_by_level) {
+          if (l.bytes_per_s <= 0) continue;
+          ridges += fmt::format("{}{} {}", ridges.empty() ? "" : ", ", l.name,
+                                intensity_to_string(m.peak_flops(dt) / l.bytes_per_s));
+        }
+        line(out, fmt::format("machine ridge points ({}, per memory level)", dtype_name(dt)),
+             ridges + " (each op is bound against the level its working set fits)");
+      } else {
+        line(out, fmt::format("machine ridge point ({})", dtype_name(dt)),
+             intensity_to_string(m.ridge(dt)));
+      }
       auto use = [&](const RooflinePoint& p) {
-        return fmt::format("{} of peak FLOPS, {} of the bandwidth",
+        return fmt::format(levels ? "{} of peak FLOPS, {} of the DRAM bandwidth"
+                                  : "{} of peak FLOPS, {} of the bandwidth",
                            share(p.achieved_flops_per_s / m.peak_flops(dt)),
                            share(p.achieved_bytes_per_s / m.bytes_per_s));
       };
@@ -157,10 +170,15 @@ void roofline_summary(std::string& out, const ProfileResult& r) {
     }
     // Over fwd + bwd time, each op's FLOPs against its own dtype's peak (docs/report.md).
     auto known = [](double v) { return v > 0 ? share(v) : std::string("n/a"); };
-    line(out, "MFU / HFU / MBU (fwd + bwd, per-dtype peaks)",
+    line(out,
+         fmt::format("MFU / HFU / MBU ({}, per-dtype peaks)", r.has_backward ? "fwd + bwd" : "fwd"),
          fmt::format("{} / {} / {} (model FLOPs in the {} convention; HFU: as the hardware ran "
-                     "them, recompute included)",
-                     known(r.mfu), known(r.hfu), known(r.mbu), convention_name(r.attention)));
+                     "them, recompute included{})",
+                     known(r.mfu), known(r.hfu), known(r.mbu), convention_name(r.attention),
+                     m.bandwidth_by_level.size() > 1
+                         ? "; MBU: bytes over the DRAM bandwidth, where a module's roofline "
+                           "share is against its level's"
+                         : ""));
   }
   if (r.bytes_written_unknown_calls > 0) {
     // Named here: ops with a formula are in no table of the text (the JSON's op table has them).
@@ -729,7 +747,10 @@ void tree_node(std::string& out, const ProfileResult& r, const ReportOptions& o,
       stats += fmt::format(", {} recompute flops", flops_to_string(m.recompute_flops));
   }
   if (m.calls == 0 && m.latency_s == 0 && !m.calls_inferred) {
-    stats += ", not called (its work is its submodules')";
+    // a container whose children ran on their own, or a module that did not run at all
+    stats += m.children.empty() || (m.flops == 0 && m.bytes == 0 && m.bwd_flops == 0)
+                 ? ", not called"
+                 : ", not called (its work is its submodules')";
   } else if (m.calls != 1 || m.calls_inferred) {
     stats += fmt::format(", {} call{}{}", m.calls, m.calls == 1 ? "" : "s",
                          m.calls_inferred ? " (inferred)" : "");
@@ -739,15 +760,18 @@ void tree_node(std::string& out, const ProfileResult& r, const ReportOptions& o,
   // its own: no share of a ceiling is shown for it, only what it moved.
   const bool timed = m.calls > 0 || m.latency_s > 0;
   if (o.roofline) {  // after DeepSpeed's fields: bytes, intensity, bound and its share
-    auto point = [&](const RooflinePoint& p) {
-      std::string t = fmt::format("{:.2f} FLOP/B", p.intensity);
+    auto point = [&](const RooflinePoint& p, uint64_t bytes) {
+      // no bytes: no intensity (0 FLOPs over 0 B is not 0.00 FLOP/B)
+      std::string t =
+          bytes == 0 ? std::string("n/a FLOP/B") : fmt::format("{:.2f} FLOP/B", p.intensity);
       if (!p.bound.empty() && timed) t += " " + bound_share(p, r.machine);
       return t;
     };
-    stats += fmt::format(", {} moved, {}", traffic(m.bytes), point(m.roofline));
+    stats += fmt::format(", {} moved, {}", traffic(m.bytes), point(m.roofline, m.bytes));
     if (r.has_backward) {
-      stats += fmt::format(", bwd {} moved, {}", traffic(m.bwd_bytes + m.recompute_bytes),
-                           point(m.bwd_roofline));
+      const uint64_t bwd_bytes = m.bwd_bytes + m.recompute_bytes;
+      stats +=
+          fmt::format(", bwd {} moved, {}", traffic(bwd_bytes), point(m.bwd_roofline, bwd_bytes));
     }
   }
   std::string pad(static_cast<size_t>(indent), ' ');
@@ -819,7 +843,8 @@ void detailed(std::string& out, const ProfileResult& r, const ReportOptions& o) 
   if (!r.modules.empty()) tree_node(out, r, o, 0, 0);
 }
 
-// The ops on the roofline: the slowest ones with bytes or FLOPs (at most 15).
+// The ops on the roofline: the slowest ones with bytes or FLOPs (at most 15), then every other
+// row above its ceiling (the problems name the worst of them: it must be in the table).
 void op_roofline(std::string& out, const ProfileResult& r) {
   out += "\n------------------------------ Roofline per op ------------------------------\n";
   out += "Slowest ops with their bytes moved, intensity and the ceiling that bounds them:\n";
@@ -827,10 +852,17 @@ void op_roofline(std::string& out, const ProfileResult& r) {
                  "    {:<36} {:>9} {:>7} {:>11} {:>10} {:>10} {:>8} {:>14} {:>8} {:>7}\n", "op",
                  "phase", "calls", "time", "flops", "bytes", "FLOP/B", "FLOPS", "bound", "share");
   size_t shown = 0;
+  bool flagged_heading = false;
   for (const OpStats& op : r.ops) {
     if (op.bytes == 0 && op.flops == 0) continue;
-    if (++shown > 15) break;
     const RooflinePoint& p = op.roofline;
+    if (++shown > 15) {
+      if (!p.above_ceiling) continue;
+      if (!flagged_heading) {
+        out += "  and the faster rows above their ceiling ('!'):\n";
+        flagged_heading = true;
+      }
+    }
     fmt::format_to(
         std::back_inserter(out),
         "    {:<36} {:>9} {:>7} {:>11} {:>10} {:>10} {:>8} {:>14} {:>8} {:>7}\n",
