@@ -145,7 +145,8 @@ int main(int argc, char** argv) {
   if (argc != 3 && argc != 4) {
     std::fprintf(stderr,
                  "usage: %s mlp|train "
-                 "plain|ours|floor|machinery|toggle|minimum|pytorch|interceptor|unboxed [PAD]\n",
+                 "plain|ours|ours_rf|floor|machinery|toggle|minimum|pytorch|interceptor|unboxed "
+                 "[PAD]\n",
                  argv[0]);
     return 2;
   }
@@ -182,9 +183,13 @@ int main(int argc, char** argv) {
   // under callgrind would keep peaks measured at valgrind's speed in the user's cache.
   flopsprof::ProfilerOptions options;
   options.roofline.enabled = false;
+  // `ours`: the default capture (the dispatcher interceptor where it can be installed);
+  // `ours_rf`: flopsprof on RecordFunction callbacks, the path before issue 46
+  if (variant == "ours_rf") options.capture = flopsprof::ProfilerOptions::Capture::kRecordFunction;
+  const bool ours = variant == "ours" || variant == "ours_rf";
   flopsprof::FlopsProfiler prof(model, options);
   at::CallbackHandle floor_ops = 0, floor_nodes = 0;
-  if (variant == "ours") {
+  if (ours) {
     prof.start_profile();
     work();  // the profiler's thread buffer and name cache, as in a long profile
   } else if (variant == "floor") {
@@ -232,7 +237,7 @@ int main(int argc, char** argv) {
   CALLGRIND_START_INSTRUMENTATION;
   for (int i = 0; i < iterations; ++i) work();
   CALLGRIND_STOP_INSTRUMENTATION;
-  if (variant == "ours") prof.stop_profile();
+  if (ours) prof.stop_profile();
   if (variant == "pytorch") torch::autograd::profiler::disableProfiler();
   if (floor_ops != 0) at::removeCallback(floor_ops);
   if (floor_nodes != 0) at::removeCallback(floor_nodes);

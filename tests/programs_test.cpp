@@ -760,14 +760,16 @@ TORCH_MODULE(ScopedBlock);
 // Issue 10: a server profiles a window of live traffic. Workers keep running forwards (with
 // scopes) while the main thread starts, stops, resets and ends profiles, and destroys profilers,
 // at any moment. Nothing may be read after it is freed (run under ASan/TSan by the sanitizer
-// job); afterwards a quiet profile still counts exactly.
+// job); afterwards a quiet profile still counts exactly. Four workers, observed (Threads::kAll,
+// but one profile in five; issue 46: on the dispatch capture the workers join it at their next
+// built-in module call and drop its key again after the stop).
 TEST(Lifetime, ProfilesComeAndGoWhileOtherThreadsRunForwards) {
   torch::manual_seed(0);
   torch::nn::Sequential model(ScopedBlock(), ScopedBlock(), torch::nn::Linear(16, 4));
   std::atomic<bool> quit{false};
   std::atomic<uint64_t> forwards{0};
   std::vector<std::thread> workers;
-  for (int w = 0; w < 3; ++w) {
+  for (int w = 0; w < 4; ++w) {
     workers.emplace_back([&] {
       torch::NoGradGuard no_grad;
       torch::Tensor x = torch::randn({2, 16});
@@ -780,6 +782,7 @@ TEST(Lifetime, ProfilesComeAndGoWhileOtherThreadsRunForwards) {
   for (int i = 0; i < 120; ++i) {
     flopsprof::ProfilerOptions o;
     o.track_memory = i % 3 == 0;
+    if (i % 5 == 4) o.threads = flopsprof::ProfilerOptions::Threads::kCallingThread;
     auto prof = std::make_unique<FlopsProfiler>(model, o);
     // Each cycle overlaps the workers' forwards by construction, not by the scheduler's timing:
     // it goes on only after two more forwards finished while the profile ran.
