@@ -31,6 +31,7 @@
 
 #include "capture/interceptor.h"
 #include "flopsprof/error.h"
+#include "flopsprof/report.h"
 #include "profiler/peaks.h"
 
 namespace flopsprof {
