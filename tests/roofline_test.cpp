@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -524,20 +525,27 @@ struct TwoSizesImpl : torch::nn::Module {
 };
 TORCH_MODULE(TwoSizes);
 
+// One Adam training step of a small MLP against given ceilings of 1e8 FLOP/s and B/s (as
+// FLOPSPROF_PEAK_*=1e8): most of its shares far above them. `check` reads the profiler.
+void low_peak_training_step(const std::function<void(const FlopsProfiler&)>& check) {
+  torch::manual_seed(0);
+  models::Mlp model(16, 32, 4);
+  torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
+  flopsprof::ProfilerOptions o;
+  o.roofline.set_peak_flops(1e8);
+  o.roofline.peak_bandwidth = 1e8;
+  FlopsProfiler prof(model, o);
+  const torch::Tensor x = torch::randn({64, 16});
+  prof.start_profile();
+  adam.zero_grad();
+  model->forward(x).sum().backward();
+  adam.step();
+  prof.stop_profile();
+  check(prof);
+}
+
 TEST(RooflineRun, EveryFlaggedRowIsInTheTableAndABlendedCeilingIsSaid) {
-  {
-    torch::manual_seed(0);
-    models::Mlp model(16, 32, 4);
-    torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
-    flopsprof::ProfilerOptions o;
-    o.roofline.set_peak_flops(1e8);
-    o.roofline.peak_bandwidth = 1e8;
-    FlopsProfiler prof(model, o);
-    prof.start_profile();
-    adam.zero_grad();
-    model->forward(torch::randn({64, 16})).sum().backward();
-    adam.step();
-    prof.stop_profile();
+  low_peak_training_step([](const FlopsProfiler& prof) {
     const std::string text = prof.model_profile_string();
     const std::string table = text.substr(text.find("Roofline per op"));
     size_t rows = 0, flagged = 0;
@@ -555,7 +563,7 @@ TEST(RooflineRun, EveryFlaggedRowIsInTheTableAndABlendedCeilingIsSaid) {
     }
     EXPECT_GT(rows, 15u) << "more rows than the table's 15 slowest";
     EXPECT_GT(flagged, 0u);
-  }
+  });
   {
     // relu over 2 K floats (16 KiB read + written: L1) and over 8 K floats (64 KiB: DRAM): one
     // row, its bytes at two levels, its ceiling (16 + 64 KiB) / (16 KiB / 10 MB/s + 64 KiB / 1
@@ -582,55 +590,45 @@ TEST(RooflineRun, EveryFlaggedRowIsInTheTableAndABlendedCeilingIsSaid) {
 // step's shares stand far above it: every one above the tolerance is flagged, in every phase, and
 // one problems line per side counts them all (19 of 29 modules carried no flag before).
 TEST(RooflineRun, EveryShareAboveItsCeilingIsFlagged) {
-  torch::manual_seed(0);
-  models::Mlp model(16, 32, 4);
-  torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
-  flopsprof::ProfilerOptions o;
-  o.roofline.set_peak_flops(1e8);
-  o.roofline.peak_bandwidth = 1e8;
-  FlopsProfiler prof(model, o);
-  const torch::Tensor x = torch::randn({64, 16});
-  prof.start_profile();
-  adam.zero_grad();
-  model->forward(x).sum().backward();
-  adam.step();
-  prof.stop_profile();
-  const ProfileResult& r = prof.result();
-  size_t above[2] = {0, 0}, ops[2] = {0, 0}, modules[2] = {0, 0};  // [compute, memory]
-  auto check = [&](const flopsprof::RooflinePoint& p, const std::string& what) {
-    if (p.bound.empty()) return false;
-    EXPECT_EQ(p.above_ceiling, p.share > 1.0 + flopsprof::kCeilingTolerance) << what;
-    if (p.above_ceiling) ++above[p.bound == "memory" ? 1 : 0];
-    return p.above_ceiling;
-  };
-  for (const auto& op : r.ops) {
-    if (check(op.roofline, op.name + " " + op.phase)) ++ops[op.roofline.bound == "memory" ? 1 : 0];
-  }
-  for (const auto& m : r.modules) {
-    bool counted[2] = {false, false};
-    for (const auto* p : {&m.roofline, &m.bwd_roofline}) {
-      if (check(*p, m.name)) counted[p->bound == "memory" ? 1 : 0] = true;
+  low_peak_training_step([](const FlopsProfiler& prof) {
+    const ProfileResult& r = prof.result();
+    size_t above[2] = {0, 0}, ops[2] = {0, 0}, modules[2] = {0, 0};  // [compute, memory]
+    auto check = [&](const flopsprof::RooflinePoint& p, const std::string& what) {
+      if (p.bound.empty()) return false;
+      EXPECT_EQ(p.above_ceiling, p.share > 1.0 + flopsprof::kCeilingTolerance) << what;
+      if (p.above_ceiling) ++above[p.bound == "memory" ? 1 : 0];
+      return p.above_ceiling;
+    };
+    for (const auto& op : r.ops) {
+      if (check(op.roofline, op.name + " " + op.phase))
+        ++ops[op.roofline.bound == "memory" ? 1 : 0];
     }
-    for (int k = 0; k < 2; ++k) modules[k] += counted[k];
-  }
-  check(r.step_roofline, "step");
-  EXPECT_GT(above[0] + above[1], 0u);
-  // one line per side, with its counts
-  for (int k = 0; k < 2; ++k) {
-    if (ops[k] + modules[k] == 0) continue;
-    std::string counts = ops[k] > 0 ? fmt::format("{} op row(s)", ops[k]) : "";
-    if (modules[k] > 0)
-      counts += fmt::format("{}{} module(s)", counts.empty() ? "" : " and ", modules[k]);
-    const std::string want = fmt::format("roofline: {} ran above {}", counts,
-                                         k == 1 ? "their memory ceiling" : "the peak FLOP/s");
-    bool said = false;
-    for (const auto& p : r.problems) said = said || p.rfind(want, 0) == 0;
-    EXPECT_TRUE(said) << want << "\n" << ::testing::PrintToString(r.problems);
-  }
-  // the JSON carries each flag, per phase
-  const json j = json::parse(prof.to_json());
-  EXPECT_EQ(j["summary"]["step_above_ceiling"], r.step_roofline.above_ceiling);
-  EXPECT_EQ(j["modules"][0]["bwd_above_ceiling"], r.modules[0].bwd_roofline.above_ceiling);
+    for (const auto& m : r.modules) {
+      bool counted[2] = {false, false};
+      for (const auto* p : {&m.roofline, &m.bwd_roofline}) {
+        if (check(*p, m.name)) counted[p->bound == "memory" ? 1 : 0] = true;
+      }
+      for (int k = 0; k < 2; ++k) modules[k] += counted[k];
+    }
+    check(r.step_roofline, "step");
+    EXPECT_GT(above[0] + above[1], 0u);
+    // one line per side, with its counts
+    for (int k = 0; k < 2; ++k) {
+      if (ops[k] + modules[k] == 0) continue;
+      std::string counts = ops[k] > 0 ? fmt::format("{} op row(s)", ops[k]) : "";
+      if (modules[k] > 0)
+        counts += fmt::format("{}{} module(s)", counts.empty() ? "" : " and ", modules[k]);
+      const std::string want = fmt::format("roofline: {} ran above {}", counts,
+                                           k == 1 ? "their memory ceiling" : "the peak FLOP/s");
+      bool said = false;
+      for (const auto& p : r.problems) said = said || p.rfind(want, 0) == 0;
+      EXPECT_TRUE(said) << want << "\n" << ::testing::PrintToString(r.problems);
+    }
+    // the JSON carries each flag, per phase
+    const json j = json::parse(prof.to_json());
+    EXPECT_EQ(j["summary"]["step_above_ceiling"], r.step_roofline.above_ceiling);
+    EXPECT_EQ(j["modules"][0]["bwd_above_ceiling"], r.modules[0].bwd_roofline.above_ceiling);
+  });
 }
 
 // With this machine's measured levels, work whose working set sits in a cache is placed against
