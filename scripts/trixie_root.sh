@@ -126,6 +126,10 @@ mount_once() { # mount_once TARGET mount-args...: skips a target already mounted
 }
 mount_once "$root_dir/proc" -t proc proc
 mount_once "$root_dir/dev" --bind /dev
+# /sys read as the host's: the CPU's cache levels (/sys/devices/system/cpu/cpu0/cache) that the
+# cache-aware roofline measures
+mkdir -p "$root_dir/sys"
+mount_once "$root_dir/sys" --bind /sys
 for b in "${binds[@]+"${binds[@]}"}"; do
   src=${b%%:*}
   dst=${b#*:}
