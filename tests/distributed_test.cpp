@@ -219,6 +219,43 @@ TEST(Collectives, AnAllReduceInAGradientHookIsThatModulesBackward) {
   EXPECT_EQ(found, 1);
 }
 
+// A hook on an activation runs before its node's own record opens: on the dispatch capture the
+// engine runs it between two nodes' records (LibTorch 2.x does so for a leaf's hooks too);
+// RecordFunction shows it inside the engine's wrapper of that node. Both paths place its
+// collective in that node's module: the activation's grad_fn is the ReLU's.
+struct HookedImpl : torch::nn::Module {
+  HookedImpl()
+      : fc1(register_module("fc1", torch::nn::Linear(8, 16))),
+        act(register_module("act", torch::nn::ReLU())),
+        fc2(register_module("fc2", torch::nn::Linear(16, 4))) {}
+  torch::Tensor forward(const torch::Tensor& x) {
+    torch::Tensor h = act(fc1(x));
+    h.register_hook([](torch::Tensor g) {
+      fake_all_reduce(g);
+      return g;
+    });
+    return fc2(h);
+  }
+  torch::nn::Linear fc1;
+  torch::nn::ReLU act;
+  torch::nn::Linear fc2;
+};
+TORCH_MODULE(Hooked);
+
+TEST(Collectives, AnActivationsHookIsTheBackwardOfItsNodesModule) {
+  torch::manual_seed(0);
+  Hooked model;
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  model->forward(torch::randn({3, 8})).sum().backward();
+  prof.stop_profile();
+  const auto& cs = prof.result().collectives;
+  ASSERT_EQ(cs.size(), 1u);
+  EXPECT_EQ(cs[0].module, "act");
+  EXPECT_EQ(cs[0].phase, "backward");
+  EXPECT_EQ(cs[0].numel, 3u * 16) << "the activation's gradient";
+}
+
 TEST(ChromeTrace, TimestampsAreWallClockSinceKinetosBaseWithAProfilerStep) {
   auto wall_ns = [] {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(

@@ -43,6 +43,17 @@ Issuer running_at(const AggregateInput& in, int self, int64_t t) {
   return best;
 }
 
+// The first autograd node record (or engine wrapper) that started at or after `t` on a thread:
+// the one its engine task ran next. -1: none.
+int next_backward_node(const std::vector<RawEvent>& ev, int64_t t) {
+  auto it = std::lower_bound(ev.begin(), ev.end(), t,
+                             [](const RawEvent& e, int64_t v) { return e.start_tick < v; });
+  for (; it != ev.end(); ++it) {
+    if (it->kind == EventKind::kBackwardNode) return static_cast<int>(it - ev.begin());
+  }
+  return -1;
+}
+
 }  // namespace
 
 std::vector<CollectiveCall> collective_calls(const AggregateInput& in, const Attribution& at) {
@@ -70,7 +81,13 @@ std::vector<CollectiveCall> collective_calls(const AggregateInput& in, const Att
       // Where it was issued: the op open on its thread when it started, or (a record started on
       // a backend's worker thread) the innermost op running then on another thread.
       Issuer issuer{static_cast<int>(t), c.op};
-      if (c.op < 0 && c.scope < 0) issuer = running_at(in, static_cast<int>(t), c.start_tick);
+      if (c.op < 0 && (c.flags & kBackward)) {
+        // In an engine task before its node's record (a gradient hook, dispatch capture): the
+        // node's, as RecordFunction places it inside the engine's wrapper of that node.
+        issuer.event = next_backward_node(th.events, c.start_tick);
+      } else if (c.op < 0 && c.scope < 0) {
+        issuer = running_at(in, static_cast<int>(t), c.start_tick);
+      }
       uint8_t flags = c.flags;
       int module = kOutsideModel;
       if (issuer.event >= 0) {

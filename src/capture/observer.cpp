@@ -539,15 +539,12 @@ std::unique_ptr<at::ObserverContext> on_collective_start(const at::RecordFunctio
     uint16_t unused_flags;
     b->names.lookup(fn.name(), &c.name_id, &unused_flags);
     c.op = b->open_op;
-    // Dispatch capture, between an engine task's nodes: a gradient hook the engine runs before
-    // its next node (LibTorch 2.x runs a leaf's hooks before AccumulateGrad's record opens),
-    // inside the record standing for the engine's wrapper of the graph task's last node, as
-    // RecordFunction shows it inside the next node's wrapper.
-    if (s->dispatch && c.op < 0) c.op = engine_parent(b);
     c.scope = b->open_scope;
-    if (b->backward_depth > 0 ||
-        (c.op >= 0 && (b->events[static_cast<size_t>(c.op)].flags & kBackward)))
-      c.flags |= kBackward;
+    if (b->backward_depth > 0) c.flags |= kBackward;
+    // Dispatch capture: issued in an engine task before its node's record opens (a gradient
+    // hook the engine runs first; RecordFunction shows it inside the engine's wrapper of that
+    // node): backward, placed by the node after it (collective_calls).
+    if (s->dispatch && c.op < 0 && current_engine_task() != nullptr) c.flags |= kBackward;
     if (b->step_depth > 0) c.flags |= kStep;
     c.dims_begin = static_cast<uint32_t>(b->dims.size());
     for (const c10::IValue& v : fn.inputs()) {
