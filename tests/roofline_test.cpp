@@ -413,14 +413,15 @@ TEST(RooflineRun, AnImplausibleCachedPeakIsMeasuredAgain) {
 TEST(RooflineRun, ImplausibleLevelsOrThreadLinesAreMeasuredAgain) {
   const ScratchPeaksCache cache;
   const std::string file = cache.dir() + "/machine-peaks.txt";
-  const flopsprof::MachinePeaks measured = flopsprof::cpu_peaks({DType::kFloat32}, 2);
-  if (!measured.doubt.empty())  // then it wrote no line to start from
-    GTEST_SKIP() << "this machine is too busy to measure: " << measured.doubt;
+  flopsprof::cpu_peaks({DType::kFloat32}, 2);
   std::string good;
   {
     std::ifstream f(file);
     std::getline(f, good);
   }
+  // measured on a busy machine, the line carries its doubt: the lines below are undoubted
+  if (const size_t d = good.find("\tdoubt="); d != std::string::npos)
+    good.erase(d, good.find('\t', d + 1) - d);
   ASSERT_NE(good.find("|threads=2|"), std::string::npos) << good;
   auto field = [](std::string line, const std::string& name, const std::string& value) {
     const size_t at = line.find("\t" + name + "=");
@@ -438,7 +439,8 @@ TEST(RooflineRun, ImplausibleLevelsOrThreadLinesAreMeasuredAgain) {
   EXPECT_EQ(p.flops_source, "measured");  // not "measured (cached)"
   for (const auto& l : p.bandwidth_by_level) EXPECT_NE(l.bytes_per_s, 1e8) << l.name;
   // (2) the 2-thread line at under half of a 1-thread line's fp32 (1 PFLOP/s, trusted as a
-  // rate): measured again, and still so against that line: used, doubted, not cached.
+  // rate): measured again, and still so against that line: used, doubted, and kept with its doubt
+  // (a later process uses it and says so instead of measuring each time).
   std::string one = good;
   one.replace(one.find("|threads=2|"), 11, "|threads=1|");
   std::ofstream(file) << good << "\n" << field(one, "fp32", "1e15") << "\n";
@@ -449,11 +451,14 @@ TEST(RooflineRun, ImplausibleLevelsOrThreadLinesAreMeasuredAgain) {
   EXPECT_NE(p.doubt.find("under half of 1.00 PFLOPS at 1"), std::string::npos) << p.doubt;
   {
     std::ifstream f(file);
-    std::string line;
-    int lines = 0;
-    while (std::getline(f, line)) lines += !line.empty();
-    EXPECT_EQ(lines, 2) << "the doubted measurement replaced nothing";
+    std::stringstream text;
+    text << f.rdbuf();
+    EXPECT_NE(text.str().find("\tdoubt=fp32 "), std::string::npos) << text.str();
   }
+  flopsprof::detail::forget_measured_peaks();
+  const flopsprof::MachinePeaks again = flopsprof::cpu_peaks({DType::kFloat32}, 2);
+  EXPECT_EQ(again.flops_source, "measured (cached)");
+  EXPECT_EQ(again.doubt, p.doubt);
   // a profile against such peaks says so in its problems
   torch::nn::Linear lin(8, 8);
   flopsprof::ProfilerOptions o;
@@ -797,9 +802,6 @@ TEST(RooflineRun, CpuPeaksAreMeasuredOnceAndKeptInTheCacheFile) {
     fastest = std::max(fastest, std::stod(first.detail.substr(begin, at - begin)) * 1e9);
   }
   EXPECT_NEAR(first.peak_flops(DType::kFloat32), fastest, 1e-3 * fastest) << first.detail;
-  // Measured twice and still implausible (a cache level under DRAM: a machine too busy to
-  // measure), the peaks are not kept: nothing to read back here.
-  if (!first.doubt.empty()) GTEST_SKIP() << "this machine is too busy to measure: " << first.doubt;
   // The cache file has this machine's line, keyed by model, threads and LibTorch
   std::ifstream f(std::string(dir) + "/machine-peaks.txt");
   std::stringstream text;
@@ -823,7 +825,7 @@ TEST(RooflineRun, CpuPeaksAreMeasuredOnceAndKeptInTheCacheFile) {
   std::string line;
   int lines = 0;
   while (std::getline(f2, line)) lines += !line.empty();
-  EXPECT_EQ(lines, two.doubt.empty() ? 2 : 1) << two.doubt;
+  EXPECT_EQ(lines, 2) << two.doubt;
 }
 
 TEST(RooflineRun, TraceTextAndJsonShowBytesAndTheRoofline) {

@@ -49,7 +49,8 @@ struct MachinePeaks {
   double measure_s = 0;    ///< seconds this process spent measuring them (0: cached or given)
   std::string cache_file;  ///< where measured peaks are kept ("" when not cached)
   /// Why measured peaks look wrong even measured twice ("L2 131 MB/s below DRAM 13.3 GB/s": a
-  /// busy machine); such peaks are used, said in the problems, and not cached. "": none.
+  /// busy machine); such peaks are used, said in the problems, and cached with their doubt
+  /// (delete the cache file to measure again). "": none.
   std::string doubt;
 
   /// Peak FLOP/s for `dtype`: its own, else fp32's (no measurement for it), else 0.

@@ -1277,10 +1277,11 @@ class Aggregator {
     if (!in.machine.doubt.empty()) {
       r.problems.push_back(fmt::format(
           "roofline: this machine's peaks look wrong even measured twice ({}): probably measured "
-          "while the machine was busy; shares against them are unreliable and they were not "
-          "cached (measured again next time; or give them: ProfilerOptions::roofline, "
-          "--peak-flops, --peak-bandwidth L1:32K=...,DRAM=...)",
-          in.machine.doubt));
+          "while the machine was busy; shares against them are unreliable (delete {} on an idle "
+          "machine to measure again, or give them: ProfilerOptions::roofline, --peak-flops, "
+          "--peak-bandwidth L1:32K=...,DRAM=...)",
+          in.machine.doubt,
+          in.machine.cache_file.empty() ? "the peaks cache" : in.machine.cache_file));
     }
     struct Worst {
       size_t ops = 0, modules = 0;

@@ -104,7 +104,7 @@ struct Entry {
   RateByDtype flops{};
   std::map<std::string, bool> tried;  // dtypes measured (a 0 is "cannot compute it here")
   std::string detail;
-  std::string doubt;  // this process's: why its measurement looks wrong (never written)
+  std::string doubt;  // why its measurement looked wrong even measured twice ("": none)
 };
 
 // Why an entry's rates cannot all be right ("" when they can): a cache level slower than main
@@ -195,6 +195,8 @@ std::map<std::string, Entry> read_cache(const std::string& file) {
         e.bandwidth = v.value_or(0);
       } else if (name == "detail") {
         e.detail = value;
+      } else if (name == "doubt") {
+        e.doubt = value;
       } else if (name == "levels") {
         // NAME:CAPACITY:RATE;... (rates as the other fields, trusted likewise)
         std::stringstream ls(value);
@@ -253,6 +255,7 @@ void write_cache(const std::string& dir, const std::string& file,
         const char* n = dtype_name(static_cast<DType>(d));
         if (e.tried.count(n)) f << '\t' << n << '=' << fmt::format("{:.17g}", e.flops[d]);
       }
+      if (!e.doubt.empty()) f << "\tdoubt=" << e.doubt;
       f << "\tdetail=" << e.detail << '\n';
     }
     if (!f) {
@@ -504,8 +507,9 @@ std::optional<MachinePeaks> peaks_of_this_cpu(const std::vector<DType>& dtypes, 
   if (auto it = g_process_cache.find(key); it != g_process_cache.end()) {
     e = it->second;
   } else if (auto jt = cached.find(key); use_cache && jt != cached.end()) {
-    // an implausible line (measured while the machine was busy) is measured again
-    if (implausible(jt->second, key, cached).empty()) {
+    // an implausible line (measured while the machine was busy, or edited) is measured again;
+    // one measured twice and kept with its doubt is used as it is, the doubt said
+    if (!jt->second.doubt.empty() || implausible(jt->second, key, cached).empty()) {
       e = jt->second;
       from_file = true;
     }
@@ -524,7 +528,8 @@ std::optional<MachinePeaks> peaks_of_this_cpu(const std::vector<DType>& dtypes, 
     if (before != threads) at::set_num_threads(threads);
     try {
       // Measured twice at most: a second time when the first looks implausible (a busy
-      // machine); still so, it is used with its doubt said (MachinePeaks::doubt) and not kept.
+      // machine); still so, it is used and kept with its doubt (MachinePeaks::doubt, said in the
+      // problems until the file is deleted), not measured again by every run.
       const bool fresh = e.bandwidth <= 0 || !use_cache;
       for (int attempt = 0; attempt < 2; ++attempt) {
         if (fresh || attempt > 0) {
@@ -554,8 +559,9 @@ std::optional<MachinePeaks> peaks_of_this_cpu(const std::vector<DType>& dtypes, 
           e.detail = det + e.detail;
           measured_now = true;
         }
-        e.doubt = measured_now ? implausible(e, key, cached) : "";
-        if (e.doubt.empty() || !measured_now) break;
+        if (!measured_now) break;  // this process's entry, its doubt kept
+        e.doubt = implausible(e, key, cached);
+        if (e.doubt.empty()) break;
       }
     } catch (const std::exception& ex) {
       if (before != threads) at::set_num_threads(before);
@@ -570,7 +576,7 @@ std::optional<MachinePeaks> peaks_of_this_cpu(const std::vector<DType>& dtypes, 
   if (measured_now) {
     p.measure_s = seconds_since(t0);
     g_process_cache[key] = e;
-    if (!file.empty() && e.doubt.empty()) {
+    if (!file.empty()) {
       cached = read_cache(file);  // another process may have written meanwhile
       cached[key] = e;
       write_cache(dir, file, cached);
