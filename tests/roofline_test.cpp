@@ -666,6 +666,7 @@ TEST(RooflineRun, SmallWorkingSetsSitUnderTheirCacheLevel) {
     if (!q.above_ceiling) return q.share <= 1.0 + flopsprof::kCeilingTolerance;
     for (const auto& s : res.problems) {
       if (s.find("measured while the machine was busy") != std::string::npos) return true;
+      if (s.find("peaks look wrong even measured twice") != std::string::npos) return true;
     }
     return false;
   };
