@@ -427,6 +427,19 @@ TEST(FusedBytes, RnnLayerAndFastPaths) {
   ByteCount b = bytes("aten::mkldnn_rnn_layer", lstm);
   EXPECT_EQ(b.read, (80u + 128u + 64u + 16u + 16u + 8u + 8u) * 4);
   EXPECT_EQ(b.written, (40u + 8u + 8u) * 4);
+  // _cudnn_rnn: x[5,2,8], 8 weights of 1024 bytes in all, stride0 4, weight_buf[256], hx and cx
+  // [2,2,4], LSTM, hidden 4, no projection, 2 layers: writes the output [5,2,4] (40), hy, cy (16)
+  Args rnn;
+  rnn.tensor({5, 2, 8}).tensor_list(8, 1024).i(4).tensor({256}).tensor({2, 2, 4}).tensor({2, 2, 4});
+  rnn.i(2).i(4).i(0).i(2).b(false).d(0.0).b(false).b(false).list({}).undefined();
+  ByteCount r = bytes("aten::_cudnn_rnn", rnn);
+  EXPECT_EQ(r.read, (80u + 256u + 16u + 16u) * 4 + 1024u);
+  EXPECT_EQ(r.written, (40u + 16u + 16u) * 4);
+  // _cudnn_rnn_backward: the gradients of x (80), hx, cx (16 each) and the weights (1024 bytes)
+  Args back;
+  back.tensor({5, 2, 8}).tensor_list(8, 1024).i(4).tensor({256}).tensor({2, 2, 4});
+  back.tensor({2, 2, 4}).tensor({5, 2, 4}).tensor({5, 2, 4}).undefined().undefined().i(2).i(4);
+  EXPECT_EQ(bytes("aten::_cudnn_rnn_backward", back).written, (80u + 16u + 16u) * 4 + 1024u);
   // _addmm_activation(b[32], x[10,16], w[16,32]): [10,32]
   EXPECT_EQ(bytes("aten::_addmm_activation", Args().tensor({32}).tensor({10, 16}).tensor({16, 32}))
                 .written,

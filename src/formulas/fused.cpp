@@ -1,12 +1,11 @@
 // Fused kernels FlopCounterMode scores 0 (measured, torch 2.6 CPU): oneDNN's RNN layer (forward
-// and backward), the MultiheadAttention / TransformerEncoderLayer fast paths, and addmm fused with
-// an activation.
-// Each is counted as the unfused ops it replaces are (matmul.cpp, attention.cpp): MACs of its
-// GEMMs; FLOPs = 2 * MACs + one per output element of each bias add.
-// Bytes: every input read once (weights included: a fused kernel's internal traffic is not
-// seen); the outputs written: the RNN layer's output [T, B, H] and final states (its workspace
-// is not counted), its backward's gradients of the input, weights, biases and states; the fast
-// paths' outputs (the attention weights when asked for).
+// and backward), cuDNN's RNN (every layer in one op, forward and backward), the MultiheadAttention
+// / TransformerEncoderLayer fast paths, and addmm fused with an activation. Each is counted as the
+// unfused ops it replaces are (matmul.cpp, attention.cpp): MACs of its GEMMs; FLOPs = 2 * MACs +
+// one per output element of each bias add. Bytes: every input read once (weights included: a fused
+// kernel's internal traffic is not seen); the outputs written: the RNN layer's output [T, B, H] and
+// final states (its workspace is not counted), its backward's gradients of the input, weights,
+// biases and states; the fast paths' outputs (the attention weights when asked for).
 #include "formulas/common.h"
 
 namespace flopsprof::detail {
@@ -62,6 +61,61 @@ std::optional<FlopCount> mkldnn_rnn_layer_backward(const OpInputs& in) {
   auto g = rnn_layer_gemms(in.shape(0), in.shape(1), in.shape(2), in.integer(14));
   if (!g) return std::nullopt;
   const bool biases = in.boolean(17).value_or(true);
+  return gemm_count(checked_mul(2, g->macs), biases ? checked_mul(2, g->rows) : 0);
+}
+
+// cuDNN's whole RNN (every layer and direction in one op: the CUDA path of nn.LSTM / GRU / RNN),
+// from its sizes alone (the weight list's shapes are not captured): input [T,B,I] (or [B,T,I], or
+// packed [sum(batch_sizes), I]), `mode` (as mkldnn's), hidden size H, projection size P (0: none;
+// LSTM only), layers, bidirectional, weight_stride0 (tensors per layer and direction: w_ih, w_hh,
+// then b_ih and b_hh when it has biases, then w_hr). Per layer and direction, as the unfused
+// cell per step: linear_ih + linear_hh (+ the projection): T*B*(G*H*(I_l + H_out) + H*P) MACs,
+// H_out = P or H, I_l = I for the first layer and dirs*H_out after it; biases 2*T*B*G*H FLOPs.
+struct CudnnRnn {
+  int64_t input = 0, mode = 1, hidden = 2, proj = 3, layers = 4, bidirectional = 5, stride0 = 6;
+};
+std::optional<RnnLayerGemms> cudnn_rnn_gemms(const OpInputs& in, const CudnnRnn& at, bool& biases) {
+  IntSpan x = in.shape(static_cast<size_t>(at.input));
+  auto mode = in.integer(at.mode), hidden = in.integer(at.hidden), layers = in.integer(at.layers);
+  auto stride0 = in.integer(at.stride0);
+  const int64_t proj = in.integer(at.proj).value_or(0);
+  if (x.size() < 2 || !mode || !hidden || !layers || !stride0 || *hidden <= 0 || *layers <= 0 ||
+      proj < 0 || x.back(0) <= 0)
+    return std::nullopt;
+  const uint64_t dirs = in.boolean(at.bidirectional).value_or(false) ? 2 : 1;
+  const uint64_t input_size = u(x.back(0)), steps = numel_of(x) / input_size;
+  const uint64_t h = u(*hidden), h_out = proj > 0 ? u(proj) : h;
+  const uint64_t gates_h = checked_mul(rnn_gates(*mode), h);
+  biases = *stride0 == 4 || *stride0 == 5;
+  RnnLayerGemms g;
+  for (int64_t l = 0; l < *layers; ++l) {
+    const uint64_t in_l = l == 0 ? input_size : checked_mul(dirs, h_out);
+    uint64_t per_step = checked_mul(gates_h, checked_add(in_l, h_out));
+    if (proj > 0) per_step = checked_add(per_step, checked_mul(h, h_out));
+    g.macs = checked_add(g.macs, checked_mul(checked_mul(dirs, steps), per_step));
+    g.rows = checked_add(g.rows, checked_mul(checked_mul(dirs, steps), gates_h));
+  }
+  return g;
+}
+
+// _cudnn_rnn(input, weight[], weight_stride0, weight_buf, hx, cx, mode, hidden_size, proj_size,
+// num_layers, batch_first, dropout, train, bidirectional, batch_sizes, dropout_state)
+std::optional<FlopCount> cudnn_rnn(const OpInputs& in) {
+  bool biases = false;
+  auto g = cudnn_rnn_gemms(in, CudnnRnn{0, 6, 7, 8, 9, 13, 2}, biases);
+  if (!g) return std::nullopt;
+  return gemm_count(g->macs, biases ? checked_mul(2, g->rows) : 0);
+}
+
+// _cudnn_rnn_backward(input, weight[], weight_stride0, weight_buf, hx, cx, output, grad_output,
+// grad_hy, grad_cy, mode, hidden_size, proj_size, num_layers, batch_first, dropout, train,
+// bidirectional, batch_sizes, dropout_state, reserve, output_mask): as mkldnn's backward, each
+// forward GEMM gives one for its input's gradient and one for its weight's: twice the forward;
+// the bias gradients, 2*T*B*G*H sums.
+std::optional<FlopCount> cudnn_rnn_backward(const OpInputs& in) {
+  bool biases = false;
+  auto g = cudnn_rnn_gemms(in, CudnnRnn{0, 10, 11, 12, 13, 17, 2}, biases);
+  if (!g) return std::nullopt;
   return gemm_count(checked_mul(2, g->macs), biases ? checked_mul(2, g->rows) : 0);
 }
 
@@ -156,6 +210,30 @@ std::optional<ByteCount> rnn_layer_backward_bytes(const OpInputs& in) {
   return ByteCount{input_bytes(in), w};
 }
 
+// _cudnn_rnn(input[T,B,I], weight[], stride0, weight_buf, hx, cx, mode, hidden_size, proj_size,
+// num_layers, batch_first, dropout, train, bidirectional, ...): the output [T, B, dirs*H_out], hy
+// and cy (hx's and cx's shapes; its reserve and workspace are not counted)
+std::optional<ByteCount> cudnn_rnn_bytes(const OpInputs& in) {
+  IntSpan x = in.shape(0);
+  auto hidden = in.integer(7);
+  if (x.size() < 2 || !hidden || x.back(0) <= 0 || *hidden <= 0) return std::nullopt;
+  const int64_t proj = in.integer(8).value_or(0);
+  const uint64_t h_out = proj > 0 ? u(proj) : u(*hidden);
+  const uint64_t dirs = in.boolean(13).value_or(false) ? 2 : 1;
+  const uint64_t steps = count_of(x) / u(x.back(0));
+  uint64_t w = sat_mul(sat_mul(steps, sat_mul(dirs, h_out)), element_bytes(in[0].dtype));
+  w = sat_add(w, sat_add(out_bytes(in, 4), out_bytes(in, 5)));
+  return ByteCount{input_bytes(in), w};
+}
+
+// _cudnn_rnn_backward: the gradients of the input, hx, cx and every weight (the list's bytes)
+std::optional<ByteCount> cudnn_rnn_backward_bytes(const OpInputs& in) {
+  if (!in.is_tensor(0)) return std::nullopt;
+  uint64_t w = sat_add(out_bytes(in, 0), sat_add(out_bytes(in, 4), out_bytes(in, 5)));
+  if (in[1].kind == ArgKind::kTensorList) w = sat_add(w, in[1].extent);
+  return ByteCount{input_bytes(in), w};
+}
+
 // _addmm_activation(input, a[M,K], b[K,N], ...): [M, N]
 std::optional<ByteCount> addmm_activation_bytes(const OpInputs& in) {
   IntSpan a = in.shape(1), b = in.shape(2);
@@ -184,6 +262,8 @@ std::optional<ByteCount> native_mha_bytes(const OpInputs& in) {
 void register_fused_bytes() {
   add_builtin_bytes("aten::mkldnn_rnn_layer", rnn_layer_bytes);
   add_builtin_bytes("aten::mkldnn_rnn_layer_backward", rnn_layer_backward_bytes);
+  add_builtin_bytes("aten::_cudnn_rnn", cudnn_rnn_bytes);
+  add_builtin_bytes("aten::_cudnn_rnn_backward", cudnn_rnn_backward_bytes);
   add_builtin_bytes("aten::_addmm_activation", addmm_activation_bytes);
   add_builtin_bytes("aten::_native_multi_head_attention", native_mha_bytes);
   add_builtin_bytes("aten::_transformer_encoder_layer_fwd", same_as(0));
@@ -192,6 +272,8 @@ void register_fused_bytes() {
 void register_fused_formulas() {
   add_builtin_formula("aten::mkldnn_rnn_layer", mkldnn_rnn_layer);
   add_builtin_formula("aten::mkldnn_rnn_layer_backward", mkldnn_rnn_layer_backward);
+  add_builtin_formula("aten::_cudnn_rnn", cudnn_rnn);
+  add_builtin_formula("aten::_cudnn_rnn_backward", cudnn_rnn_backward);
   add_builtin_formula("aten::_addmm_activation", addmm_activation);
   add_builtin_formula("aten::_native_multi_head_attention", native_mha);
   add_builtin_formula("aten::_transformer_encoder_layer_fwd", encoder_layer);
