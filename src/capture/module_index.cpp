@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <torch/nn/module.h>
 #include <torch/version.h>
 
