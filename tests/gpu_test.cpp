@@ -54,6 +54,23 @@ TEST(GpuCupti, ResNet18KernelsBelongToTheirModules) {
   }
 }
 
+// The same on the RecordFunction capture path (each op pushes its id from RecordFunction's
+// callbacks instead of the interceptor's kernel).
+TEST(GpuCupti, ResNet18KernelsBelongToTheirModulesOnRecordFunction) {
+  FLOPSPROF_REQUIRE_GPU();
+  models::ResNet18 model;
+  model->eval();
+  flopsprof::ProfilerOptions o;
+  o.capture = flopsprof::ProfilerOptions::Capture::kRecordFunction;
+  flopsprof::ProfileResult r = profile_on_cuda(model, torch::randn({8, 3, 224, 224}), o);
+  EXPECT_EQ(r.workload.capture, "record_function");
+  expect_attributed(r, "ResNet-18, RecordFunction");
+  for (const auto& m : r.modules) {
+    if (m.name == "conv1" || m.name == "layer1.0" || m.name == "fc")
+      EXPECT_GT(m.gpu_busy_s, 0.0) << m.name;
+  }
+}
+
 TEST(GpuCupti, BertLayerKernelsBelongToTheirModules) {
   FLOPSPROF_REQUIRE_GPU();
   models::BertLayer model(models::BertConfig{});

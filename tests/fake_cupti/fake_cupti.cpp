@@ -1,5 +1,8 @@
 // A fake CUPTI: the part of the activity API flopsprof's backend calls, with records synthesised
 // for every external correlation id pushed (kineto tests its CUPTI layer with mocks the same way).
+// As the real one (seen on an H200), each record is written only when its kind is enabled, and an
+// external correlation record only before an API record (CUPTI_ACTIVITY_KIND_RUNTIME or DRIVER
+// enabled): a backend that enables the kernels and the correlation alone links nothing.
 // Built as libcupti-compatible shared library for the tests; single-threaded use is enough here
 // (one lock keeps it safe anyway).
 #include "fake_cupti.h"
@@ -35,6 +38,7 @@ struct State {
   CUpti_BuffersCallbackCompleteFunc complete = nullptr;
   int enable_result = 0;
   int enabled = 0;
+  bool kinds[64] = {};  // enabled, by CUpti_ActivityKind
   int64_t kernel_ns = 1000, memcpy_ns = 300;
   int memcpy_every = 0;
   uint64_t clock = 1000000;
@@ -58,6 +62,9 @@ size_t record_size(CUpti_ActivityKind kind) {
       return sizeof(MemcpyRecord);
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
       return sizeof(CUpti_ActivityExternalCorrelation);
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER:
+      return sizeof(CUpti_ActivityAPI);
     default:
       return sizeof(CUpti_Activity);
   }
@@ -105,12 +112,31 @@ T* emit(CUpti_ActivityKind kind) {
   return r;
 }
 
-void correlate(uint32_t correlation, uint64_t external) {
-  auto* e = emit<CUpti_ActivityExternalCorrelation>(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
-  if (e == nullptr) return;
-  e->externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
-  e->externalId = external;
-  e->correlationId = correlation;
+bool enabled(CUpti_ActivityKind kind) {
+  const auto k = static_cast<size_t>(kind);
+  return k < sizeof g.kinds && g.kinds[k];
+}
+
+// The launch's API record (the runtime's cudaLaunchKernel), preceded by its external correlation
+// record when both are enabled, as CUPTI writes them.
+void api_record(uint32_t correlation, uint64_t external) {
+  const CUpti_ActivityKind api = enabled(CUPTI_ACTIVITY_KIND_RUNTIME)  ? CUPTI_ACTIVITY_KIND_RUNTIME
+                                 : enabled(CUPTI_ACTIVITY_KIND_DRIVER) ? CUPTI_ACTIVITY_KIND_DRIVER
+                                                                       : CUPTI_ACTIVITY_KIND_INVALID;
+  if (api == CUPTI_ACTIVITY_KIND_INVALID) return;
+  if (enabled(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)) {
+    auto* e = emit<CUpti_ActivityExternalCorrelation>(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+    if (e != nullptr) {
+      e->externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+      e->externalId = external;
+      e->correlationId = correlation;
+    }
+  }
+  if (auto* a = emit<CUpti_ActivityAPI>(api)) {
+    a->start = g.clock;
+    a->end = g.clock + 1;
+    a->correlationId = correlation;
+  }
 }
 
 }  // namespace
@@ -195,16 +221,23 @@ CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequest
   return CUPTI_SUCCESS;
 }
 
-CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind) {
+CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind) {
   std::lock_guard<std::mutex> lock(g.mu);
   if (g.enable_result != 0) return static_cast<CUptiResult>(g.enable_result);
-  ++g.enabled;
+  const auto k = static_cast<size_t>(kind);
+  if (k >= sizeof g.kinds) return CUPTI_ERROR_INVALID_KIND;
+  if (!g.kinds[k]) ++g.enabled;
+  g.kinds[k] = true;
   return CUPTI_SUCCESS;
 }
 
-CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind) {
+CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind) {
   std::lock_guard<std::mutex> lock(g.mu);
-  if (g.enabled > 0) --g.enabled;
+  const auto k = static_cast<size_t>(kind);
+  if (k < sizeof g.kinds && g.kinds[k]) {
+    g.kinds[k] = false;
+    --g.enabled;
+  }
   return CUPTI_SUCCESS;
 }
 
@@ -216,6 +249,8 @@ CUptiResult CUPTIAPI cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrel
   ++g.pushes;
   // The op "launches" a kernel (and sometimes a memcpy) tagged with its id.
   const uint32_t c = ++g.correlation;
+  api_record(c, id);
+  if (!enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) return CUPTI_SUCCESS;
   if (auto* k = emit<KernelRecord>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) {
     k->start = g.clock;
     k->end = g.clock + static_cast<uint64_t>(g.kernel_ns);
@@ -226,7 +261,8 @@ CUptiResult CUPTIAPI cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrel
     ++g.kernels;
     g.clock = k->end;
   }
-  if (g.memcpy_every > 0 && g.pushes % static_cast<uint64_t>(g.memcpy_every) == 0) {
+  if (g.memcpy_every > 0 && g.pushes % static_cast<uint64_t>(g.memcpy_every) == 0 &&
+      enabled(CUPTI_ACTIVITY_KIND_MEMCPY)) {
     if (auto* m = emit<MemcpyRecord>(CUPTI_ACTIVITY_KIND_MEMCPY)) {
       m->bytes = 4096;
       m->start = g.clock;
@@ -238,7 +274,6 @@ CUptiResult CUPTIAPI cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrel
       g.clock = m->end;
     }
   }
-  correlate(c, id);
   return CUPTI_SUCCESS;
 }
 

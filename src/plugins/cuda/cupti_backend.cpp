@@ -50,9 +50,15 @@ static_assert(offsetof(MemsetRecord, bytes) == 8 && offsetof(MemsetRecord, start
               "CUPTI memset record layout changed");
 
 constexpr CUpti_ExternalCorrelationKind kKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
-constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-                                         CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
-                                         CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
+// The API kinds are enabled for the correlation alone (their records are skipped): CUPTI writes an
+// external correlation record only before an API record ("when a CUPTI activity API record is
+// created while within an external API region", cupti_activity.h), so without them no kernel is
+// linked to its op (seen on an H200: every kernel unlinked). Runtime and driver both: cuBLAS and
+// cuDNN launch through the driver API, ATen's own kernels through the runtime.
+constexpr CUpti_ActivityKind kKinds[] = {
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+    CUPTI_ACTIVITY_KIND_MEMSET,            CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+    CUPTI_ACTIVITY_KIND_RUNTIME,           CUPTI_ACTIVITY_KIND_DRIVER};
 
 std::string describe(CUptiResult r) {
   const char* s = nullptr;
