@@ -789,6 +789,48 @@ TEST(GpuRecords, KernelsAreAttributedThroughTheLaunchingOp) {
   EXPECT_EQ(launches, 3);  // the unattributed memset has no launcher
 }
 
+// Kernels none of which could be linked to an op (CUPTI without its API records, seen on an
+// H200): the modules have no device time, so their achieved rates and shares are unknown: the
+// text says n/a and the JSON null where a share of 0.0% would be shown plain.
+TEST(GpuRecords, ModulesWithoutLinkedKernelsHaveNoShare) {
+  Names names;
+  ModuleTree tree = make_tree();
+  Builder b{names};
+  b.mm(64, 64, 64, /*owner=*/0);
+  b.mm(64, 64, 64, /*owner=*/2);
+  GpuCollection g;
+  g.backend = "cupti";
+  g.device = "NVIDIA H100 80GB HBM3";
+  g.gpu_origin_ns = 1'000'000'000;
+  g.records = {kernel("sgemm_a", 0, 10, 0), kernel("sgemm_a", 20, 10, 0)};  // linked to nothing
+  AggregateInput in;
+  in.tree = &tree;
+  in.threads = {&b.th};
+  in.names = &names;
+  in.stop_tick = 1000;
+  in.gpu = &g;
+  in.machine.flops_per_s[static_cast<size_t>(DType::kFloat32)] = 1e12;
+  in.machine.bytes_per_s = 100e9;
+  in.machine.flops_source = in.machine.bandwidth_source = "given";
+  ProfileResult r = aggregate(in);
+  ASSERT_TRUE(r.gpu.measured);
+  EXPECT_NEAR(r.gpu.unattributed_s, 20e-6, 1e-12);
+  const ModuleStats& fc1 = mod(r, "enc.fc1");
+  EXPECT_EQ(fc1.gpu_busy_s, 0.0);
+  EXPECT_EQ(fc1.roofline.bound, "compute");  // 2*64^3 FLOPs over 3 x 64 x 64 x 4 B: 10.7 FLOP/B
+  EXPECT_FALSE(fc1.roofline.timed);
+  std::string text = format_text_report(r);
+  const size_t row = text.find("(fc1): Linear(");
+  ASSERT_NE(row, std::string::npos) << text;
+  const std::string line = text.substr(row, text.find('\n', row) - row);
+  EXPECT_NE(line.find("compute n/a"), std::string::npos) << line;
+  EXPECT_EQ(line.find("0.0%"), std::string::npos) << line;
+  nlohmann::json j = nlohmann::json::parse(to_json(r));
+  for (const auto& m : j["modules"]) EXPECT_TRUE(m["roofline_share"].is_null()) << m["name"];
+  // A measured time gives a share again (the same point with 1 ms)
+  EXPECT_TRUE(roofline_point(1000, true, 100, 1e-3, in.machine, DType::kFloat32).timed);
+}
+
 TEST(GpuRecords, BackwardKernelsFollowTheirNode) {
   Names names;
   ModuleTree tree = make_tree();

@@ -96,6 +96,10 @@ struct RooflinePoint {
   /// bandwidth (its achieved over its attainable FLOP/s, also when it has no FLOPs), compute-bound
   /// work its achieved FLOP/s over the peak. 0 when unknown.
   double share = 0;
+  /// Its time was measured (more than 0 s): the achieved rates and the share hold. False where
+  /// no time is known (a GPU module none of whose kernels could be linked to it): they read 0,
+  /// and the reports say n/a (JSON: null), never a share of 0%.
+  bool timed = false;
   /// "memory" (intensity below the ridge point) or "compute" (at or above it); "" when unknown:
   /// no peaks, nothing moved and nothing computed, or FLOPs n/a (an op without a formula).
   std::string bound;

@@ -45,7 +45,8 @@ RooflinePoint roofline_point(uint64_t flops, bool flops_known, uint64_t bytes, d
   RooflinePoint p;
   const double f = flops_known ? static_cast<double>(flops) : 0.0;
   const double b = static_cast<double>(bytes);
-  if (seconds > 0) {
+  p.timed = seconds > 0;
+  if (p.timed) {
     p.achieved_flops_per_s = f / seconds;
     p.achieved_bytes_per_s = b / seconds;
   }

@@ -226,9 +226,9 @@ constexpr const char* kScript = R"JS(
     ['rate', 'FLOP/s', (m) => rate(m.flops, m.latency_s), '', num]];
   if (M.some((m) => m.bwd_latency_s > 0)) cols.splice(8, 0, ['bwd_latency_s', 'bwd latency', (m) => m.bwd_latency_s || 0, '', dur], ['bwd_flops', 'bwd FLOPs', (m) => m.bwd_flops || 0, '', num]);
   if (hasDev) cols.push(['device_fwd_s', 'device fwd', (m) => m.device_fwd_s || 0, '', dur]);
-  const pct = (x) => (100 * x).toFixed(1) + '%';
+  const pct = (x) => (x === null || x === undefined) ? 'n/a' : (100 * x).toFixed(1) + '%';
   cols.push(['bytes', 'bytes', (m) => m.bytes || 0, '', (x) => num(x, 'B')], ['intensity', 'FLOP/B', (m) => m.intensity || 0, '', (x) => x.toFixed(2)],
-    ['bound', 'bound', (m) => m.bound || '', 'l'], ['roofline_share', 'of roof', (m) => m.roofline_share || 0, '', pct]);
+    ['bound', 'bound', (m) => m.bound || '', 'l'], ['roofline_share', 'of roof', (m) => m.roofline_share, '', pct]);
   if (hasMem) cols.push(['fwd_alloc_bytes', 'fwd alloc', (m) => m.fwd_alloc_bytes, '', bytes], ['fwd_held_bytes', 'fwd held', (m) => m.fwd_held_bytes, '', bytes]);
   let sortKey = null, asc = false;
   const thead = document.querySelector('#modules thead tr'), tbody = document.querySelector('#modules tbody');
@@ -291,7 +291,7 @@ constexpr const char* kScript = R"JS(
     tr.appendChild(el('td', '', num(o.bytes || 0, 'B') + (o.written_unknown_calls > 0 ? ' (writes unknown)' : '')));
     tr.appendChild(el('td', '', o.has_formula ? (o.intensity || 0).toFixed(2) : 'n/a'));
     tr.appendChild(el('td', 'l', o.bound || ''));
-    tr.appendChild(el('td', '', o.bound ? (100 * o.roofline_share).toFixed(1) + '%' : ''));
+    tr.appendChild(el('td', '', o.bound ? (o.roofline_share == null ? 'n/a' : (100 * o.roofline_share).toFixed(1) + '%') : ''));
     obody.appendChild(tr);
   }
   const na = ops.filter((o) => !o.has_formula);
@@ -412,7 +412,7 @@ constexpr const char* kScript = R"JS(
       c.dataset.name = m.name; c.dataset.index = String(i);
       c.style.cursor = 'pointer';
       c.addEventListener('mousemove', (ev) => { tip.textContent = [label(m) + ' (' + m.type + ')', (P ? 'bwd ' : 'fwd ') + dur(lat(m)) + ', ' + num(m[P + 'achieved_flops_per_s'], 'FLOP/s') + ', ' + num(m[P + 'achieved_bytes_per_s'], 'B/s'),
-        'intensity ' + m[P + 'intensity'].toFixed(2) + ' FLOP/B' + (m[P + 'bound'] ? ', ' + m[P + 'bound'] + '-bound' + (m[P + 'ceiling'] ? ' (' + m[P + 'ceiling'] + ')' : '') + ' at ' + (100 * m[P + 'roofline_share']).toFixed(1) + '% of its ceiling' + (m[P + 'above_ceiling'] ? ' (above it: see the problems)' : '') : '')].join('\n');
+        'intensity ' + m[P + 'intensity'].toFixed(2) + ' FLOP/B' + (m[P + 'bound'] ? ', ' + m[P + 'bound'] + '-bound' + (m[P + 'ceiling'] ? ' (' + m[P + 'ceiling'] + ')' : '') + ' at ' + (m[P + 'roofline_share'] == null ? 'n/a' : (100 * m[P + 'roofline_share']).toFixed(1) + '%') + ' of its ceiling' + (m[P + 'above_ceiling'] ? ' (above it: see the problems)' : '') : '')].join('\n');
         tip.style.display = 'block'; tip.style.left = (ev.clientX + 14) + 'px'; tip.style.top = (ev.clientY + 12) + 'px'; });
       c.addEventListener('mouseleave', () => { tip.style.display = 'none'; });
       c.addEventListener('click', () => { selectModule(i); drawRoofline(); });

@@ -47,7 +47,12 @@ void roofline(JsonWriter& w, const std::string& prefix, const RooflinePoint& p) 
   w.member(prefix + "achieved_flops_per_s", p.achieved_flops_per_s);
   w.member(prefix + "achieved_bytes_per_s", p.achieved_bytes_per_s);
   w.member(prefix + "attainable_flops_per_s", p.attainable_flops_per_s);
-  w.member(prefix + "roofline_share", p.share);
+  w.key(prefix + "roofline_share");  // null: no bound, or no time to divide by
+  if (p.bound.empty() || !p.timed) {
+    w.null();
+  } else {
+    w.value(p.share);
+  }
   w.key(prefix + "bound");
   if (p.bound.empty()) {
     w.null();

@@ -42,6 +42,8 @@ std::string traffic(uint64_t bytes) {
 }
 
 std::string share(double fraction) { return fmt::format("{:.1f}%", 100.0 * fraction); }
+// A point's share, or n/a where its time is unknown (RooflinePoint::timed).
+std::string share(const RooflinePoint& p) { return p.timed ? share(p.share) : "n/a"; }
 
 // Attention calls with an explicit mask: read, or counted dense (docs/report.md, "Masks").
 std::string masks_text(const ProfileResult& r) {
@@ -69,7 +71,7 @@ std::string point_text(const RooflinePoint& p, const MachinePeaks& m) {
   std::string s = intensity_to_string(p.intensity);
   if (p.bound.empty()) return s;
   const std::string level = level_of(p, m);
-  return s + fmt::format(", {}-bound, {} of the {}{}", p.bound, share(p.share),
+  return s + fmt::format(", {}-bound, {} of the {}{}", p.bound, share(p),
                          p.bound == "memory"
                              ? (level.empty() ? std::string("bandwidth") : level + " bandwidth")
                              : std::string("peak FLOPS"),
@@ -81,7 +83,7 @@ std::string point_text(const RooflinePoint& p, const MachinePeaks& m) {
 std::string bound_share(const RooflinePoint& p, const MachinePeaks& m) {
   if (p.bound.empty()) return "";
   const std::string level = level_of(p, m);
-  return p.bound + (level.empty() ? "" : " " + level) + " " + share(p.share) +
+  return p.bound + (level.empty() ? "" : " " + level) + " " + share(p) +
          (p.above_ceiling ? "!" : "");
 }
 
@@ -873,7 +875,7 @@ void op_roofline(std::string& out, const ProfileResult& r) {
         p.bound.empty()                  ? std::string("-")
         : level_of(p, r.machine).empty() ? p.bound
                                          : p.bound + " " + level_of(p, r.machine),
-        p.bound.empty() ? std::string("-") : share(p.share) + (p.above_ceiling ? "!" : ""));
+        p.bound.empty() ? std::string("-") : share(p) + (p.above_ceiling ? "!" : ""));
   }
 }
 
