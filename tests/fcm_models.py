@@ -35,6 +35,11 @@ except Exception as e:  # noqa: BLE001 - any import problem means: cannot run he
 
 torch.manual_seed(0)
 torch.set_num_threads(2)
+# FLOPSPROF_TEST_DEVICE=cuda (scripts/gpu_check.sh, on a GPU machine): the models, their inputs and
+# FCM's run on the GPU, and `flopsprof --device cuda`; FCM's run then also has cuDNN off (it scores
+# _cudnn_rnn 0 as it does mkldnn_rnn_layer).
+DEVICE = os.environ.get("FLOPSPROF_TEST_DEVICE", "cpu")
+DEVICE_ARGS = ["--device", DEVICE] if DEVICE != "cpu" else []
 
 
 class TinyTransformer(torch.nn.Module):
@@ -94,9 +99,9 @@ def make_inputs(specs):
     out = []
     for shape, dtype in specs:
         if dtype.is_floating_point:
-            out.append(torch.randn(shape, dtype=dtype))
+            out.append(torch.randn(shape, dtype=dtype, device=DEVICE))
         else:
-            out.append(torch.randint(0, 2, shape, dtype=dtype))
+            out.append(torch.randint(0, 2, shape, dtype=dtype, device=DEVICE))
     return out
 
 
@@ -110,7 +115,8 @@ def fcm_counts(model, inputs):
     torch.backends.mha.set_fastpath_enabled(False)
     try:
         with torch.no_grad(), sdpa_kernel(SDPBackend.MATH), \
-                torch.backends.mkldnn.flags(enabled=False), counter:
+                torch.backends.mkldnn.flags(enabled=False), \
+                torch.backends.cudnn.flags(enabled=DEVICE == "cpu"), counter:
             model(*inputs)
     finally:
         torch.backends.mha.set_fastpath_enabled(True)
@@ -168,7 +174,7 @@ FUSED = {"tiny_transformer_script": ("TransformerEncoderLayer",)}
 def check(name, binary, workdir):
     ctor, specs, how = MODELS[name]
     torch.manual_seed(0)
-    model = ctor().eval()
+    model = ctor().eval().to(DEVICE)
     inputs = make_inputs(specs)
     path = os.path.join(workdir, name + ".pt")
     out_json = os.path.join(workdir, name + ".json")
@@ -176,7 +182,8 @@ def check(name, binary, workdir):
     save(model, inputs, how, path)
     total, per_module, called = fcm_counts(model, inputs)
     t1 = time.time()
-    proc = subprocess.run([binary, path, *input_args(specs), "--quiet", "--json", out_json],
+    proc = subprocess.run([binary, path, *input_args(specs), *DEVICE_ARGS, "--quiet",
+                           "--json", out_json],
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     t2 = time.time()
     errors = []
@@ -212,7 +219,7 @@ def run_json(binary, path, args, out_json):
     """Runs flopsprof; returns (exit code, stderr, JSON or None)."""
     if os.path.exists(out_json):
         os.remove(out_json)
-    proc = subprocess.run([binary, path, *args, "--quiet", "--json", out_json],
+    proc = subprocess.run([binary, path, *args, *DEVICE_ARGS, "--quiet", "--json", out_json],
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     prof = None
     if proc.returncode == 0:
@@ -224,10 +231,10 @@ def run_json(binary, path, args, out_json):
 def check_inputs_file(binary, workdir):
     """--inputs with files Python's torch.save wrote: the counts equal --input's, per module."""
     torch.manual_seed(0)
-    model = TinyLSTM().eval()
-    tokens = torch.randint(0, 100, (2, 16))
+    model = TinyLSTM().eval().to(DEVICE)  # traced where it runs: tracing bakes in h0's device
+    tokens = torch.randint(0, 100, (2, 16))  # saved on the CPU, as the command asks
     path = os.path.join(workdir, "inputs_file_lstm.pt")
-    save(model, [tokens], "trace", path)
+    save(model, [tokens.to(DEVICE)], "trace", path)
     out_json = os.path.join(workdir, "inputs_file.json")
     errors = []
     code, err, want = run_json(binary, path, ["--input", "2x16:int64"], out_json)
