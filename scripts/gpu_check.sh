@@ -5,7 +5,10 @@
 #   1. the GPU tests (tests/gpu_test.cpp: CUPTI kernels attributed to modules, CUDA-event timing);
 #   2. tests/fcm_models.py with FLOPSPROF_TEST_DEVICE=cuda: the command on the GPU against
 #      FlopCounterMode on the GPU, module by module (cuDNN's and the fused attention kernels);
-#   3. the command's text report of a ResNet-50 on the GPU (its roofline, the device's peaks).
+#   3. the command's text report of a ResNet-50 on the GPU (its roofline, the device's peaks);
+#   4. bench/gpu_overhead.cpp where Google Benchmark is found (a BERT-base training step: unprofiled,
+#      CUPTI, per-module synchronization; its report with the backward on the GPU).
+# FLOPSPROF_GPU_CHECKS: the steps to run, of "tests fcm report bench" (default: all).
 #   scripts/gpu_check.sh OUTDIR     (logs, JSON and the text report go to OUTDIR: eight files at
 #                                   most; the models and the build stay in FLOPSPROF_GPU_WORK)
 # FLOPSPROF_DEPS_PREFIX: where fmt, nlohmann_json and GTest are when the machine has none
@@ -29,26 +32,47 @@ command -v ninja > /dev/null && gen=(-G Ninja) && keep_going=(-k 0)
 step configure
 cmake -S . -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$torch_prefix;${FLOPSPROF_DEPS_PREFIX:-/usr}" \
-  -DFLOPSPROF_BUILD_EXAMPLES=OFF -DFLOPSPROF_BUILD_BENCH=OFF -DFLOPSPROF_WITH_CUDA=ON \
+  -DFLOPSPROF_BUILD_EXAMPLES=OFF -DFLOPSPROF_WITH_CUDA=ON \
   > "$out/configure.log" 2>&1 || { tail -n 40 "$out/configure.log"; exit 1; }
 grep -i "cuda\|torch" "$out/configure.log" | head -n 20
 step build
 jobs=${FLOPSPROF_JOBS:-$(nproc)}
-if ! cmake --build "$build" -j "$jobs" --target flopsprof_cuda flopsprof_cli flopsprof_gpu_test \
+checks=" ${FLOPSPROF_GPU_CHECKS:-tests fcm report bench} "
+targets=(flopsprof_cuda flopsprof_cli flopsprof_gpu_test)
+bench=0
+if [[ $checks == *" bench "* ]] && grep -q "^FLOPSPROF_WITH_BENCHMARK:BOOL=ON" "$build/CMakeCache.txt"; then
+  targets+=(flopsprof_bench_gpu)
+  bench=1
+fi
+if ! cmake --build "$build" -j "$jobs" --target "${targets[@]}" \
      -- "${keep_going[@]}" > "$out/build.log" 2>&1; then
   grep -E "error|Error" -A3 "$out/build.log" | head -n 150
   echo "gpu_check: the build failed ($out/build.log)"
   exit 1
 fi
 rc=0
-step "GPU tests"
-"$build/tests/flopsprof_gpu_test" --gtest_output="json:$out/gpu_test.json" || rc=1
-step "fcm_models on cuda"
-FLOPSPROF_TEST_DEVICE=cuda python3 tests/fcm_models.py "$build/tools/flopsprof" "$work/fcm" || rc=1
-cp "$work/fcm/tiny_transformer.json" "$work/fcm/tiny_lstm.json" "$out/" 2>/dev/null
-step "the command's report of a ResNet-50 on cuda"
-"$build/tools/flopsprof" "$work/fcm/resnet50.pt" --input 8x3x224x224 --device cuda --runs 5 \
-  --json "$out/resnet50_cuda.json" > "$out/resnet50_cuda.txt" 2>&1 || rc=1
-head -n 60 "$out/resnet50_cuda.txt"
+if [[ $checks == *" tests "* ]]; then
+  step "GPU tests"
+  "$build/tests/flopsprof_gpu_test" --gtest_output="json:$out/gpu_test.json" || rc=1
+fi
+if [[ $checks == *" fcm "* ]]; then
+  step "fcm_models on cuda"
+  FLOPSPROF_TEST_DEVICE=cuda python3 tests/fcm_models.py "$build/tools/flopsprof" "$work/fcm" || rc=1
+fi
+if [[ $checks == *" report "* ]]; then
+  step "the command's report of a ResNet-50 on cuda"
+  python3 -c 'import sys, torch, torchvision
+m = torchvision.models.resnet50().eval().cuda()
+torch.jit.save(torch.jit.trace(m, torch.randn(1, 3, 64, 64, device="cuda")), sys.argv[1])' \
+    "$work/resnet50.pt" || rc=1
+  "$build/tools/flopsprof" "$work/resnet50.pt" --input 8x3x224x224 --device cuda --runs 5 \
+    --json "$out/resnet50_cuda.json" > "$out/resnet50_cuda.txt" 2>&1 || rc=1
+  head -n 60 "$out/resnet50_cuda.txt"
+fi
+if [ $bench -eq 1 ]; then
+  step "bench/gpu_overhead.cpp: a BERT-base training step"
+  "$build/bench/flopsprof_bench_gpu" 5 > "$out/bench_gpu.txt" 2>&1 || rc=1
+  head -n 40 "$out/bench_gpu.txt"
+fi
 step "done (exit $rc)"
 exit $rc
