@@ -82,6 +82,42 @@ TEST(Training, Conv2dBackwardComputesInputAndWeightGradients) {
   EXPECT_EQ(prof.get_module("conv2").bwd_flops, 2u * 2 * 9216 + 256);
 }
 
+// A tensor used twice: h = pre(x); a(h) + b(h) (LibtorchSegmentation's UNet, its skip connections
+// and SCSE gates). The engine adds h's two gradients (InputBuffer's accumulation, an aten::add in
+// the evaluate_function of the node that produced the second one, after that node): gradient
+// accumulation, "(autograd)" (docs/attribution.md, rule 6), not that node's conv, which a
+// LibtorchSegmentation UNet showed at 2.5 x its forward.
+struct ForkImpl : torch::nn::Module {
+  ForkImpl()
+      : pre(register_module("pre", torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 8, 1)))),
+        a(register_module("a", torch::nn::Conv2d(torch::nn::Conv2dOptions(8, 8, 1)))),
+        b(register_module("b", torch::nn::Conv2d(torch::nn::Conv2dOptions(8, 8, 1)))) {}
+  torch::Tensor forward(const torch::Tensor& x) {
+    torch::Tensor h = pre(x);
+    return a(h) + b(h);
+  }
+  torch::nn::Conv2d pre, a, b;
+};
+TORCH_MODULE(Fork);
+
+TEST(Training, AGradientAccumulatedFromTwoUsesIsTheEnginesNotAConsumers) {
+  Fork model;
+  torch::Tensor x = torch::randn({1, 3, 16, 16});
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  model->forward(x).sum().backward();
+  prof.stop_profile();
+  // a and b: 1x1 convs 8 -> 8 over 16x16: 256*8*8 = 16384 MACs; backward input and weight
+  // gradients 2 x 16384 MACs, bias 8*256 = 2048 FLOPs: the same for both
+  const uint64_t conv_bwd = 2u * 2 * 16384 + 2048;
+  EXPECT_EQ(prof.get_module("a").bwd_flops, conv_bwd);
+  EXPECT_EQ(prof.get_module("b").bwd_flops, conv_bwd);
+  // h's two gradients [1,8,16,16] added once: 2048 FLOPs, the engine's
+  EXPECT_EQ(prof.result().autograd_flops, 2048u);
+  // pre (its input needs no gradient): weight 256*3*8 = 6144 MACs, bias 2048
+  EXPECT_EQ(prof.get_module("pre").bwd_flops, 2u * 6144 + 2048);
+}
+
 TEST(Training, LayerNormBackward) {
   torch::nn::LayerNorm ln(torch::nn::LayerNormOptions({6}));
   torch::Tensor x = torch::randn({2, 5, 6}, torch::requires_grad());

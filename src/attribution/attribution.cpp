@@ -103,6 +103,11 @@ void ThreadAttributor::run(ThreadAttribution& out, std::vector<CallSpan>& spans,
 
 }  // namespace attr
 
+namespace {
+// The engine's accumulation of a gradient (InputBuffer::add: `old + new`, or in place).
+bool is_accumulation(const std::string& op) { return op == "aten::add" || op == "aten::add_"; }
+}  // namespace
+
 using attr::AlternativeSets;
 using attr::is_holder;
 using attr::phase_spans;
@@ -161,7 +166,10 @@ Attribution attribute(const AttributionInput& in) {
       if (o != ft->second.end()) out.origin[t][i] = o->second;
     }
     // Backward ops belong to their innermost autograd node; ops the engine runs in a node's
-    // evaluate_function wrapper after the node (validate_outputs) belong to that node too.
+    // evaluate_function wrapper after the node (validate_outputs: the reduction of a gradient to
+    // a broadcast input's shape, a cast) belong to that node too. But the add with which the
+    // engine accumulates a tensor's gradients from several uses (InputBuffer, in the wrapper of
+    // the node that produced the later one) is gradient accumulation: "(autograd)".
     std::vector<int>& node_of = ta.node_of;
     for (size_t i = 0; i < n; ++i) {
       const RawEvent& e = th.events[i];
@@ -169,6 +177,9 @@ Attribution attribute(const AttributionInput& in) {
       if (e.kind == EventKind::kBackwardNode && !(e.flags & kEngine)) {
         node_of[i] = static_cast<int>(i);
         if (p >= 0 && (th.events[p].flags & kEngine)) node_of[p] = static_cast<int>(i);
+      } else if (p >= 0 && e.kind == EventKind::kOp && (th.events[p].flags & kEngine) &&
+                 is_accumulation(in.names->name(e.name_id))) {
+        node_of[i] = -1;
       } else if (p >= 0) {
         node_of[i] = node_of[p];
       }
