@@ -406,8 +406,9 @@ TEST(RooflineRun, AnImplausibleCachedPeakIsMeasuredAgain) {
 }
 
 // Issue 45: peaks measured on a busy machine were cached as they came (L2 131 MB/s under DRAM's
-// 13.3 GB/s, fp32 7.23 GFLOP/s at 2 threads beside 109.5 at 1) and flagged every share above
-// them. A cached line whose cache level is slower than DRAM, or whose
+// 13.3 GB/s, fp32 7.23 GFLOP/s at 2 threads beside 109.5 at 1; L1 24.6 GB/s beside L2's 84.8)
+// and flagged every share above them. A cached line whose cache level is slower than DRAM or
+// than a farther cache, or whose
 // FLOP/s is under half of a line with fewer threads, is measured again; a measurement that stays
 // so is used, said (MachinePeaks::doubt, a problems line), and not cached.
 TEST(RooflineRun, ImplausibleLevelsOrThreadLinesAreMeasuredAgain) {
@@ -438,6 +439,14 @@ TEST(RooflineRun, ImplausibleLevelsOrThreadLinesAreMeasuredAgain) {
   flopsprof::MachinePeaks p = flopsprof::cpu_peaks({DType::kFloat32}, 2);
   EXPECT_EQ(p.flops_source, "measured");  // not "measured (cached)"
   for (const auto& l : p.bandwidth_by_level) EXPECT_NE(l.bytes_per_s, 1e8) << l.name;
+  // (1b) L1 20 GB/s under L2 80 GB/s (DRAM 10 GB/s): a nearer cache slower than a farther one
+  std::ofstream(file) << field(field(good, "levels", "L1:32768:2e10;L2:1048576:8e10"), "bandwidth",
+                               "1e10")
+                      << "\n";
+  flopsprof::detail::forget_measured_peaks();
+  p = flopsprof::cpu_peaks({DType::kFloat32}, 2);
+  EXPECT_EQ(p.flops_source, "measured");
+  for (const auto& l : p.bandwidth_by_level) EXPECT_NE(l.bytes_per_s, 2e10) << l.name;
   // (2) the 2-thread line at under half of a 1-thread line's fp32 (1 PFLOP/s, trusted as a
   // rate): measured again, and still so against that line: used, doubted, and kept with its doubt
   // (a later process uses it and says so instead of measuring each time).

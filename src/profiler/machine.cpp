@@ -116,10 +116,21 @@ struct Entry {
 std::string implausible(const Entry& e, const std::string& key,
                         const std::map<std::string, Entry>& others) {
   std::vector<std::string> why;
-  for (const BandwidthLevel& l : e.levels) {
+  for (size_t i = 0; i < e.levels.size(); ++i) {
+    const BandwidthLevel& l = e.levels[i];
     if (l.bytes_per_s < 0.8 * e.bandwidth) {
       why.push_back(fmt::format("{} {} below DRAM {}", l.name, bandwidth_to_string(l.bytes_per_s),
                                 bandwidth_to_string(e.bandwidth)));
+      continue;
+    }
+    // A cache nearer the core is not slower than one farther out (a busy machine measured L1
+    // at 24.6 GB/s beside L2's 84.8)
+    for (size_t j = i + 1; j < e.levels.size(); ++j) {
+      if (l.bytes_per_s < 0.8 * e.levels[j].bytes_per_s) {
+        why.push_back(fmt::format("{} {} below {} {}", l.name, bandwidth_to_string(l.bytes_per_s),
+                                  e.levels[j].name, bandwidth_to_string(e.levels[j].bytes_per_s)));
+        break;
+      }
     }
   }
   auto threads_of = [](const std::string& k, std::string* rest) {
