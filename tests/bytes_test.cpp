@@ -784,14 +784,17 @@ TEST(Roofline, GpuCeilingsFromTheTableOrTheProperties) {
   h100.memory_clock_khz = 2619000;
   h100.memory_bus_bits = 5120;
   h100.major = 9;
-  // fp32 products on TF32 tensor cores: the TF32 peak (494.7 TFLOP/s dense)
-  MachinePeaks t = gpu_peaks(h100, /*tf32=*/true);
+  // The table: fp32 on CUDA cores (67 TFLOP/s) and tf32, fp32 work on TF32 tensor cores
+  // (494.7 TFLOP/s dense), each its own ceiling
+  MachinePeaks t = gpu_peaks(h100);
   EXPECT_EQ(t.flops_source, "device table");
-  EXPECT_DOUBLE_EQ(t.peak_flops(DType::kFloat32), 494.7e12);
-  EXPECT_DOUBLE_EQ(t.ridge(DType::kFloat32), 494.7e12 / 3.35e12);
+  EXPECT_DOUBLE_EQ(t.peak_flops(DType::kFloat32), 67e12);
+  EXPECT_DOUBLE_EQ(t.peak_flops(DType::kTFloat32), 494.7e12);
+  EXPECT_DOUBLE_EQ(t.ridge(DType::kTFloat32), 494.7e12 / 3.35e12);
+  EXPECT_EQ(device_peak_flops("NVIDIA H100 80GB HBM3", DType::kTFloat32), 494.7e12);
   GpuDeviceProperties a100 = h100;
   std::snprintf(a100.name, sizeof a100.name, "NVIDIA A100-SXM4-40GB");
-  EXPECT_DOUBLE_EQ(gpu_peaks(a100, false).bytes_per_s, 1.555e12);
+  EXPECT_DOUBLE_EQ(gpu_peaks(a100).bytes_per_s, 1.555e12);
   // Unknown: an Ampere consumer part (8.6: 128 FP32 lanes per SM), 82 SMs at 1.695 GHz, 384-bit
   // memory at 9.751 GHz: 2 x 128 x 82 x 1.695e9 FLOP/s; 2 x 9.751e9 x 384 / 8 B/s
   GpuDeviceProperties other;
@@ -802,10 +805,11 @@ TEST(Roofline, GpuCeilingsFromTheTableOrTheProperties) {
   other.memory_bus_bits = 384;
   other.major = 8;
   other.minor = 6;
-  MachinePeaks p = gpu_peaks(other, false);
+  MachinePeaks p = gpu_peaks(other);
   EXPECT_EQ(p.flops_source, "device properties");
   EXPECT_DOUBLE_EQ(p.peak_flops(DType::kFloat32), 2.0 * 128 * 82 * 1.695e9);
   EXPECT_DOUBLE_EQ(p.peak_flops(DType::kBFloat16), 2.0 * 128 * 82 * 1.695e9) << "fp32's";
+  EXPECT_DOUBLE_EQ(p.peak_flops(DType::kTFloat32), 2.0 * 128 * 82 * 1.695e9) << "fp32's";
   EXPECT_DOUBLE_EQ(p.bytes_per_s, 2.0 * 9.751e9 * 384 / 8);
 }
 

@@ -238,27 +238,27 @@ TEST(Profiler, TextReportOfARealModelMatchesLineByLine) {
   // Bytes (fp32): layers.0 reads b 16 + x 24 + W 128, writes 48: 864 B (816 FLOPs: 0.94 FLOP/B);
   // a ReLU reads 48 and writes 48: 384 B (48 FLOPs: 0.12); layers.2 reads 16 + 48 + 256, writes
   // 48: 1,472 B (1,584 FLOPs: 1.08); head reads 4 + 48 + 64, writes 12: 512 B (396: 0.77);
-  // log_softmax 12 + 12: 96 B. All memory-bound; no time has passed: 0% of the ceiling.
+  // log_softmax 12 + 12: 96 B. All memory-bound; no time has passed: no share (n/a), not 0%.
   std::vector<std::string> expected = {
       "Mlp(",
       // the final log_softmax: the model's or the caller's (no grad: op order decides), marked
       // with its FLOPs and its 96 bytes
       "  484 = 100.00% Params, 1.34 KMACs = 100.00% MACs, 0.00 us = 0.00% latency, n/a, ~ +12 "
-      "FLOPs +96 B by op order, 3.71 KB moved, 0.78 FLOP/B memory 0.0%",
+      "FLOPs +96 B by op order, 3.71 KB moved, 0.78 FLOP/B memory n/a",
       "  (layers): Sequential(",
       "    416 = 85.95% Params, 1.15 KMACs = 85.71% MACs, 0.00 us = 0.00% latency, n/a, 3.10 KB "
-      "moved, 0.80 FLOP/B memory 0.0%",
+      "moved, 0.80 FLOP/B memory n/a",
       "    (0): Linear(144 = 29.75% Params, 384 MACs = 28.57% MACs, 0.00 us = 0.00% latency, n/a, "
-      "864 B moved, 0.94 FLOP/B memory 0.0%)",
+      "864 B moved, 0.94 FLOP/B memory n/a)",
       "    (1): ReLU(0 = 0.00% Params, 0 MACs = 0.00% MACs, 0.00 us = 0.00% latency, n/a, 384 B "
-      "moved, 0.12 FLOP/B memory 0.0%)",
+      "moved, 0.12 FLOP/B memory n/a)",
       "    (2): Linear(272 = 56.20% Params, 768 MACs = 57.14% MACs, 0.00 us = 0.00% latency, n/a, "
-      "1.47 KB moved, 1.08 FLOP/B memory 0.0%)",
+      "1.47 KB moved, 1.08 FLOP/B memory n/a)",
       "    (3): ReLU(0 = 0.00% Params, 0 MACs = 0.00% MACs, 0.00 us = 0.00% latency, n/a, 384 B "
-      "moved, 0.12 FLOP/B memory 0.0%)",
+      "moved, 0.12 FLOP/B memory n/a)",
       "  )",
       "  (head): Linear(68 = 14.05% Params, 192 MACs = 14.29% MACs, 0.00 us = 0.00% latency, n/a, "
-      "512 B moved, 0.77 FLOP/B memory 0.0%)",
+      "512 B moved, 0.77 FLOP/B memory n/a)",
       ")",
   };
   std::istringstream in(tree.substr(0, tree.find("\n\n---")));  // the tree, to the op table

@@ -831,6 +831,56 @@ TEST(GpuRecords, ModulesWithoutLinkedKernelsHaveNoShare) {
   EXPECT_TRUE(roofline_point(1000, true, 100, 1e-3, in.machine, DType::kFloat32).timed);
 }
 
+// A CUDA model's fp32 work on TF32 tensor cores (cuDNN's convolutions by default, cuBLAS's
+// products when allowed): counted in tf32, against the TF32 peak, where it showed 59% of the fp32
+// peak for TF32 convolutions on an H200 (and could pass 100%).
+TEST(Tf32, Fp32ProductsOnTensorCoresAreCountedInTf32AgainstItsPeak) {
+  EXPECT_EQ(tf32_family("aten::mm"), Tf32Family::kCublas);
+  EXPECT_EQ(tf32_family("aten::linear"), Tf32Family::kCublas);
+  EXPECT_EQ(tf32_family("aten::convolution"), Tf32Family::kCudnn);
+  EXPECT_EQ(tf32_family("aten::cudnn_convolution"), Tf32Family::kCudnn);
+  EXPECT_EQ(tf32_family("aten::convolution_backward"), Tf32Family::kCudnn);
+  EXPECT_EQ(tf32_family("aten::_cudnn_rnn"), Tf32Family::kCudnn);
+  EXPECT_EQ(tf32_family("aten::mv"), Tf32Family::kNone);
+  EXPECT_EQ(tf32_family("aten::_scaled_dot_product_efficient_attention"), Tf32Family::kNone);
+
+  Names names;
+  ModuleTree tree = make_tree();
+  Builder b{names};
+  b.mm(100, 100, 100, /*owner=*/0, -1, -1, 1000);  // fc1: 2e6 FLOPs in 1 us: 2 TFLOP/s
+  MachinePeaks m;
+  m.flops_per_s[static_cast<size_t>(DType::kFloat32)] = 1e12;
+  m.flops_per_s[static_cast<size_t>(DType::kTFloat32)] = 8e12;
+  m.bytes_per_s = 1e15;
+  m.flops_source = m.bandwidth_source = "given";
+  AggregateInput in;
+  in.tree = &tree;
+  in.threads = {&b.th};
+  in.names = &names;
+  in.stop_tick = 1000000;
+  in.machine = m;
+  // Not allowed (cuBLAS's default): fp32, at 200% of the fp32 peak, flagged
+  ProfileResult fp32 = aggregate(in);
+  EXPECT_EQ(mod(fp32, "enc.fc1").dtype, DType::kFloat32);
+  EXPECT_NEAR(mod(fp32, "enc.fc1").roofline.share, 2.0, 1e-9);
+  EXPECT_TRUE(mod(fp32, "enc.fc1").roofline.above_ceiling);
+  // cuDNN's TF32 alone leaves a product fp32
+  in.tf32.convolutions = true;
+  EXPECT_EQ(mod(aggregate(in), "enc.fc1").dtype, DType::kFloat32);
+  // cuBLAS's allowed: tf32, 25% of the TF32 peak; its FLOPs in tf32 in the text and JSON
+  in.tf32.matmuls = true;
+  ProfileResult tf32 = aggregate(in);
+  const ModuleStats& fc1 = mod(tf32, "enc.fc1");
+  EXPECT_EQ(fc1.dtype, DType::kTFloat32);
+  EXPECT_EQ(fc1.flops_by_dtype[static_cast<size_t>(DType::kTFloat32)], 2000000u);
+  EXPECT_EQ(fc1.flops_by_dtype[static_cast<size_t>(DType::kFloat32)], 0u);
+  EXPECT_NEAR(fc1.roofline.share, 0.25, 1e-9);
+  EXPECT_FALSE(fc1.roofline.above_ceiling);
+  nlohmann::json j = nlohmann::json::parse(to_json(tf32));
+  EXPECT_EQ(j["summary"]["flops_by_dtype"]["tf32"], 2000000);
+  EXPECT_EQ(j["ops"][0]["dtype"], "tf32");
+}
+
 TEST(GpuRecords, BackwardKernelsFollowTheirNode) {
   Names names;
   ModuleTree tree = make_tree();

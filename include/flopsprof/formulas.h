@@ -29,6 +29,11 @@ enum class DType : uint8_t {
   kUInt8,
   kBool,
   kQuantized,
+  /// fp32 computed on TF32 tensor cores: never a tensor's dtype, the dtype a GPU's fp32
+  /// convolutions (cuDNN) or matrix products (cuBLAS) are counted in where LibTorch allows TF32
+  /// for them (at::globalContext().allowTF32CuDNN() / allowTF32CuBLAS()), so that their ceiling
+  /// is the TF32 peak. 4 bytes an element, as fp32.
+  kTFloat32,
   kCount,  // number of values; not a dtype
 };
 
@@ -37,9 +42,9 @@ const char* dtype_name(DType dtype) noexcept;
 
 /// Whether `dtype` is floating point or complex (the dtypes FLOP/s is compared against a peak for).
 constexpr bool is_floating(DType dtype) noexcept {
-  return dtype == DType::kFloat64 || dtype == DType::kFloat32 || dtype == DType::kFloat16 ||
-         dtype == DType::kBFloat16 || dtype == DType::kFloat8 || dtype == DType::kComplex64 ||
-         dtype == DType::kComplex128;
+  return dtype == DType::kFloat64 || dtype == DType::kFloat32 || dtype == DType::kTFloat32 ||
+         dtype == DType::kFloat16 || dtype == DType::kBFloat16 || dtype == DType::kFloat8 ||
+         dtype == DType::kComplex64 || dtype == DType::kComplex128;
 }
 
 /// What one op argument was, as captured by the profiler.

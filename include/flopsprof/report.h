@@ -517,8 +517,8 @@ struct ProfileResult {
 };
 
 /// Dense peak FLOP/s of a GPU for a dtype, from a built-in table (H100 SXM/PCIe, H200, A100):
-/// `device_name` as CUDA reports it ("NVIDIA H100 80GB HBM3"). fp32 with `tf32` uses the TF32
-/// tensor-core peak. nullopt for an unknown device or dtype.
+/// `device_name` as CUDA reports it ("NVIDIA H100 80GB HBM3"). fp32 with `tf32`, and
+/// DType::kTFloat32, use the TF32 tensor-core peak. nullopt for an unknown device or dtype.
 std::optional<double> device_peak_flops(const std::string& device_name, DType dtype,
                                         bool tf32 = false);
 

@@ -306,7 +306,7 @@ std::vector<MemoryPoint> memory_timeline(const AggregateInput& in, bool* saturat
 }
 
 Analysis analyze(const AggregateInput& in) {
-  Analysis a{attribute(in), count_ops(in.threads, *in.names, in.attention), {}, false, {}, {}, {}};
+  Analysis a{attribute(in), count_ops(in.threads, *in.names, in.attention, in.tf32), {}, false, {}, {}, {}};
   a.kv = kv_cache_bytes(in.threads, *in.names, a.attribution, a.counts);
   a.memory = memory_timeline(in, &a.memory_saturated);
   a.collectives = collective_calls(in, a.attribution);

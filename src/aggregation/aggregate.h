@@ -28,6 +28,7 @@ struct AggregateInput : AttributionInput {
   MachinePeaks machine;               ///< the roofline's ceilings (unknown: sources empty)
   std::vector<RegionWindow> regions;  ///< the caller's region windows (open ones: end 0)
   AttentionConvention attention = AttentionConvention::kDense;  ///< of the counts
+  Tf32Use tf32;  ///< a CUDA model's fp32 ops on TF32 tensor cores (counted in tf32)
 };
 
 /// One allocation or free in the memory timeline of all threads.

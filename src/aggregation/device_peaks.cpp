@@ -47,7 +47,7 @@ int fp32_lanes(int major, int minor) {
 
 namespace detail {
 
-MachinePeaks gpu_peaks(const GpuDeviceProperties& props, bool tf32) {
+MachinePeaks gpu_peaks(const GpuDeviceProperties& props) {
   MachinePeaks p;
   p.device = props.name;
   const Peaks* t = lookup(props.name);
@@ -56,14 +56,14 @@ MachinePeaks gpu_peaks(const GpuDeviceProperties& props, bool tf32) {
       if (tflops > 0) p.flops_per_s[static_cast<size_t>(d)] = tflops * 1e12;
     };
     set(DType::kFloat64, t->fp64);
-    set(DType::kFloat32, tf32 ? t->tf32 : t->fp32);
+    set(DType::kFloat32, t->fp32);
+    set(DType::kTFloat32, t->tf32);
     set(DType::kBFloat16, t->bf16);
     set(DType::kFloat16, t->fp16);
     set(DType::kFloat8, t->fp8);
     p.bytes_per_s = t->bandwidth * 1e12;
     p.flops_source = p.bandwidth_source = "device table";
-    p.detail = fmt::format("{}: NVIDIA datasheet, dense{}", props.name,
-                           tf32 ? "; fp32 products on TF32 tensor cores" : "");
+    p.detail = fmt::format("{}: NVIDIA datasheet, dense", props.name);
     return p;
   }
   const double clock = static_cast<double>(props.clock_khz) * 1e3;
@@ -98,6 +98,9 @@ std::optional<double> device_peak_flops(const std::string& device_name, DType dt
       break;
     case DType::kFloat32:
       t = tf32 ? p->tf32 : p->fp32;
+      break;
+    case DType::kTFloat32:
+      t = p->tf32;
       break;
     case DType::kBFloat16:
       t = p->bf16;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <exception>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <utility>
 
@@ -120,20 +121,38 @@ void count_bytes(const std::string& name, const BytesFn& rule, bool metadata,
 
 }  // namespace
 
+Tf32Family tf32_family(const std::string& op) {
+  static const std::set<std::string> cublas = {
+      "aten::mm",     "aten::addmm",  "aten::bmm",    "aten::baddbmm",
+      "aten::addbmm", "aten::matmul", "aten::linear", "aten::_addmm_activation"};
+  if (cublas.count(op) != 0) return Tf32Family::kCublas;
+  if (op == "aten::_cudnn_rnn" || op == "aten::_cudnn_rnn_backward") return Tf32Family::kCudnn;
+  if (op.rfind("aten::conv", 0) == 0 || op.rfind("aten::_conv", 0) == 0 ||
+      op.rfind("aten::cudnn_conv", 0) == 0)
+    return Tf32Family::kCudnn;  // convolution, _convolution, conv2d, conv_transpose2d, ...
+  return Tf32Family::kNone;
+}
+
 OpCounts count_ops(const std::vector<const ThreadEvents*>& threads, const NameLookup& names,
-                   AttentionConvention convention) {
+                   AttentionConvention convention, Tf32Use tf32) {
   OpCounts out;
   struct Rules {
     FormulaFn formula;
     BytesFn bytes;
     bool metadata = false;
+    bool tf32 = false;  ///< its fp32 work runs on TF32 tensor cores in this profile
   };
   std::unordered_map<uint32_t, Rules> rules;  // by name id
   auto rules_of = [&](uint32_t id) -> const Rules& {
     auto it = rules.find(id);
     if (it == rules.end()) {
       const std::string& n = names.name(id);
-      it = rules.emplace(id, Rules{find_formula(n), find_bytes_rule(n), formula_is_constant(n)})
+      const Tf32Family f = tf32_family(n);
+      const bool on_tf32 = (f == Tf32Family::kCudnn && tf32.convolutions) ||
+                           (f == Tf32Family::kCublas && tf32.matmuls);
+      it = rules
+               .emplace(id,
+                        Rules{find_formula(n), find_bytes_rule(n), formula_is_constant(n), on_tf32})
                .first;
     }
     return it->second;
@@ -167,6 +186,7 @@ OpCounts count_ops(const std::vector<const ThreadEvents*>& threads, const NameLo
       OpCount& c = counts[i];
       const std::vector<ArgView> args = arg_views(th, e);
       c.dtype = op_dtype(args);
+      if (c.dtype == DType::kFloat32 && r.tf32) c.dtype = DType::kTFloat32;
       count_bytes(names.name(e.name_id), r.bytes, r.metadata, args, c);
       if (!counted || !r.formula) continue;
       try {

@@ -11,6 +11,7 @@
 #include "flopsprof/formulas.h"
 #include "flopsprof/report.h"
 #include "records/events.h"
+#include "records/gpu.h"
 
 namespace flopsprof::detail {
 
@@ -56,9 +57,17 @@ struct OpCounts {
 /// writes no rule derives take them from the memory records, when memory was tracked. Pure but
 /// for the formula registry.
 /// Under the causal `convention`, an attention op's masked pairs leave its FLOPs and MACs (its
-/// `masked_*` stay, so the dense count can be told).
+/// `masked_*` stay, so the dense count can be told). Under `tf32`, the fp32 ops that LibTorch runs
+/// on TF32 tensor cores (tf32_family) are counted in DType::kTFloat32.
 OpCounts count_ops(const std::vector<const ThreadEvents*>& threads, const NameLookup& names,
-                   AttentionConvention convention = AttentionConvention::kDense);
+                   AttentionConvention convention = AttentionConvention::kDense, Tf32Use tf32 = {});
+
+/// Which library runs an op's fp32 work on TF32 tensor cores when LibTorch allows it: cuDNN's
+/// convolutions (forward and backward, transposed too) and RNNs, or cuBLAS's matrix products
+/// (mm, addmm, bmm, baddbmm, addbmm, matmul, linear, _addmm_activation). Vector products (mv,
+/// dot) and attention kernels are neither: they stay fp32. Pure.
+enum class Tf32Family : uint8_t { kNone, kCudnn, kCublas };
+Tf32Family tf32_family(const std::string& op_name);
 
 /// The formula inputs of one event, as views into its thread's storage.
 std::vector<ArgView> arg_views(const ThreadEvents& thread, const RawEvent& event);

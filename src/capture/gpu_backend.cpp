@@ -104,8 +104,11 @@ GpuSelection select_gpu_timing(const GpuTimingRequest& request) {
     GpuDeviceProperties props;
     if (cuda_plugin->cuda_device_properties(request.device_index, &props)) {
       sel.properties = props;
-      sel.tf32 = at::globalContext().allowTF32CuBLAS();
     }
+  }
+  if (type == c10::DeviceType::CUDA) {
+    sel.tf32.convolutions = at::globalContext().allowTF32CuDNN();
+    sel.tf32.matmuls = at::globalContext().allowTF32CuBLAS();
   }
   if (!request.try_cupti) {
     why_cupti = "not tried (ProfilerOptions::device_timing)";

@@ -76,9 +76,9 @@ struct GpuSelection {
   int device_type = -1;  ///< the device timed (c10::DeviceType's integer; the forced one in tests)
   int device_index = 0;
   /// The device's properties for the roofline's ceilings (a CUDA device the plugin could
-  /// read); else none. `tf32`: fp32 products run on TF32 tensor cores (LibTorch's setting).
+  /// read); else none.
   std::optional<GpuDeviceProperties> properties;
-  bool tf32 = false;
+  Tf32Use tf32;  ///< a CUDA model's fp32 work on TF32 tensor cores (LibTorch's settings)
 };
 
 /// What a profile asks of the device timing.

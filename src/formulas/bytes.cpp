@@ -15,6 +15,7 @@ uint64_t element_bytes(DType dtype) {
     case DType::kComplex64:
       return 8;
     case DType::kFloat32:
+    case DType::kTFloat32:
     case DType::kInt32:
       return 4;
     case DType::kFloat16:
@@ -97,6 +98,7 @@ int rank(DType d) {
     case DType::kBFloat16:
       return 7;
     case DType::kFloat32:
+    case DType::kTFloat32:
       return 8;
     case DType::kFloat64:
       return 9;

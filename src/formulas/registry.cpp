@@ -17,6 +17,8 @@ const char* dtype_name(DType dtype) noexcept {
       return "fp64";
     case DType::kFloat32:
       return "fp32";
+    case DType::kTFloat32:
+      return "tf32";
     case DType::kFloat16:
       return "fp16";
     case DType::kBFloat16:

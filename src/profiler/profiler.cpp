@@ -114,6 +114,7 @@ struct FlopsProfiler::Impl {
     }
     in.regions = recording->regions();
     in.attention = options.attention;
+    in.tf32 = recording->gpu().tf32;
     return in;
   }
 
@@ -136,7 +137,7 @@ struct FlopsProfiler::Impl {
     target.device_type = t.device_type;
     target.device_index = t.device_index;
     const detail::GpuSelection& gpu = recording->gpu();
-    if (gpu.properties) target.known = detail::gpu_peaks(*gpu.properties, gpu.tf32);
+    if (gpu.properties) target.known = detail::gpu_peaks(*gpu.properties);
     target.meta = index->meta;
     std::string problem;
     MachinePeaks p = detail::profile_peaks(options.roofline, dtypes, target, measure, &problem);

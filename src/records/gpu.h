@@ -9,6 +9,15 @@ namespace flopsprof::detail {
 
 enum class GpuKind : uint8_t { kKernel, kMemcpy, kMemset };
 
+/// Where LibTorch runs a CUDA model's fp32 work on TF32 tensor cores, as it was set when the
+/// profile started: cuDNN's convolutions and RNNs (`allowTF32CuDNN()`, on by default) and cuBLAS's
+/// matrix products (`allowTF32CuBLAS()`, off by default). Their fp32 ops are counted in tf32
+/// (DType::kTFloat32), whose ceiling is the TF32 peak. All false for a model not on CUDA.
+struct Tf32Use {
+  bool convolutions = false;
+  bool matmuls = false;
+};
+
 /// One kernel, memcpy or memset as the device ran it.
 struct GpuRecord {
   GpuKind kind = GpuKind::kKernel;
