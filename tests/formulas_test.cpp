@@ -655,6 +655,36 @@ TEST(ZeroFormula, ViewsCopiesIndexingAreAKnownZero) {
   EXPECT_FALSE(has_formula("aten::einsum"));  // counted through its parts
 }
 
+// Scatter-like ops (a Dice loss's one-hot target.scatter_(1, index, 1), listed n/a in a
+// LibtorchSegmentation training step): a copy into place is 0 FLOPs, an accumulation one add per
+// element accumulated.
+TEST(ZeroFormula, ScattersCopyAndScatterAddsAddPerElement) {
+  // scatter_(self[2,4,8,8], dim 1, index[2,1,8,8], value 1): a known 0
+  auto copy = compute_flops(
+      "aten::scatter_",
+      Args().tensor({2, 4, 8, 8}).i(1).tensor({2, 1, 8, 8}, DType::kInt64).d(1.0).inputs());
+  ASSERT_TRUE(copy);
+  EXPECT_EQ(copy->flops, 0u);
+  // scatter_add_(self[10,5], 0, index[3,5], src[3,5]): 15 adds
+  auto add = compute_flops(
+      "aten::scatter_add_",
+      Args().tensor({10, 5}).i(0).tensor({3, 5}, DType::kInt64).tensor({3, 5}).inputs());
+  ASSERT_TRUE(add);
+  EXPECT_EQ(add->flops, 15u);
+  // index_add_(self[10,5], 0, index[4], source[4,5]): 20 adds
+  auto index_add =
+      compute_flops("aten::index_add_",
+                    Args().tensor({10, 5}).i(0).tensor({4}, DType::kInt64).tensor({4, 5}).inputs());
+  ASSERT_TRUE(index_add);
+  EXPECT_EQ(index_add->flops, 20u);
+  // index_put_(self, indices, values[6], accumulate): 6 adds when accumulating, else 0
+  for (bool accumulate : {false, true}) {
+    Args put;
+    put.tensor({10}).optional_tensor_list({6}, 48).tensor({6}).b(accumulate);
+    EXPECT_EQ(compute_flops("aten::index_put_", put.inputs())->flops, accumulate ? 6u : 0u);
+  }
+}
+
 // ---- Registry and arithmetic ----------------------------------------------------------------
 
 TEST(FormulaRegistry, UserFormulaRegistersAndOverridesBuiltin) {

@@ -553,6 +553,32 @@ void register_zero_formulas() {
         "aten::bernoulli", "aten::random_", "aten::exponential_", "aten::multinomial"}) {
     add_builtin_formula(op, zero);
   }
+  // Scatter-like writes: a copy of each element into place (0 FLOPs), or with accumulation one
+  // add per element accumulated (scatter_add: per index element; index_add: per source element;
+  // scatter_reduce: one reduction step per index element; index_put_ with accumulate: per value).
+  for (const char* op : {"aten::scatter", "aten::scatter_", "aten::index_copy", "aten::index_copy_",
+                         "aten::index_fill", "aten::index_fill_"}) {
+    add_builtin_formula(op, zero);
+  }
+  auto per_element_of = [](size_t arg) -> FormulaFn {
+    return [arg](const OpInputs& in) -> std::optional<FlopCount> {
+      if (!in.is_tensor(arg)) return std::nullopt;
+      return FlopCount{in.numel(arg), 0};
+    };
+  };
+  for (const char* op : {"aten::scatter_add", "aten::scatter_add_", "aten::scatter_reduce",
+                         "aten::scatter_reduce_"}) {
+    add_builtin_formula(op, per_element_of(2));
+  }
+  for (const char* op : {"aten::index_add", "aten::index_add_"}) {
+    add_builtin_formula(op, per_element_of(3));
+  }
+  for (const char* op : {"aten::index_put", "aten::index_put_", "aten::_index_put_impl_"}) {
+    add_builtin_formula(op, [](const OpInputs& in) -> std::optional<FlopCount> {
+      if (!in.is_tensor(2)) return std::nullopt;
+      return FlopCount{in.boolean(3).value_or(false) ? in.numel(2) : 0, 0};
+    });
+  }
 }
 
 }  // namespace flopsprof::detail
