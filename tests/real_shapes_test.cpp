@@ -696,3 +696,66 @@ TEST(RealShapes, ComparisonsNormsLossesTrianglesAndIndexAreCounted) {
 }
 
 }  // namespace
+
+// (LibtorchSegmentation's UNet decoder) A decoder whose first child is a Sequential holding only an
+// Identity (its center block switched off), then a ModuleList of blocks that each begin with an
+// upsample: it runs once.
+struct UpBlockImpl : nn::Module {
+  nn::Conv2d conv{nn::Conv2dOptions(4, 4, 3).padding(1)};
+  UpBlockImpl() { register_module("conv", conv); }
+  torch::Tensor forward(torch::Tensor x) {
+    namespace F = torch::nn::functional;
+    x = F::interpolate(
+        x,
+        F::InterpolateFuncOptions().scale_factor(std::vector<double>{2, 2}).mode(torch::kNearest));
+    return conv(x);
+  }
+};
+TORCH_MODULE(UpBlock);
+struct CenterDecoderImpl : nn::Module {
+  nn::Sequential center{nn::Identity()};
+  nn::ModuleList blocks;
+  CenterDecoderImpl() {
+    register_module("center", center);
+    blocks->push_back(UpBlock());
+    blocks->push_back(UpBlock());
+    register_module("blocks", blocks);
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    x = center->forward(x);
+    for (auto& b : *blocks) x = b->as<UpBlockImpl>()->forward(x);
+    return x;
+  }
+};
+TORCH_MODULE(CenterDecoder);
+struct SegNetImpl : nn::Module {
+  nn::Conv2d enc{nn::Conv2dOptions(3, 4, 3).padding(1)};
+  CenterDecoder dec;
+  SegNetImpl() {
+    register_module("enc", enc);
+    register_module("dec", dec);
+  }
+  torch::Tensor forward(const torch::Tensor& x) { return dec(enc(x)); }
+};
+TORCH_MODULE(SegNet);
+
+TEST(RealShapes, ADecoderWhoseFirstChildIsAnIdentityRunsOnce) {
+  torch::manual_seed(0);
+  SegNet model;
+  const Both b = profile_both(model, torch::randn({1, 3, 8, 8}), false);
+  expect_same(b);
+  for (const ProfileResult* r : {&b.window, &b.plain}) {
+    EXPECT_EQ(module(*r, "dec").calls, 1u);
+    EXPECT_FALSE(module(*r, "dec").calls_inferred);
+    // enc: 4*8*8*3*9 = 6912 MACs, 2 x 6912 + 256 bias; the blocks: upsample to 16x16 (1,024
+    // FLOPs), conv 4*16*16*4*9 = 36864 MACs (+1,024 bias); upsample to 32x32 (4,096), conv
+    // 147456 MACs (+4,096 bias)
+    EXPECT_EQ(r->flops,
+              (2u * 6912 + 256) + 1024 + (2u * 36864 + 1024) + 4096 + (2u * 147456 + 4096));
+    // the first block's leading upsample, between the Identity's empty call and its conv: op
+    // order cannot tell the root's from the decoder's or the block's: marked where it goes
+    EXPECT_EQ(own_flops(*r, "") + own_flops(*r, "dec") + own_flops(*r, "dec.blocks.0"),
+              1024u + 4096);
+    EXPECT_GE(module(*r, "").inferred_flops + module(*r, "dec").inferred_flops, 1024u + 4096);
+  }
+}

@@ -80,7 +80,9 @@ int ThreadAttributor::innermost_scope_module(int p) const {
 
 // An observed call of a built-in that ran no op (an Identity, a Functional returning its
 // input) is a call of its ancestors too: each one with no call around it gets one, or the
-// call of it right next to the record (no op between) widens over it.
+// call of it right next to the record (no op between) widens over it; failing that, the call
+// that starts after it with only ops that no evidence placed between (a decoder whose center
+// block is an Identity, then a block that begins with an upsample: one call, not two).
 void ThreadAttributor::add_calls_of_empty_records() {
   const int ns = static_cast<int>(th_.scopes.size());
   std::vector<char> has_op(ns, 0);
@@ -102,6 +104,7 @@ void ThreadAttributor::add_calls_of_empty_records() {
       if (scoped_[a] || enclosing_scope_record(k, a)) break;  // its own record covers it
       Call* around = nullptr;
       Call* beside = nullptr;
+      Call* after = nullptr;  // the first call starting after it with only unplaced ops between
       for (Call& c : calls_) {
         if (c.module != a) continue;
         int64_t cs = c.t_lo, ce = c.t_hi;
@@ -109,10 +112,16 @@ void ThreadAttributor::add_calls_of_empty_records() {
           cs = std::min(cs, th_.events[items_[c.first].event].start_tick);
           ce = std::max(ce, end_of(th_.events[items_[c.last].event]));
           if (c.last == next - 1 || c.first == next) beside = &c;
+          if (c.first > next && (after == nullptr || c.first < after->first)) {
+            bool loose = true;
+            for (int q = next; q < c.first && loose; ++q) loose = !items_[q].firm;
+            if (loose) after = &c;
+          }
         }
         if (cs <= lo && hi <= ce) around = &c;
       }
       if (around != nullptr) break;  // and around every ancestor of it
+      if (beside == nullptr) beside = after;
       if (beside != nullptr) {
         beside->t_lo = std::min(beside->t_lo, lo);
         beside->t_hi = std::max(beside->t_hi, hi);
