@@ -97,16 +97,22 @@ struct Builder {
   }
 };
 
-ProfileResult run(const ModuleTree& tree, std::vector<const ThreadEvents*> threads, Names& names,
-                  const MachinePeaks& machine = {}) {
+AggregateInput input_of(const ModuleTree& tree, std::vector<const ThreadEvents*> threads,
+                        Names& names, const MachinePeaks& machine = {},
+                        int64_t stop_tick = 1000000) {
   AggregateInput in;
   in.machine = machine;
   in.tree = &tree;
   in.threads = std::move(threads);
   in.names = &names;
-  in.stop_tick = 1000000;
+  in.stop_tick = stop_tick;
   in.timer = "test";
-  return aggregate(in);
+  return in;
+}
+
+ProfileResult run(const ModuleTree& tree, std::vector<const ThreadEvents*> threads, Names& names,
+                  const MachinePeaks& machine = {}) {
+  return aggregate(input_of(tree, std::move(threads), names, machine));
 }
 
 const ModuleStats& mod(const ProfileResult& r, const std::string& name) {
@@ -803,15 +809,12 @@ TEST(GpuRecords, ModulesWithoutLinkedKernelsHaveNoShare) {
   g.device = "NVIDIA H100 80GB HBM3";
   g.gpu_origin_ns = 1'000'000'000;
   g.records = {kernel("sgemm_a", 0, 10, 0), kernel("sgemm_a", 20, 10, 0)};  // linked to nothing
-  AggregateInput in;
-  in.tree = &tree;
-  in.threads = {&b.th};
-  in.names = &names;
-  in.stop_tick = 1000;
+  MachinePeaks m;
+  m.flops_per_s[static_cast<size_t>(DType::kFloat32)] = 1e12;
+  m.bytes_per_s = 100e9;
+  m.flops_source = m.bandwidth_source = "given";
+  AggregateInput in = input_of(tree, {&b.th}, names, m, 1000);
   in.gpu = &g;
-  in.machine.flops_per_s[static_cast<size_t>(DType::kFloat32)] = 1e12;
-  in.machine.bytes_per_s = 100e9;
-  in.machine.flops_source = in.machine.bandwidth_source = "given";
   ProfileResult r = aggregate(in);
   ASSERT_TRUE(r.gpu.measured);
   EXPECT_NEAR(r.gpu.unattributed_s, 20e-6, 1e-12);
@@ -853,12 +856,7 @@ TEST(Tf32, Fp32ProductsOnTensorCoresAreCountedInTf32AgainstItsPeak) {
   m.flops_per_s[static_cast<size_t>(DType::kTFloat32)] = 8e12;
   m.bytes_per_s = 1e15;
   m.flops_source = m.bandwidth_source = "given";
-  AggregateInput in;
-  in.tree = &tree;
-  in.threads = {&b.th};
-  in.names = &names;
-  in.stop_tick = 1000000;
-  in.machine = m;
+  AggregateInput in = input_of(tree, {&b.th}, names, m);
   // Not allowed (cuBLAS's default): fp32, at 200% of the fp32 peak, flagged
   ProfileResult fp32 = aggregate(in);
   EXPECT_EQ(mod(fp32, "enc.fc1").dtype, DType::kFloat32);
