@@ -439,14 +439,23 @@ TEST(RooflineRun, ImplausibleLevelsOrThreadLinesAreMeasuredAgain) {
   flopsprof::MachinePeaks p = flopsprof::cpu_peaks({DType::kFloat32}, 2);
   EXPECT_EQ(p.flops_source, "measured");  // not "measured (cached)"
   for (const auto& l : p.bandwidth_by_level) EXPECT_NE(l.bytes_per_s, 1e8) << l.name;
-  // (1b) L1 20 GB/s under L2 80 GB/s (DRAM 10 GB/s): a nearer cache slower than a farther one
-  std::ofstream(file) << field(field(good, "levels", "L1:32768:2e10;L2:1048576:8e10"), "bandwidth",
+  // (1b) L1 30 GB/s under L2 100 GB/s (DRAM 10 GB/s): a nearer cache far slower than a farther
+  // one (a milder inversion, L1 155 GB/s under L2 277, is what this machine measures at 2 threads)
+  std::ofstream(file) << field(field(good, "levels", "L1:32768:3e10;L2:1048576:1e11"), "bandwidth",
                                "1e10")
                       << "\n";
   flopsprof::detail::forget_measured_peaks();
   p = flopsprof::cpu_peaks({DType::kFloat32}, 2);
   EXPECT_EQ(p.flops_source, "measured");
-  for (const auto& l : p.bandwidth_by_level) EXPECT_NE(l.bytes_per_s, 2e10) << l.name;
+  for (const auto& l : p.bandwidth_by_level) EXPECT_NE(l.bytes_per_s, 3e10) << l.name;
+  // (1c) L1 30 GB/s, barely above DRAM's 20 GB/s (L2 25 GB/s): an L1 at under twice DRAM
+  std::ofstream(file) << field(field(good, "levels", "L1:32768:3e10;L2:1048576:2.5e10"),
+                               "bandwidth", "2e10")
+                      << "\n";
+  flopsprof::detail::forget_measured_peaks();
+  p = flopsprof::cpu_peaks({DType::kFloat32}, 2);
+  EXPECT_EQ(p.flops_source, "measured");
+  for (const auto& l : p.bandwidth_by_level) EXPECT_NE(l.bytes_per_s, 3e10) << l.name;
   // (2) the 2-thread line at under half of a 1-thread line's fp32 (1 PFLOP/s, trusted as a
   // rate): measured again, and still so against that line: used, doubted, and kept with its doubt
   // (a later process uses it and says so instead of measuring each time).
