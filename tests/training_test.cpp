@@ -118,6 +118,62 @@ TEST(Training, AGradientAccumulatedFromTwoUsesIsTheEnginesNotAConsumers) {
   EXPECT_EQ(prof.get_module("pre").bwd_flops, 2u * 6144 + 2048);
 }
 
+// A GAN's discriminator step (koba-jon/pytorch_cpp's pix2pix): D(real) and D(fake), their losses
+// summed, one backward: both forwards had a backward (it was said "1 of the 2 forward calls had
+// no backward": calls minus passes). An evaluation under no_grad in the window has none.
+TEST(Training, ForwardsWhoseLossesShareOneBackwardEachHadOne) {
+  torch::manual_seed(0);
+  torch::nn::Linear d(32, 1);
+  FlopsProfiler prof(d);
+  prof.start_profile();
+  torch::Tensor loss = d(torch::rand({64, 32})).mean() - d(torch::rand({64, 32})).mean();
+  loss.backward();
+  prof.stop_profile();
+  EXPECT_EQ(prof.result().modules[0].calls, 2u);
+  EXPECT_EQ(prof.result().forwards_without_backward, 0u);
+  prof.start_profile();
+  d(torch::rand({64, 32})).sum().backward();
+  {
+    torch::NoGradGuard no_grad;
+    d(torch::rand({64, 32}));
+  }
+  prof.stop_profile();
+  EXPECT_EQ(prof.result().modules[0].calls, 2u);
+  EXPECT_EQ(prof.result().forwards_without_backward, 1u);
+}
+
+// A generator step: one backward through D and G, each with its own profiler (D's gradients
+// exist from its own step). The engine's work is each model's own: G's accumulation of h's two
+// gradients (64 x 32 adds) is G's "(autograd)", D's weight and bias gradients added to the
+// existing ones (32 + 1 adds) D's; each was counted by both profilers.
+struct LinearForkImpl : torch::nn::Module {
+  LinearForkImpl()
+      : pre(register_module("pre", torch::nn::Linear(16, 32))),
+        a(register_module("a", torch::nn::Linear(32, 32))),
+        b(register_module("b", torch::nn::Linear(32, 32))) {}
+  torch::Tensor forward(const torch::Tensor& x) {
+    torch::Tensor h = pre(x);
+    return a(h) + b(h);
+  }
+  torch::nn::Linear pre, a, b;
+};
+TORCH_MODULE(LinearFork);
+
+TEST(Training, ABackwardThroughTwoProfiledModelsGivesEachItsOwnEngineWork) {
+  torch::manual_seed(0);
+  LinearFork g;
+  torch::nn::Linear d(32, 1);
+  d(torch::rand({64, 32})).sum().backward();  // D's gradients defined, as after its step
+  FlopsProfiler pg(g), pd(d);
+  pg.start_profile();
+  pd.start_profile();
+  d(g(torch::rand({64, 16}))).sum().backward();
+  pd.stop_profile();
+  pg.stop_profile();
+  EXPECT_EQ(pg.result().autograd_flops, 64u * 32);
+  EXPECT_EQ(pd.result().autograd_flops, 32u + 1);
+}
+
 TEST(Training, LayerNormBackward) {
   torch::nn::LayerNorm ln(torch::nn::LayerNormOptions({6}));
   torch::Tensor x = torch::randn({2, 5, 6}, torch::requires_grad());

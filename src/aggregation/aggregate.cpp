@@ -306,7 +306,13 @@ std::vector<MemoryPoint> memory_timeline(const AggregateInput& in, bool* saturat
 }
 
 Analysis analyze(const AggregateInput& in) {
-  Analysis a{attribute(in), count_ops(in.threads, *in.names, in.attention, in.tf32), {}, false, {}, {}, {}};
+  Analysis a{attribute(in),
+             count_ops(in.threads, *in.names, in.attention, in.tf32),
+             {},
+             false,
+             {},
+             {},
+             {}};
   a.kv = kv_cache_bytes(in.threads, *in.names, a.attribution, a.counts);
   a.memory = memory_timeline(in, &a.memory_saturated);
   a.collectives = collective_calls(in, a.attribution);
@@ -1004,9 +1010,24 @@ class Aggregator {
     if (!r.modules.empty()) r.fwd_spread = r.modules[0].fwd_spread;
     r.step_spread = spread_of(step_samples);
     if (r.has_backward && !r.modules.empty()) {
-      size_t passes = 0;
-      for (const PhaseSpan& p : at.phase_spans) passes += p.phase == Phase::kBackward && p.ours;
-      r.forwards_without_backward = r.modules[0].calls > passes ? r.modules[0].calls - passes : 0;
+      // The root's calls none of whose ops an autograd node of the profile links back to (two
+      // forwards whose losses are summed share one backward pass: both had a backward).
+      std::vector<std::vector<int64_t>> linked(in.threads.size());  // linked forward ops' starts
+      for (size_t t = 0; t < at.origin.size(); ++t) {
+        for (const Origin& o : at.origin[t]) {
+          if (o.thread >= 0)
+            linked[o.thread].push_back(in.threads[o.thread]->events[o.event].start_tick);
+        }
+      }
+      for (std::vector<int64_t>& v : linked) std::sort(v.begin(), v.end());
+      uint64_t without = 0;
+      for (const CallSpan& c : at.calls) {
+        if (c.module != 0) continue;
+        const std::vector<int64_t>& v = linked[c.thread];
+        auto it = std::lower_bound(v.begin(), v.end(), c.start);
+        if (it == v.end() || *it > c.end) ++without;
+      }
+      r.forwards_without_backward = without;
     }
     // The model's totals and its points on the roofline.
     r.machine = in.machine;

@@ -152,6 +152,7 @@ Attribution attribute(const AttributionInput& in) {
     }
   }
   out.origin.resize(in.threads.size());
+  std::vector<std::vector<int>> accumulated_after(in.threads.size());
   for (size_t t = 0; t < in.threads.size(); ++t) {
     const ThreadEvents& th = *in.threads[t];
     ThreadAttribution& ta = out.threads[t];
@@ -171,6 +172,8 @@ Attribution attribute(const AttributionInput& in) {
     // engine accumulates a tensor's gradients from several uses (InputBuffer, in the wrapper of
     // the node that produced the later one) is gradient accumulation: "(autograd)".
     std::vector<int>& node_of = ta.node_of;
+    std::vector<int>& after = accumulated_after[t];  // the node whose wrapper ran the accumulation
+    after.assign(n, -1);
     for (size_t i = 0; i < n; ++i) {
       const RawEvent& e = th.events[i];
       const int p = e.parent;
@@ -180,14 +183,17 @@ Attribution attribute(const AttributionInput& in) {
       } else if (p >= 0 && e.kind == EventKind::kOp && (th.events[p].flags & kEngine) &&
                  is_accumulation(in.names->name(e.name_id))) {
         node_of[i] = -1;
+        after[i] = node_of[p];
       } else if (p >= 0) {
         node_of[i] = node_of[p];
+        after[i] = after[p];
       }
     }
   }
   for (size_t t = 0; t < in.threads.size(); ++t) {
     const ThreadEvents& th = *in.threads[t];
     ThreadAttribution& ta = out.threads[t];
+    int previous_node = -1;  // the last autograd node run on this thread
     for (size_t i = 0; i < th.events.size(); ++i) {
       const RawEvent& e = th.events[i];
       const bool bwd = e.kind == EventKind::kBackwardNode || ta.phase[i] == Phase::kBackward ||
@@ -205,7 +211,23 @@ Attribution attribute(const AttributionInput& in) {
           ta.alternative[i] = fa.alternative[o.event];
         }
       }
+      // The engine's work for nodes outside the model (another profiled model's, in a backward
+      // pass that runs both) is outside it, not this model's "(autograd)": an accumulation in
+      // the wrapper of such a node; a node linked to no forward op (AccumulateGrad) that runs
+      // right after one (the engine takes it first: its sequence number is the highest), and
+      // the ops inside such a node.
+      // (A node placed outside by inference, the backward of a guess, may be the model's: its
+      // engine work stays the model's "(autograd)".)
+      auto outside = [&](int node) {
+        return node >= 0 && ta.module[node] == kOutsideModel && !ta.inferred[node];
+      };
+      const int acc = accumulated_after[t][i];
+      if (m == kUnlinked && outside(acc)) m = kOutsideModel;
+      if (m == kUnlinked && nd == static_cast<int>(i) && outside(previous_node)) m = kOutsideModel;
+      if (m == kUnlinked && nd >= 0 && nd != static_cast<int>(i) && ta.module[nd] == kOutsideModel)
+        m = kOutsideModel;
       ta.module[i] = m;
+      if (nd == static_cast<int>(i)) previous_node = nd;
     }
     phase_spans(in, static_cast<int>(t), ta, out.origin, out.phase_spans);
   }
