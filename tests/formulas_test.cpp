@@ -385,6 +385,24 @@ TEST(LossFormula, BinaryCrossEntropyAndNllLoss) {
   EXPECT_EQ(bce(Args().tensor({4, 8}).tensor({4, 8}).none().i(1)), 9u * 32);
   EXPECT_EQ(bce(Args().tensor({4, 8}).tensor({4, 8}).tensor({4, 8}).i(1)), 10u * 32);
   EXPECT_EQ(bce(Args().tensor({4, 8}).tensor({4, 8}).none().i(0)), 8u * 32);
+  // with logits (the GAN loss of koba-jon/pytorch_cpp's pix2pix, n/a before): (1 - t) x +
+  // softplus(-x): 6 per element, + 1 to reduce, + 1 with a weight, + 3 with a pos_weight
+  auto logits = [](Args a) { return count("aten::binary_cross_entropy_with_logits", a).flops; };
+  EXPECT_EQ(logits(Args().tensor({4, 8}).tensor({4, 8}).none().none().i(1)), 7u * 32);
+  EXPECT_EQ(logits(Args().tensor({4, 8}).tensor({4, 8}).tensor({4, 8}).tensor({8}).i(0)), 10u * 32);
+  // its backward(grad, x, t, weight?, pos_weight?, reduction): (sigmoid(x) - t) * grad: 3 per
+  // element, + 1 for the mean's division
+  EXPECT_EQ(count("aten::binary_cross_entropy_with_logits_backward",
+                  Args().tensor({}).tensor({4, 8}).tensor({4, 8}).none().none().i(1))
+                .flops,
+            4u * 32);
+  // sgn (an L1 loss's backward, n/a before): one per element; dropout's backward, as its
+  // forward, a known 0 (the masks are not counted)
+  EXPECT_EQ(count("aten::sgn", Args().tensor({4, 8})).flops, 32u);
+  EXPECT_EQ(count("aten::native_dropout_backward",
+                  Args().tensor({4, 8}).tensor({4, 8}, DType::kBool).d(2.0))
+                .flops,
+            0u);
   // nll_loss(x[4,10], target[4], weight?, reduction, ignore_index): per target the negation and
   // the reduction's add (+ the weight's product and the total weight's add); a mean divides once
   auto nll = [](const char* op, Args a) { return count(op, a).flops; };

@@ -6,6 +6,11 @@
 //   l1_loss_backward(grad, input, target):  subtract, sign, multiply by grad: 3n
 //   binary_cross_entropy(x, t, weight?, reduction): -(t log x + (1 - t) log(1 - x)): log, 1 - x,
 //     log, 1 - t, two products, add, negate: 8n, + n with a weight, + n to reduce (not 'none')
+//   binary_cross_entropy_with_logits(x, t, weight?, pos_weight?, reduction): (1 - t) x +
+//     softplus(-x): 1 - t, product, negate, exp, log1p, add: 6n, + n with a weight, + 3n with a
+//     pos_weight (its (pw - 1) t + 1 and the product with the softplus), + n to reduce
+//   binary_cross_entropy_with_logits_backward(grad, x, t, weight?, pos_weight?, reduction):
+//     (sigmoid(x) - t) * grad: 3n, + n with a weight, + 3n with a pos_weight, + n for the mean
 //   nll_loss*(x[N, C, ...], target[N, ...], weight?, reduction, ignore_index), m = numel(target):
 //     the gathered value negated: m, + m with a weight (the product; its total weight is an add
 //     per target too: + m), + m to reduce (not 'none'), + 1 for the mean's division ('mean')
@@ -51,6 +56,22 @@ std::optional<FlopCount> binary_cross_entropy(const OpInputs& in) {
   return flops_only(checked_mul(per, *n));
 }
 
+// (with_logits: the backward's arguments start one later, after grad_output)
+std::optional<FlopCount> bce_with_logits(const OpInputs& in, bool backward) {
+  const size_t x = backward ? 1 : 0;
+  if (!in.is_tensor(x) || !in.is_tensor(x + 1)) return std::nullopt;
+  std::optional<uint64_t> n = broadcast_numel({in.shape(x), in.shape(x + 1)});
+  if (!n) return std::nullopt;
+  const std::optional<int64_t> reduction = in.integer(x + 4);
+  uint64_t per = backward ? 3 : 6;
+  if (in.is_tensor(x + 2)) ++per;
+  if (in.is_tensor(x + 3)) per += 3;
+  if (backward ? (reduction && *reduction == kReductionMean)
+               : (!reduction || *reduction != kReductionNone))
+    ++per;
+  return flops_only(checked_mul(per, *n));
+}
+
 std::optional<FlopCount> nll_loss(const OpInputs& in) {
   if (!in.is_tensor(0) || !in.is_tensor(1)) return std::nullopt;
   const uint64_t m = in.numel(1);
@@ -79,6 +100,10 @@ void register_loss_formulas() {
   for (const char* op : {"aten::nll_loss_backward", "aten::nll_loss2d_backward"})
     add_builtin_formula(op, nll_loss_backward);
   add_builtin_formula("aten::binary_cross_entropy", binary_cross_entropy);
+  add_builtin_formula("aten::binary_cross_entropy_with_logits",
+                      [](const OpInputs& in) { return bce_with_logits(in, false); });
+  add_builtin_formula("aten::binary_cross_entropy_with_logits_backward",
+                      [](const OpInputs& in) { return bce_with_logits(in, true); });
   for (const char* op : {"aten::nll_loss", "aten::nll_loss_nd", "aten::nll_loss2d",
                          "aten::nll_loss_forward", "aten::nll_loss2d_forward"})
     add_builtin_formula(op, nll_loss);

@@ -398,8 +398,9 @@ void register_pointwise_formulas() {
         "aten::exp", "aten::exp_", "aten::log", "aten::log_", "aten::sqrt", "aten::sqrt_",
         "aten::rsqrt", "aten::rsqrt_", "aten::reciprocal", "aten::reciprocal_", "aten::neg",
         "aten::neg_", "aten::abs", "aten::abs_", "aten::sin", "aten::cos", "aten::erf",
-        "aten::log1p", "aten::expm1", "aten::square", "aten::clamp", "aten::clamp_",
-        "aten::clamp_min", "aten::clamp_min_", "aten::clamp_max", "aten::clamp_max_",
+        "aten::log1p", "aten::expm1", "aten::square", "aten::clamp", "aten::clamp_", "aten::sign",
+        "aten::sign_", "aten::sgn", "aten::sgn_", "aten::clamp_min", "aten::clamp_min_",
+        "aten::clamp_max", "aten::clamp_max_",
         // activations
         "aten::relu", "aten::relu_", "aten::gelu", "aten::gelu_", "aten::silu", "aten::silu_",
         "aten::sigmoid", "aten::sigmoid_", "aten::tanh", "aten::tanh_", "aten::elu", "aten::elu_",

@@ -541,8 +541,9 @@ void register_zero_formulas() {
         "aten::replication_pad2d", "aten::replication_pad3d", "aten::zero_", "aten::fill_",
         // dropout (masks are not counted)
         "aten::dropout", "aten::dropout_", "aten::feature_dropout", "aten::alpha_dropout",
-        "aten::native_dropout", "aten::bernoulli_", "aten::feature_dropout_",
-        "aten::alpha_dropout_", "aten::feature_alpha_dropout", "aten::feature_alpha_dropout_",
+        "aten::native_dropout", "aten::native_dropout_backward", "aten::bernoulli_",
+        "aten::feature_dropout_", "aten::alpha_dropout_", "aten::feature_alpha_dropout",
+        "aten::feature_alpha_dropout_",
         // factories that write their output
         "aten::zeros", "aten::zeros_like", "aten::ones", "aten::ones_like", "aten::full",
         "aten::full_like", "aten::new_zeros", "aten::new_ones", "aten::new_full", "aten::arange",
