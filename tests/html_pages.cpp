@@ -162,6 +162,19 @@ int main(int argc, char** argv) {
   const flopsprof::ProfileDiff d = flopsprof::diff(removed, variant);
   std::ofstream(dir + "/diff.html") << flopsprof::diff_to_html(d);
   std::ofstream(dir + "/diff.json") << flopsprof::diff_to_json(d);
+  // No time (an exported program counted from its graph): counts and bytes, every latency null.
+  ProfileResult untimed;
+  untimed.modules.push_back(module("", "Llama", 0, -1, 4000, 0));
+  untimed.modules.push_back(module("layers.0", "Block", 1, 0, 3000, 0));
+  untimed.modules.push_back(module("output", "Linear", 1, 0, 1000, 0));
+  for (ModuleStats& m : untimed.modules) m.bytes = m.flops;
+  finish(untimed);
+  untimed.timed = false;
+  untimed.fwd_bytes = 4000;
+  write(dir, "untimed", untimed);
+  const flopsprof::ProfileDiff ud = flopsprof::diff(untimed, untimed);
+  std::ofstream(dir + "/untimed_diff.html") << flopsprof::diff_to_html(ud);
+  std::ofstream(dir + "/untimed_diff.json") << flopsprof::diff_to_json(ud);
   std::cout << "pages written to " << dir << "\n";
   return 0;
 }

@@ -100,6 +100,9 @@ struct ModuleRegionStats {
   uint64_t kv_read_bytes = 0, kv_write_bytes = 0;  ///< of those, a KV cache's
   FlopsByDtype flops_by_dtype{};
   uint64_t bwd_flops = 0;  ///< backward ops there linked to its forward ops
+  /// (flops + bwd_flops) per token of the region (RegionStats::tokens); 0 when its tokens are
+  /// unknown.
+  double flops_per_token = 0;
   /// Its forward there against the machine's ceilings (0: unknown, or no time): FLOP/s over the
   /// peak of each op's dtype (mfu), bytes/s over the peak bandwidth (mbu).
   double mfu = 0, mbu = 0;
@@ -420,6 +423,10 @@ struct ProfileResult {
   /// (ProfilerOptions::read_attention_masks: the pairs it discards are in `masked_flops`), and
   /// those counted dense (not read: the option off, or values it cannot read).
   uint64_t attention_masks_read = 0, attention_masks_unread = 0;
+  /// false: the profile has no time, as nothing ran (an exported program profiled from its
+  /// graph, flopsprof/exported.h): every latency, achieved rate, share and memory figure is
+  /// absent (0 here; the reports say n/a, the JSON null or omits them).
+  bool timed = true;
   double duration_s = 0;  ///< forward latency of the root module, seconds
   /// `duration_s`, `bwd_latency_s` and `step_latency_s` as measured (LatencyCorrection).
   double duration_raw_s = 0, bwd_latency_raw_s = 0, step_latency_raw_s = 0;

@@ -1146,8 +1146,10 @@ class Aggregator {
     placement_problems(tree, acc, losers, r.problems);
     std::vector<std::string> hidden;  // kCallsHidden: one line for all of them
     const std::string fix =
-        "FLOPSPROF_MODULE() as the first line of its forward (or of the method the program "
-        "calls) makes it exact";
+        !in.call_fix.empty()
+            ? in.call_fix
+            : "FLOPSPROF_MODULE() as the first line of its forward (or of the method the program "
+              "calls) makes it exact";
     for (int m = 0; m < num_modules; ++m) {
       if (at.scoped[m] || tree.nodes[m].ignored) continue;
       const uint8_t why = at.calls_inferred[m];

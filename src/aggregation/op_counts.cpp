@@ -288,4 +288,16 @@ std::string format_args(const std::vector<ArgView>& args) {
   return out;
 }
 
+std::vector<DType> OpCounts::flop_dtypes() const {
+  std::vector<DType> dtypes;
+  for (const auto& t : threads) {
+    for (const OpCount& c : t) {
+      if (c.counted() && c.fc.flops > 0 && is_floating(c.dtype) &&
+          std::find(dtypes.begin(), dtypes.end(), c.dtype) == dtypes.end())
+        dtypes.push_back(c.dtype);
+    }
+  }
+  return dtypes;
+}
+
 }  // namespace flopsprof::detail

@@ -50,6 +50,9 @@ struct OpCount {
 struct OpCounts {
   std::vector<std::vector<OpCount>> threads;
   std::map<std::string, uint64_t> errors;  ///< "<op>: <what the formula threw>" -> count
+  /// The floating dtypes counted ops did FLOPs in, in the order first met: those the roofline
+  /// needs a peak for.
+  std::vector<DType> flop_dtypes() const;
 };
 
 /// Evaluates the formulas of every counted op of `threads`, and the bytes rules of every op that

@@ -256,7 +256,13 @@ void split_by_region(const AggregateInput& in, const Analysis& analysis, Profile
       s.mbu = static_cast<double>(s.bytes) / s.duration_s / peaks.bytes_per_s;
   }
   for (ModuleStats& m : r.modules) {
-    for (ModuleRegionStats& x : m.regions) {
+    for (size_t g = 0; g < m.regions.size() && g < r.regions.size(); ++g) {
+      ModuleRegionStats& x = m.regions[g];
+      if (r.regions[g].tokens > 0) {  // as the region's: fwd + bwd FLOPs per token
+        uint64_t flops = x.flops;
+        add_sat(flops, x.bwd_flops);
+        x.flops_per_token = static_cast<double>(flops) / static_cast<double>(r.regions[g].tokens);
+      }
       x.mfu = flops_utilisation(x.flops_by_dtype, x.latency_s, peaks);
       if (peaks.bytes_per_s > 0 && x.latency_s > 0)
         x.mbu = static_cast<double>(x.bytes) / x.latency_s / peaks.bytes_per_s;

@@ -472,6 +472,35 @@ std::vector<OpDiff> match_ops(const std::vector<OpStats>& x, const std::vector<O
 
 }  // namespace
 
+// A side has no time (an exported program counted from its graph): no latency is compared, and
+// the warnings say so instead of how to read latency deltas.
+void untimed(ProfileDiff& d, const char* which) {
+  auto unknown = [](TimeDelta& t) { t = TimeDelta{0, 0, false, false, false}; };
+  for (TotalDiff& t : d.totals) {
+    if (t.is_time) unknown(t.time);
+  }
+  for (ModuleDiff& m : d.modules) {
+    unknown(m.latency);
+    unknown(m.bwd_latency);
+    m.share_known = false;
+    m.share_of_delta = 0;
+    for (OpDiff& o : m.ops) unknown(o.latency);
+  }
+  for (OpDiff& o : d.ops) unknown(o.latency);
+  for (RegionDiff& g : d.regions) {
+    unknown(g.latency);
+    unknown(g.latency_per_token);
+  }
+  const std::string single = "latency deltas are single samples";
+  d.warnings.erase(std::remove_if(d.warnings.begin(), d.warnings.end(),
+                                  [&](const std::string& w) { return w.rfind(single, 0) == 0; }),
+                   d.warnings.end());
+  d.warnings.push_back(fmt::format(
+      "{} no time (an exported program counted from its graph, not run): latencies are not "
+      "compared, only counts, bytes and parameters",
+      which));
+}
+
 ProfileDiff diff(const LoadedProfile& base, const LoadedProfile& next, const DiffOptions& options) {
   if (base.result.modules.empty() || next.result.modules.empty())
     throw Error("diff: a profile has no modules (is it a finished profile?)");
@@ -497,6 +526,11 @@ ProfileDiff diff(const LoadedProfile& base, const LoadedProfile& next, const Dif
   d.ops = match_ops(base.result.ops, next.result.ops,
                     !missing(base, "bytes") && !missing(next, "bytes"));
   regions(d, base.result, next.result);
+  if (!base.result.timed || !next.result.timed) {
+    untimed(d, !base.result.timed && !next.result.timed ? "both profiles have"
+               : base.result.timed                      ? "the new profile has"
+                                                        : "the base profile has");
+  }
   return d;
 }
 

@@ -102,10 +102,12 @@ class Reader {
       fail(fmt::format("{}: \"{}\" is {}, outside [{}, {}]", where, key, excerpt(*it), lo, hi));
     return it->get<int64_t>();
   }
-  // A duration or a rate: a finite number >= 0.
+  // A duration or a rate: a finite number >= 0; null (read as 0) in a profile with no time
+  // (summary.timed false: an exported program counted from its graph).
   double seconds(const json& o, const char* key, const std::string& where) const {
     auto it = o.find(key);
     if (it == o.end()) fail(fmt::format("{} has no \"{}\"", where, key));
+    if (it->is_null() && !timed_) return 0;
     if (!it->is_number())
       fail(fmt::format("{}: \"{}\" is not a number ({})", where, key, excerpt(*it)));
     const double v = it->get<double>();
@@ -191,6 +193,11 @@ class Reader {
   void summary(const json& s, LoadedProfile& lp) {
     ProfileResult& r = lp.result;
     const std::string w = "summary";
+    if (auto t = s.find("timed"); t != s.end()) {
+      if (!t->is_boolean()) fail("summary: \"timed\" is not a boolean (" + excerpt(*t) + ")");
+      timed_ = t->get<bool>();
+    }
+    r.timed = timed_;
     r.params = count(s, "params", w);
     r.flops = count(s, "fwd_flops", w);
     r.macs = count(s, "fwd_macs", w);
@@ -358,6 +365,7 @@ class Reader {
   }
 
   std::string source_;
+  bool timed_ = true;  // summary.timed: latencies may be null when false
 };
 
 }  // namespace

@@ -122,14 +122,7 @@ struct FlopsProfiler::Impl {
   // device's, or (`measure`, a CPU model) this CPU's measured peaks for the dtypes its FLOPs
   // were in. A failed measurement leaves them unknown, with the reason in `in`'s problems.
   MachinePeaks peaks(const detail::Analysis& a, bool measure, detail::AggregateInput& in) const {
-    std::vector<DType> dtypes;
-    for (const auto& t : a.counts.threads) {
-      for (const detail::OpCount& c : t) {
-        if (c.counted() && c.fc.flops > 0 && is_floating(c.dtype) &&
-            std::find(dtypes.begin(), dtypes.end(), c.dtype) == dtypes.end())
-          dtypes.push_back(c.dtype);
-      }
-    }
+    const std::vector<DType> dtypes = a.counts.flop_dtypes();
     // A model on meta has no machine's ceilings (its times are not the machine's); a device's
     // are the plugin's (datasheet or properties) with a short measurement on the device.
     const detail::GpuTimingRequest t = timing_request();

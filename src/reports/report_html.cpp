@@ -64,7 +64,7 @@ constexpr const char* kScript = R"JS(
     const s = a >= 1e12 ? (x / 1e12).toFixed(2) + ' T' : a >= 1e9 ? (x / 1e9).toFixed(2) + ' G' : a >= 1e6 ? (x / 1e6).toFixed(2) + ' M' : a >= 1e3 ? (x / 1e3).toFixed(2) + ' K' : String(Math.round(x * 100) / 100) + ' ';
     return (s + (unit || '')).trim();
   };
-  const dur = (s) => !isFinite(s) ? 'n/a' : s >= 1 ? s.toFixed(2) + ' s' : s >= 1e-3 ? (s * 1e3).toFixed(2) + ' ms' : (s * 1e6).toFixed(2) + ' us';
+  const dur = (s) => !Number.isFinite(s) ? 'n/a' : s >= 1 ? s.toFixed(2) + ' s' : s >= 1e-3 ? (s * 1e3).toFixed(2) + ' ms' : (s * 1e6).toFixed(2) + ' us';
   const bytes = (b) => { const a = Math.abs(b); return a >= 2 ** 30 ? (b / 2 ** 30).toFixed(2) + ' GiB' : a >= 2 ** 20 ? (b / 2 ** 20).toFixed(2) + ' MiB' : a >= 1024 ? (b / 1024).toFixed(2) + ' KiB' : b + ' B'; };
   const rate = (f, s) => s > 0 ? f / s : 0;
   const label = (m) => m.name === '' ? '(root)' : m.name;

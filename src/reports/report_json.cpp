@@ -148,6 +148,16 @@ void known_or_null(JsonWriter& w, std::string_view key, double v) {
   }
 }
 
+// A time of `r`: null where the profile has none (ProfileResult::timed: nothing ran).
+void time_member(JsonWriter& w, const ProfileResult& r, std::string_view key, double seconds) {
+  w.key(key);
+  if (r.timed) {
+    w.value(seconds);
+  } else {
+    w.null();
+  }
+}
+
 // The summary: totals, latencies, sizes.
 void write_summary(JsonWriter& w, const ProfileResult& r) {
   w.key("summary");
@@ -158,9 +168,10 @@ void write_summary(JsonWriter& w, const ProfileResult& r) {
   by_dtype(w, "param_bytes_by_dtype", r.param_bytes_by_dtype);
   w.member("fwd_flops", r.flops);
   w.member("fwd_macs", r.macs);
-  w.member("fwd_latency_s", r.duration_s);
-  w.member("fwd_latency_raw_s", r.duration_raw_s);
-  w.member("fwd_flops_per_s", r.fwd_flops_per_s);
+  w.member("timed", r.timed);
+  time_member(w, r, "fwd_latency_s", r.duration_s);
+  time_member(w, r, "fwd_latency_raw_s", r.duration_raw_s);
+  time_member(w, r, "fwd_flops_per_s", r.fwd_flops_per_s);
   by_dtype(w, "flops_by_dtype", r.flops_by_dtype);
   w.member("dtype", dtype_name(r.dtype));
   // Causal masks: the headline's convention and the three counts (docs/report.md).
@@ -175,7 +186,7 @@ void write_summary(JsonWriter& w, const ProfileResult& r) {
   w.member("attention_kernel_unknown_calls", r.kernel_unknown_calls);
   w.member("attention_masks_read_calls", r.attention_masks_read);
   w.member("attention_masks_unread_calls", r.attention_masks_unread);
-  w.member("no_formula_latency_s", r.no_formula_s);
+  time_member(w, r, "no_formula_latency_s", r.no_formula_s);
   w.member("threads", r.threads);
   w.member("op_events", r.op_events);
   w.member("timer", r.timer);
@@ -273,8 +284,9 @@ void write_module_regions(JsonWriter& w, const ProfileResult& r, const ModuleSta
     w.key(r.regions[g].name);
     w.begin_object();
     w.member("calls", x.calls);
-    w.member("latency_s", x.latency_s);
+    time_member(w, r, "latency_s", x.latency_s);
     w.member("flops", x.flops);
+    known_or_null(w, "flops_per_token", x.flops_per_token);
     w.member("macs", x.macs);
     w.member("bytes", x.bytes);
     w.member("kv_read_bytes", x.kv_read_bytes);
@@ -362,8 +374,8 @@ void write_modules(JsonWriter& w, const ProfileResult& r) {
     w.member("param_bytes", m.param_bytes);
     w.member("macs", m.macs);
     w.member("flops", m.flops);
-    w.member("latency_s", m.latency_s);
-    w.member("latency_raw_s", m.latency_raw_s);
+    time_member(w, r, "latency_s", m.latency_s);
+    time_member(w, r, "latency_raw_s", m.latency_raw_s);
     w.member("na_ops", m.na_ops);
     w.member("inferred_ops", m.inferred_ops);
     w.member("inferred_flops", m.inferred_flops);
@@ -410,7 +422,7 @@ void write_modules(JsonWriter& w, const ProfileResult& r) {
       w.member("calls", op.calls);
       w.member("flops", op.flops);
       w.member("macs", op.macs);
-      w.member("latency_s", op.latency_s);
+      time_member(w, r, "latency_s", op.latency_s);
       w.member("bytes", op.bytes);
       w.end_object();
     }
@@ -439,9 +451,9 @@ void write_ops(JsonWriter& w, const ProfileResult& r) {
     w.member("calls", op.calls);
     w.member("flops", op.flops);
     w.member("macs", op.macs);
-    w.member("latency_s", op.latency_s);
-    w.member("latency_raw_s", op.latency_raw_s);
-    w.member("uncounted_self_latency_s", op.uncovered_s);
+    time_member(w, r, "latency_s", op.latency_s);
+    time_member(w, r, "latency_raw_s", op.latency_raw_s);
+    time_member(w, r, "uncounted_self_latency_s", op.uncovered_s);
     w.member("bytes", op.bytes);
     w.member("bytes_read", op.bytes_read);
     w.member("bytes_written", op.bytes_written);

@@ -45,6 +45,11 @@ std::string share(double fraction) { return fmt::format("{:.1f}%", 100.0 * fract
 // A point's share, or n/a where its time is unknown (RooflinePoint::timed).
 std::string share(const RooflinePoint& p) { return p.timed ? share(p.share) : "n/a"; }
 
+// A time of `r`, or n/a where the profile has none (ProfileResult::timed: nothing ran).
+std::string time_of(const ProfileResult& r, double seconds) {
+  return r.timed ? duration_to_string(seconds) : std::string("n/a");
+}
+
 // Attention calls with an explicit mask: read, or counted dense (docs/report.md, "Masks").
 std::string masks_text(const ProfileResult& r) {
   if (r.attention_masks_read + r.attention_masks_unread == 0) return "";
@@ -270,7 +275,9 @@ void summary_forward(std::string& out, const ProfileResult& r) {
                      masks_text(r)));
   }
   line(out, "fwd flops of model = fwd flops per device * mp_size", number_to_string(r.flops * mp));
-  line(out, "fwd latency", duration_to_string(r.duration_s));
+  line(out, "fwd latency",
+       r.timed ? duration_to_string(r.duration_s)
+               : std::string("n/a (not run: an exported program counted from its graph)"));
   line(out, "fwd FLOPS per device = fwd flops per device / fwd latency",
        r.duration_s > 0 ? flops_per_second_to_string(r.fwd_flops_per_s) : std::string("n/a"));
   if (r.outside.ops > 0) {
@@ -422,7 +429,8 @@ void summary_coverage(std::string& out, const ProfileResult& r) {
   // The model's forward only; the table below also lists those of the other phases.
   line(out, "fwd ops without a formula (n/a, not counted)",
        fmt::format("{} op(s), {} call(s), {} = {} of fwd latency{}", na_names, na_calls,
-                   duration_to_string(r.no_formula_s), percent(r.no_formula_s, r.duration_s),
+                   time_of(r, r.no_formula_s),
+                   r.timed ? percent(r.no_formula_s, r.duration_s) : std::string("n/a"),
                    na_elsewhere > 0 ? fmt::format("; {} more in backward, step or outside the "
                                                   "model (table below)",
                                                   na_elsewhere)
@@ -490,8 +498,8 @@ void summary_ops_without_formula(std::string& out, const ProfileResult& r) {
     for (const OpStats& op : r.ops) {
       if (op.has_formula) continue;
       fmt::format_to(std::back_inserter(out), "    {:<40} {:>9} {:>8} {:>12} {:>12} {:>12}{}\n",
-                     op.name, op.phase, op.calls, duration_to_string(op.latency_s),
-                     duration_to_string(op.uncovered_s), traffic(op.bytes),
+                     op.name, op.phase, op.calls, time_of(r, op.latency_s),
+                     time_of(r, op.uncovered_s), traffic(op.bytes),
                      op.written_unknown > 0            ? " (writes unknown)"
                      : op.written_from_allocations > 0 ? " (writes: allocations)"
                                                        : "");
@@ -547,10 +555,10 @@ void regions(std::string& out, const ProfileResult& r, const ReportOptions& o) {
     const double per_window = g.spread.samples > 0 ? g.spread.median_s : g.duration_s;
     fmt::format_to(std::back_inserter(out),
                    "{:<16}{:>8}{:>12}{:>12}{:>9}{:>12}{:>12}{:>13}{:>11}{:>11}{:>8}{:>8}\n", g.name,
-                   g.windows, duration_to_string(g.duration_s), duration_to_string(per_window),
+                   g.windows, time_of(r, g.duration_s), time_of(r, per_window),
                    g.tokens > 0 ? std::to_string(g.tokens) : "n/a",
-                   g.tokens > 0 ? number_to_string(g.tokens_per_s) : "n/a",
-                   g.tokens > 0 ? duration_to_string(g.latency_per_token_s) : "n/a",
+                   g.tokens > 0 && r.timed ? number_to_string(g.tokens_per_s) : "n/a",
+                   g.tokens > 0 ? time_of(r, g.latency_per_token_s) : "n/a",
                    g.tokens > 0 ? number_to_string(g.flops_per_token) : "n/a",
                    flops_to_string(g.flops), flops_to_string(g.bwd_flops), utilisation(g.mfu),
                    utilisation(g.mbu));
@@ -574,7 +582,7 @@ void regions(std::string& out, const ProfileResult& r, const ReportOptions& o) {
             : "");
   }
   const RegionStats& first = r.regions.front();
-  if (first.tokens > 0) {
+  if (first.tokens > 0 && r.timed) {
     fmt::format_to(
         std::back_inserter(out),
         "time to first token: {} (the first window of \"{}\", the region opened first)\n",
@@ -618,16 +626,19 @@ void regions(std::string& out, const ProfileResult& r, const ReportOptions& o) {
   for (size_t k = 0; k < r.regions.size(); ++k) {
     fmt::format_to(std::back_inserter(out), "\n{} (modules to depth {}):\n", r.regions[k].name,
                    depth);
-    fmt::format_to(std::back_inserter(out), "    {:<36}{:>8}{:>12}{:>11}{:>9}{:>11}{:>8}{:>8}\n",
-                   "module", "calls", "time", "FLOPs", "share", "bytes", "MFU", "MBU");
+    fmt::format_to(std::back_inserter(out),
+                   "    {:<36}{:>8}{:>12}{:>11}{:>13}{:>9}{:>11}{:>8}{:>8}\n", "module", "calls",
+                   "time", "FLOPs", "FLOPs/token", "share", "bytes", "MFU", "MBU");
     for (const ModuleStats& mod : r.modules) {
       if (mod.depth > depth || k >= mod.regions.size()) continue;
       const ModuleRegionStats& x = mod.regions[k];
       if (x.calls == 0 && x.flops == 0 && x.bytes == 0) continue;
       const std::string name = std::string(2 * static_cast<size_t>(mod.depth), ' ') +
                                (mod.name.empty() ? "(root)" : mod.name);
-      fmt::format_to(std::back_inserter(out), "    {:<36}{:>8}{:>12}{:>11}{:>9}{:>11}{:>8}{:>8}\n",
-                     name, x.calls, duration_to_string(x.latency_s), flops_to_string(x.flops),
+      fmt::format_to(std::back_inserter(out),
+                     "    {:<36}{:>8}{:>12}{:>11}{:>13}{:>9}{:>11}{:>8}{:>8}\n", name, x.calls,
+                     time_of(r, x.latency_s), flops_to_string(x.flops),
+                     x.flops_per_token > 0 ? number_to_string(x.flops_per_token) : "n/a",
                      percent(static_cast<double>(x.flops), static_cast<double>(r.regions[k].flops)),
                      traffic(x.bytes), utilisation(x.mfu), utilisation(x.mbu));
     }
@@ -687,8 +698,9 @@ void aggregated(std::string& out, const ProfileResult& r, const ReportOptions& o
                    top([](const Agg& a) { return static_cast<double>(a.macs); },
                        [](const Agg& a) { return macs_to_string(a.macs); }));
     fmt::format_to(std::back_inserter(out), "    fwd latency - {}\n",
-                   top([](const Agg& a) { return a.latency; },
-                       [](const Agg& a) { return duration_to_string(a.latency); }));
+                   r.timed ? top([](const Agg& a) { return a.latency; },
+                                 [](const Agg& a) { return duration_to_string(a.latency); })
+                           : std::string("n/a"));
   }
 }
 
@@ -728,7 +740,7 @@ void tree_node(std::string& out, const ProfileResult& r, const ReportOptions& o,
       "{} = {} Params, {} = {} MACs, {} = {} latency, {}", params_to_string(m.params),
       percent(static_cast<double>(m.params), static_cast<double>(root.params)),
       macs_to_string(m.macs), percent(static_cast<double>(m.macs), static_cast<double>(root.macs)),
-      duration_to_string(m.latency_s), percent(m.latency_s, root.latency_s),
+      time_of(r, m.latency_s), r.timed ? percent(m.latency_s, root.latency_s) : "n/a",
       // achieved FLOPS over its time (the device's when measured): its roofline's
       (r.gpu.measured ? m.device_fwd_s : m.latency_s) > 0
           ? flops_per_second_to_string(m.roofline.achieved_flops_per_s)
@@ -868,10 +880,10 @@ void op_roofline(std::string& out, const ProfileResult& r) {
     fmt::format_to(
         std::back_inserter(out),
         "    {:<36} {:>9} {:>7} {:>11} {:>10} {:>10} {:>8} {:>14} {:>8} {:>7}\n",
-        op.name.substr(0, 36), op.phase, op.calls, duration_to_string(op.latency_s),
+        op.name.substr(0, 36), op.phase, op.calls, time_of(r, op.latency_s),
         op.has_formula ? flops_to_string(op.flops) : std::string("n/a"), traffic(op.bytes),
         op.has_formula ? fmt::format("{:.2f}", p.intensity) : std::string("n/a"),
-        flops_per_second_to_string(p.achieved_flops_per_s),
+        p.timed ? flops_per_second_to_string(p.achieved_flops_per_s) : std::string("n/a"),
         p.bound.empty()                  ? std::string("-")
         : level_of(p, r.machine).empty() ? p.bound
                                          : p.bound + " " + level_of(p, r.machine),

@@ -236,6 +236,23 @@ async function roofline(page, json, name) {
   check(errors.length === 0, `diff: no console errors ${errors.join('; ')}`);
 }
 
+// No time (an exported program): latencies say n/a, never 0; counts as in the JSON.
+{
+  const { page, errors, json } = await open('untimed');
+  check(json.summary.timed === false && json.summary.fwd_latency_s === null, 'untimed: the JSON has null latencies');
+  const lat = await page.$eval('#summary [data-key=fwd_latency_s]', (e) => e.textContent);
+  check(lat === 'n/a', `untimed: the summary's fwd latency is n/a (${lat})`);
+  const flops = await page.$eval('#summary [data-key=fwd_flops]', (e) => e.dataset.value);
+  check(Number(flops) === json.summary.fwd_flops, `untimed: the summary's FLOPs (${flops})`);
+  const cells = await page.$$eval('#modules tbody tr', (trs) => trs.map((tr) => tr.textContent));
+  check(cells.length === 3 && cells.every((t) => t.includes('n/a') && !t.includes('0.00 us')), `untimed: every module's latency is n/a (${cells})`);
+  check(errors.length === 0, `untimed: no console errors ${errors.join('; ')}`);
+  const d = await open('untimed_diff');
+  check(d.errors.length === 0, `untimed diff: no console errors ${d.errors.join('; ')}`);
+  const dl = await d.page.$$eval('#modules td.latency', (tds) => tds.map((t) => t.textContent));
+  check(dl.length > 0 && dl.every((t) => !t.includes('0.00 us')), `untimed diff: no latency shown as 0 (${dl})`);
+}
+
 await browser.close();
 console.log(failures ? `${failures} check(s) failed` : 'all checks passed');
 process.exit(failures ? 1 : 0);
