@@ -781,4 +781,75 @@ TEST(Cli, InputsFileIsCheckedAsAZipArchiveFirst) {
   expect_error(model + " --quiet --inputs /dev/zero", "character device, not a regular file");
 }
 
+// ---- Exported programs (.pt2): counted from the graph, not run -------------------------------
+
+const std::string kPt2 = FLOPSPROF_EXPORTED_DIR;
+
+TEST(Cli, ExportedProgramIsCountedWithoutTime) {
+  const std::string json = dir() + "/llama.json";
+  const CliRun r = run(kPt2 + "/llama.pt2 --quiet --json " + json);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("fwd latency:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("n/a (not run: an exported program counted from its graph)"),
+            std::string::npos);
+  EXPECT_EQ(r.out.find("0.00 us"), std::string::npos) << "a time shown for a program not run";
+  EXPECT_NE(r.out.find("(layers): Module("), std::string::npos) << r.out;
+  std::ifstream f(json);
+  const nlohmann::json j = nlohmann::json::parse(f);
+  EXPECT_FALSE(j["summary"]["timed"].get<bool>());
+  EXPECT_TRUE(j["summary"]["fwd_latency_s"].is_null());
+  EXPECT_TRUE(j["modules"][0]["latency_s"].is_null());
+  EXPECT_GT(j["summary"]["fwd_macs"].get<uint64_t>(), 0u);
+  EXPECT_EQ(j["workload"]["capture"], "exported");
+  // FLOPs per token per module: the embedding's indices (2 x 16), or --tokens.
+  EXPECT_EQ(j["regions"][0]["tokens"], 32);
+  const CliRun t = run(kPt2 + "/llama.pt2 --quiet --tokens 16 --depth 1");
+  ASSERT_EQ(t.code, 0) << t.out;
+  // output: Linear(64, 256) on 32 rows over 16 tokens: 2 x 2 x 64 x 256 FLOPs per token.
+  std::istringstream lines(t.out);
+  std::string line, output_row;
+  while (std::getline(lines, line)) {
+    if (line.rfind("      output ", 0) == 0) output_row = line;  // the region's module table
+  }
+  EXPECT_NE(output_row.find(" 65.54 K "), std::string::npos) << t.out;
+}
+
+TEST(Cli, ExportedProgramSymbolsAndOptionsThatDoNotApply) {
+  // --dim: a value for the symbol, or a clear error.
+  const std::string a = dir() + "/dyn16.json", b = dir() + "/dyn32.json";
+  ASSERT_EQ(run(kPt2 + "/llama_dynamic.pt2 --quiet --json " + a).code, 0);
+  ASSERT_EQ(run(kPt2 + "/llama_dynamic.pt2 --quiet --dim s0=32 --json " + b).code, 0);
+  const CliRun bad = run(kPt2 + "/llama_dynamic.pt2 --dim seq=32");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("--dim seq=32 names no symbol of the program (its symbols: s0)"),
+            std::string::npos)
+      << bad.out;
+  EXPECT_NE(run(kPt2 + "/llama_dynamic.pt2 --dim s0").out.find("give NAME=VALUE"),
+            std::string::npos);
+  // flopsprof diff on two exports: counts compared, latencies not.
+  const CliRun d = run("diff " + a + " " + b + " --fail-if 'flops>0'");
+  EXPECT_EQ(d.code, 1) << d.out;
+  EXPECT_NE(d.out.find("both profiles have no time"), std::string::npos) << d.out;
+  const CliRun lat = run("diff " + a + " " + b + " --fail-if 'latency>+5%'");
+  EXPECT_EQ(lat.code, 2) << lat.out;
+  // Options of a run are refused, each by name.
+  for (const char* opt : {"--input 1x16:int64", "--backward", "--runs 3", "--profile-runs 2",
+                          "--read-masks", "--warmup 2", "--threads 1", "--device cuda"}) {
+    const CliRun r = run(kPt2 + "/llama.pt2 " + opt);
+    EXPECT_EQ(r.code, 2) << opt;
+    EXPECT_NE(r.out.find("does not apply to an exported program"), std::string::npos)
+        << opt << ": " << r.out;
+  }
+  const CliRun trace = run(kPt2 + "/llama.pt2 --trace " + dir() + "/t.json");
+  EXPECT_NE(trace.out.find("--trace does not apply"), std::string::npos) << trace.out;
+  EXPECT_FALSE(exists(dir() + "/t.json"));
+  // --dim on a TorchScript model.
+  EXPECT_NE(
+      run(save_net() + " --input 2x16 --tokens 4").out.find("--tokens applies to an exported"),
+      std::string::npos);
+  const CliRun ts = run(save_net() + " --input 2x16 --dim s0=4");
+  EXPECT_EQ(ts.code, 2);
+  EXPECT_NE(ts.out.find("--dim applies to an exported program"), std::string::npos) << ts.out;
+}
+
 }  // namespace

@@ -3,9 +3,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
+#include <map>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -13,9 +17,11 @@
 #include <gtest/gtest.h>
 
 #include "flopsprof/error.h"
+#include "io/exported_program.h"
 #include "io/input_files.h"
 #include "io/output_files.h"
 #include "io/zip_archive.h"
+#include "zip_writer.h"
 
 namespace {
 
@@ -200,87 +206,10 @@ TEST(InputFiles, OnlyRegularFilesOfTheStatedSize) {
   EXPECT_NE(e(d + "/missing", 100).find("No such file or directory"), std::string::npos);
 }
 
-// A zip archive of stored members, as torch.save writes them; `zip64` adds the zip64 end records
-// (which PyTorch's writer always writes) and puts 0xffff... in the classic record.
-std::string make_zip(const std::vector<std::pair<std::string, std::string>>& members, bool zip64) {
-  std::string out, dir;
-  auto u16 = [](std::string& s, uint32_t v) {
-    s += static_cast<char>(v & 0xff);
-    s += static_cast<char>((v >> 8) & 0xff);
-  };
-  auto u32 = [&](std::string& s, uint32_t v) {
-    u16(s, v & 0xffff);
-    u16(s, v >> 16);
-  };
-  auto u64 = [&](std::string& s, uint64_t v) {
-    u32(s, static_cast<uint32_t>(v));
-    u32(s, static_cast<uint32_t>(v >> 32));
-  };
-  for (const auto& [name, data] : members) {
-    const uint32_t offset = static_cast<uint32_t>(out.size());
-    const uint32_t crc = flopsprof::detail::crc32_of(data);
-    u32(out, 0x04034b50);
-    u16(out, 20);
-    u16(out, 0);
-    u16(out, 0);
-    u32(out, 0);
-    u32(out, crc);
-    u32(out, static_cast<uint32_t>(data.size()));
-    u32(out, static_cast<uint32_t>(data.size()));
-    u16(out, static_cast<uint32_t>(name.size()));
-    u16(out, 0);
-    out += name + data;
-    u32(dir, 0x02014b50);
-    u16(dir, 20);
-    u16(dir, 20);
-    u16(dir, 0);
-    u16(dir, 0);
-    u32(dir, 0);
-    u32(dir, crc);
-    u32(dir, static_cast<uint32_t>(data.size()));
-    u32(dir, static_cast<uint32_t>(data.size()));
-    u16(dir, static_cast<uint32_t>(name.size()));
-    u16(dir, 0);
-    u16(dir, 0);
-    u16(dir, 0);
-    u16(dir, 0);
-    u32(dir, 0);
-    u32(dir, offset);
-    dir += name;
-  }
-  const uint64_t dir_offset = out.size();
-  out += dir;
-  if (zip64) {
-    const uint64_t z = out.size();
-    u32(out, 0x06064b50);
-    u64(out, 44);
-    u16(out, 45);
-    u16(out, 45);
-    u32(out, 0);
-    u32(out, 0);
-    u64(out, members.size());
-    u64(out, members.size());
-    u64(out, dir.size());
-    u64(out, dir_offset);
-    u32(out, 0x07064b50);
-    u32(out, 0);
-    u64(out, z);
-    u32(out, 1);
-  }
-  u32(out, 0x06054b50);
-  u16(out, 0);
-  u16(out, 0);
-  u16(out, zip64 ? 0xffff : static_cast<uint32_t>(members.size()));
-  u16(out, zip64 ? 0xffff : static_cast<uint32_t>(members.size()));
-  u32(out, zip64 ? 0xffffffffu : static_cast<uint32_t>(dir.size()));
-  u32(out, zip64 ? 0xffffffffu : static_cast<uint32_t>(dir_offset));
-  u16(out, 0);
-  return out;
-}
-
 TEST(ZipArchive, ClassicAndZip64DirectoriesAreRead) {
   for (bool zip64 : {false, true}) {
-    const std::string z = make_zip({{"a/data.pkl", "pickle"}, {"a/data/0", "0123456789"}}, zip64);
+    const std::string z =
+        flopsprof::testing::make_zip({{"a/data.pkl", "pickle"}, {"a/data/0", "0123456789"}}, zip64);
     const auto entries = flopsprof::detail::read_zip_directory(z, "test");
     ASSERT_EQ(entries.size(), 2u);
     EXPECT_EQ(entries[0].name, "a/data.pkl");
@@ -295,7 +224,8 @@ TEST(ZipArchive, ClassicAndZip64DirectoriesAreRead) {
 }
 
 TEST(ZipArchive, EveryTruncationAndByteFlipIsAnErrorOrAReadableArchive) {
-  const std::string z = make_zip({{"a/data.pkl", "pickle"}, {"a/data/0", "0123456789"}}, true);
+  const std::string z =
+      flopsprof::testing::make_zip({{"a/data.pkl", "pickle"}, {"a/data/0", "0123456789"}}, true);
   for (size_t n = 0; n < z.size(); ++n) {
     const std::string cut = z.substr(0, n);
     EXPECT_NE(error_of([&] { flopsprof::detail::read_zip_directory(cut, "cut"); }), "") << n;
@@ -319,6 +249,220 @@ TEST(ZipArchive, EveryTruncationAndByteFlipIsAnErrorOrAReadableArchive) {
               flopsprof::detail::read_zip_directory(std::string(5000, 'x'), "junk");
             }).find("junk: not a readable zip archive (no end of central directory record)"),
             std::string::npos);
+}
+
+// ---- Exported programs (.pt2): the program JSON read, every bad one a clear error ----------
+
+using flopsprof::detail::evaluate_sym_expr;
+using flopsprof::detail::ExportedProgram;
+using flopsprof::detail::read_exported_program;
+
+// A program of PyTorch 2.6's schema: x[B, 64] -> fc (Linear 64 -> 10). `sizes0` is x's first
+// size as serialized; `extra` more top-level members.
+std::string linear_program(const std::string& sizes0 = R"({"as_int": 8})", int major = 8,
+                           const std::string& float_arg = "0.5") {
+  return R"({"schema_version": {"major": )" + std::to_string(major) + R"(, "minor": 2},
+  "torch_version": "2.6.0",
+  "graph_module": {
+    "graph": {
+      "inputs": [], "outputs": [], "sym_int_values": {},
+      "tensor_values": {
+        "p_fc_weight": {"dtype": 7, "sizes": [{"as_int": 10}, {"as_int": 64}], "requires_grad": true,
+                        "strides": [{"as_int": 64}, {"as_int": 1}]},
+        "p_fc_bias": {"dtype": 7, "sizes": [{"as_int": 10}], "requires_grad": true},
+        "x": {"dtype": 7, "sizes": [)" +
+         sizes0 + R"(, {"as_int": 64}]},
+        "t": {"dtype": 7, "sizes": [{"as_int": 64}, {"as_int": 10}],
+              "strides": [{"as_int": 1}, {"as_int": 64}]},
+        "linear": {"dtype": 7, "sizes": [{"as_int": 8}, {"as_int": 10}]}
+      },
+      "nodes": [
+        {"target": "torch.ops.aten.linear.default",
+         "inputs": [{"name": "input", "arg": {"as_tensor": {"name": "x"}}},
+                    {"name": "weight", "arg": {"as_tensor": {"name": "p_fc_weight"}}},
+                    {"name": "bias", "arg": {"as_tensor": {"name": "p_fc_bias"}}}],
+         "outputs": [{"as_tensor": {"name": "linear"}}],
+         "metadata": {"nn_module_stack": "L__self__,,__main__.Net;L__self___fc,fc,torch.nn.modules.linear.Linear"}},
+        {"target": "torch.ops.aten.mul.Scalar",
+         "inputs": [{"name": "self", "arg": {"as_tensor": {"name": "t"}}},
+                    {"name": "other", "arg": {"as_float": )" +
+         float_arg + R"(}}],
+         "outputs": [{"as_tensor": {"name": "m"}}], "metadata": {}},
+        {"target": "_operator.getitem", "inputs": [], "outputs": [], "metadata": {}}
+      ]
+    },
+    "signature": {
+      "input_specs": [
+        {"parameter": {"arg": {"name": "p_fc_weight"}, "parameter_name": "fc.weight"}},
+        {"parameter": {"arg": {"name": "p_fc_bias"}, "parameter_name": "fc.bias"}},
+        {"user_input": {"arg": {"as_tensor": {"name": "x"}}}}
+      ],
+      "output_specs": []
+    },
+    "module_call_graph": []
+  }
+})";
+}
+
+ExportedProgram read_program(const std::string& json,
+                             const std::map<std::string, int64_t>& dims = {},
+                             const std::string& member = "serialized_exported_program.json") {
+  const std::string z = flopsprof::testing::make_zip({{member, json}, {"version", "8.2"}}, false);
+  return read_exported_program(flopsprof::detail::MemoryZipSource(z), "model.pt2", dims);
+}
+
+TEST(ExportedProgram, NodesShapesModulesAndParametersAreRead) {
+  const ExportedProgram p = read_program(linear_program());
+  EXPECT_EQ(p.schema_major, 8);
+  EXPECT_EQ(p.torch_version, "2.6.0");
+  EXPECT_EQ(p.root_type, "__main__.Net");
+  ASSERT_EQ(p.nodes.size(), 3u);
+  EXPECT_EQ(p.nodes[0].op, "aten::linear");
+  EXPECT_EQ(p.nodes[0].overload, "");
+  ASSERT_EQ(p.nodes[0].modules.size(), 1u);  // the root is not in the list
+  EXPECT_EQ(p.nodes[0].modules[0].first, "fc");
+  EXPECT_EQ(p.nodes[0].modules[0].second, "torch.nn.modules.linear.Linear");
+  EXPECT_EQ(p.nodes[1].op, "aten::mul");
+  EXPECT_EQ(p.nodes[1].overload, "Scalar");
+  EXPECT_EQ(p.nodes[1].inputs[1].d, 0.5);
+  EXPECT_EQ(p.nodes[2].op, "");  // not an operator
+  EXPECT_EQ(p.tensors.at("x").sizes, (std::vector<int64_t>{8, 64}));
+  EXPECT_TRUE(p.tensors.at("p_fc_weight").contiguous);
+  EXPECT_FALSE(p.tensors.at("t").contiguous);  // a transpose's strides
+  ASSERT_EQ(p.parameters.size(), 2u);
+  EXPECT_EQ(p.parameters[0].fqn, "fc.weight");
+  EXPECT_EQ(p.user_inputs, std::vector<std::string>{"x"});
+}
+
+TEST(ExportedProgram, NonFiniteFloatsAsPythonWritesThem) {
+  // Python's json writes a mask's fill value as -Infinity; NaN as NaN.
+  EXPECT_EQ(read_program(linear_program(R"({"as_int": 8})", 8, "-Infinity")).nodes[1].inputs[1].d,
+            -std::numeric_limits<double>::infinity());
+  EXPECT_TRUE(
+      std::isnan(read_program(linear_program(R"({"as_int": 8})", 8, "NaN")).nodes[1].inputs[1].d));
+  // ... but not inside a string (a name stays as written).
+  std::string j = linear_program();
+  j.replace(j.find("__main__.Net"), 12, "NaN.Infinity");
+  EXPECT_EQ(read_program(j).root_type, "NaN.Infinity");
+}
+
+TEST(ExportedProgram, SymbolicSizesTakeTheGivenValueOrTheHint) {
+  const std::string s0 =
+      R"J({"as_expr": {"expr_str": "Symbol('s0', positive=True, integer=True)", "hint": {"as_int": 16}}})J";
+  EXPECT_EQ(read_program(linear_program(s0)).tensors.at("x").sizes[0], 16);
+  EXPECT_EQ(read_program(linear_program(s0)).symbols.at("s0"), 16);
+  const ExportedProgram given = read_program(linear_program(s0), {{"s0", 128}});
+  EXPECT_EQ(given.tensors.at("x").sizes[0], 128);
+  EXPECT_EQ(given.symbols.at("s0"), 128);
+  // An expression of symbols: 2 x s0.
+  const std::string twice =
+      R"J({"as_expr": {"expr_str": "Mul(Integer(2), Symbol('s0', positive=True, integer=True))"}})J";
+  EXPECT_EQ(read_program(linear_program(twice), {{"s0", 5}}).tensors.at("x").sizes[0], 10);
+  // No hint and no value: the error names the symbol and --dim.
+  const std::string e = error_of([&] { read_program(linear_program(twice)); });
+  EXPECT_NE(e.find("give s0 with --dim NAME=VALUE"), std::string::npos) << e;
+  // A value for no symbol of the program.
+  const std::string u = error_of([&] { read_program(linear_program(s0), {{"seq", 4}}); });
+  EXPECT_NE(u.find("--dim seq=4 names no symbol of the program (its symbols: s0)"),
+            std::string::npos)
+      << u;
+  const std::string st = error_of([&] { read_program(linear_program(), {{"seq", 4}}); });
+  EXPECT_NE(st.find("its sizes are all static"), std::string::npos) << st;
+}
+
+TEST(ExportedProgram, SympyExpressionsEvaluate) {
+  const std::map<std::string, int64_t> s{{"s0", 7}, {"s1", 3}};
+  EXPECT_EQ(evaluate_sym_expr("Symbol('s0', positive=True, integer=True)", s), 7);
+  EXPECT_EQ(evaluate_sym_expr("Mul(Integer(64), Symbol('s0', positive=True, integer=True))", s),
+            448);
+  EXPECT_EQ(evaluate_sym_expr("Add(Symbol('s0'), Integer(-1))", s), 6);
+  EXPECT_EQ(evaluate_sym_expr("FloorDiv(Symbol('s0'), Integer(2))", s), 3);
+  EXPECT_EQ(evaluate_sym_expr("FloorDiv(Integer(-7), Integer(2))", s), -4);  // Python's floor
+  EXPECT_EQ(evaluate_sym_expr("CeilDiv(Symbol('s0'), Integer(2))", s), 4);
+  EXPECT_EQ(evaluate_sym_expr("Mod(Symbol('s0'), Symbol('s1'))", s), 1);
+  EXPECT_EQ(evaluate_sym_expr("Max(Symbol('s1'), Integer(5), Symbol('s0'))", s), 7);
+  EXPECT_EQ(evaluate_sym_expr("Pow(Symbol('s1'), Integer(3))", s), 27);
+  for (const char* bad :
+       {"Sin(Symbol('s0'))", "Symbol('s9')", "Mul(Integer(2)", "FloorDiv(Integer(1), Integer(0))",
+        "Mul(Integer(4611686018427387904), Integer(4))", "", "Integer(1) junk"}) {
+    const std::string e = error_of([&] { evaluate_sym_expr(bad, s); });
+    EXPECT_NE(e.find("cannot be evaluated"), std::string::npos) << bad << ": " << e;
+  }
+}
+
+TEST(ExportedProgram, EachBadArchiveOneClearError) {
+  // Not a zip archive.
+  EXPECT_NE(error_of([&] {
+              read_exported_program(flopsprof::detail::MemoryZipSource("not a zip"), "m.pt2", {});
+            }).find("not a readable zip archive"),
+            std::string::npos);
+  // A zip without the program (a TorchScript file), and a later PyTorch's layout.
+  EXPECT_NE(error_of([&] {
+              read_program(linear_program(), {}, "archive/data.pkl");
+            }).find("no serialized_exported_program.json in the archive (not a program saved by"),
+            std::string::npos);
+  const std::string later =
+      flopsprof::testing::make_zip({{"archive_format", "pt2"}, {"data/weights/w", "x"}}, false);
+  EXPECT_NE(error_of([&] {
+              read_exported_program(flopsprof::detail::MemoryZipSource(later), "m.pt2", {});
+            }).find("a later PyTorch's .pt2 layout"),
+            std::string::npos);
+  // An unknown schema major.
+  const std::string major = error_of([&] { read_program(linear_program(R"({"as_int": 8})", 9)); });
+  EXPECT_NE(major.find("an exported program of schema 9.2, which this flopsprof does not read"),
+            std::string::npos)
+      << major;
+  // JSON that does not parse, or has not the schema's shape.
+  EXPECT_NE(error_of([&] { read_program("{\"schema_version\": "); }).find("is not valid JSON"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              read_program("[1, 2]");
+            }).find("not an exported program this flopsprof reads"),
+            std::string::npos);
+  std::string unknown = linear_program();
+  unknown.replace(unknown.find("\"name\": \"p_fc_bias\"}}}],"), 30, "\"name\": \"nowhere\"}}}],");
+  const std::string u = error_of([&] { read_program(unknown); });
+  EXPECT_NE(u.find("reads the unknown tensor nowhere"), std::string::npos) << u;
+  // A member whose bytes do not match its CRC (corrupt).
+  std::string z =
+      flopsprof::testing::make_zip({{"serialized_exported_program.json", linear_program()}}, false);
+  z[z.find("schema_version") + 2] ^= 1;
+  EXPECT_NE(
+      error_of([&] { read_exported_program(flopsprof::detail::MemoryZipSource(z), "m.pt2", {}); }),
+      "");
+}
+
+// Every truncation and byte flip of a real program's JSON (tests/exported/mlp.pt2), packed again:
+// an error or a program, never a crash (ASan checks the reads in the sanitizer job).
+TEST(ExportedProgram, MutatedProgramsAreAnErrorOrAProgram) {
+  const std::string pt2 = slurp(std::string(FLOPSPROF_EXPORTED_DIR) + "/mlp.pt2");
+  const auto entries = flopsprof::detail::read_zip_directory(pt2, "mlp.pt2");
+  std::string json;
+  for (const auto& e : entries) {
+    if (e.name.find("serialized_exported_program.json") != std::string::npos)
+      json =
+          flopsprof::detail::stored_member(flopsprof::detail::MemoryZipSource(pt2), e, "mlp.pt2");
+  }
+  ASSERT_GT(json.size(), 1000u);
+  EXPECT_EQ(read_program(json).nodes.size(), 3u);
+  size_t errors = 0, read = 0;
+  auto attempt = [&](const std::string& j) {
+    try {
+      read_program(j);
+      ++read;
+    } catch (const Error&) {
+      ++errors;
+    }
+  };
+  for (size_t n = 0; n < json.size(); n += 7) attempt(json.substr(0, n));
+  std::mt19937 rng(1);
+  for (int k = 0; k < 3000; ++k) {
+    std::string j = json;
+    j[rng() % j.size()] = static_cast<char>(rng() & 0xff);
+    attempt(j);
+  }
+  EXPECT_GT(errors, 0u);
+  EXPECT_GT(read, 0u);  // a flip inside a stack trace string changes nothing
 }
 
 }  // namespace

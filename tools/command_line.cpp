@@ -76,7 +76,18 @@ options:
                          output (the text report then goes to standard error). An output may
                          not be MODEL or the --inputs file
   --quiet                no progress lines on stderr
+  --dim NAME=VALUE       an exported program's symbolic size (s0=128), repeatable; a symbol not
+                         given takes the hint saved with it
+  --tokens N             an exported program's tokens per forward, for FLOPs per token per module
+                         (default: the indices its embedding reads, batch x sequence)
   -h, --help             this text
+
+An exported program (MODEL.pt2, saved by PyTorch 2.6's torch.export.save, weights or none) is not
+run: each node is counted from the shapes in its graph and placed in the module its
+nn_module_stack names, in seconds even for a 7 B-parameter LLM exported under FakeTensorMode.
+Its report has FLOPs, MACs, bytes, intensity and parameters per module, and no time (latencies,
+rates and shares n/a; the JSON's null). --input, --inputs, --backward, --runs, --profile-runs,
+--trace, --read-masks, --warmup, --threads and --device do not apply to it.
 
 What is disabled, so that every op of the model is seen and nothing stalls: the graph executor's
 optimizations (torch::jit::setGraphExecutorOptimize(false): no profiling-executor
@@ -91,6 +102,7 @@ examples:
   flopsprof bert.pt --input 1x128:int64 --int-max 30000 --depth 2 --top 3 --json bert.json
   flopsprof bert.pt --inputs batch.pt --json bert.json
   flopsprof model.pt --input 8x3x64x64 --backward --runs 10 --html report.html
+  flopsprof llama.pt2 --dim s0=2048 --json llama.json
 )";
 
 namespace {
@@ -235,6 +247,7 @@ Options parse_args(const std::vector<std::string>& args) {
       o.top = static_cast<int>(integer(1, kMillion));
     } else if (a == "--warmup") {
       o.warmup = static_cast<int>(integer(0, kMillion));
+      o.warmup_given = true;
     } else if (a == "--runs") {
       o.runs = static_cast<int>(integer(0, kMillion));
     } else if (a == "--profile-runs") {
@@ -253,6 +266,7 @@ Options parse_args(const std::vector<std::string>& args) {
             "--threads: {} is more than the {} CPUs this process may run on; give 1 to {}", v, cpus,
             cpus));
       o.threads = static_cast<int>(n);
+      o.threads_given = true;
     } else if (a == "--peak-flops") {
       try {
         o.roofline.peak_flops = parse_peak_flops(value());
@@ -291,6 +305,17 @@ Options parse_args(const std::vector<std::string>& args) {
       given = true;
     } else if (a == "--quiet") {
       o.quiet = true;
+    } else if (a == "--tokens") {
+      o.tokens = static_cast<uint64_t>(integer(1, int64_t{1} << 62));
+    } else if (a == "--dim") {
+      const std::string v = value();
+      const size_t eq = v.find('=');
+      const std::string name = v.substr(0, eq);
+      if (eq == std::string::npos || name.empty())
+        fail("--dim " + v +
+             ": give NAME=VALUE, a symbol of the exported program and its size (s0=128)");
+      if (o.dims.count(name)) fail("--dim " + name + " given twice");
+      o.dims[name] = parse_int("--dim " + name, v.substr(eq + 1), 0, int64_t{1} << 62);
     } else if (!a.empty() && a[0] == '-') {
       fail("unknown option '" + a + "' (see flopsprof --help)");
     } else if (a.empty()) {

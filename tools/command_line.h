@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,9 @@ struct Options {
   RooflineOptions roofline;
   AttentionConvention attention = AttentionConvention::kDense;
   bool read_masks = false;
+  std::map<std::string, int64_t> dims;  // --dim: an exported program's symbolic sizes
+  uint64_t tokens = 0;                  // --tokens: an exported program's tokens per forward
+  bool warmup_given = false, threads_given = false;
 };
 
 /// The command's --help text.

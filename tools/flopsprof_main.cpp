@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -27,11 +28,14 @@
 #include "command_line.h"
 #include "flopsprof/diff.h"
 #include "flopsprof/error.h"
+#include "flopsprof/exported.h"
 #include "flopsprof/jit.h"
 #include "flopsprof/profiler.h"
 #include "inputs_file.h"
+#include "io/exported_program.h"
 #include "io/input_files.h"
 #include "io/output_files.h"
+#include "io/zip_archive.h"
 #include "reports/terminal.h"
 
 namespace {
@@ -393,7 +397,7 @@ std::vector<double> time_runs(const Options& o, Step& step, torch::Device device
 // The --json/--html/--trace files (all or none), then the text report and the median latency on
 // stdout (on stderr when an output took stdout). Everything is produced before anything is written.
 void write_outputs(const Options& o, const flopsprof::ProfileResult& result,
-                   flopsprof::FlopsProfiler& prof, std::vector<double> times) {
+                   const std::function<std::string()>& trace, std::vector<double> times) {
   flopsprof::ReportOptions ro;
   ro.module_depth = o.depth;
   ro.top_modules = o.top;
@@ -412,7 +416,7 @@ void write_outputs(const Options& o, const flopsprof::ProfileResult& result,
   for (flopsprof::detail::OutputFile& f : files) {
     f.text = f.what == "JSON profile"  ? flopsprof::to_json(result)
              : f.what == "HTML report" ? flopsprof::to_html(result)
-                                       : prof.chrome_trace();
+                                       : trace();
   }
   // The text report is an output too: checked and written as the files are (a full or closed
   // standard output is an error, and never the file another output replaces).
@@ -420,11 +424,63 @@ void write_outputs(const Options& o, const flopsprof::ProfileResult& result,
   flopsprof::detail::write_outputs(files, input_files(o));
 }
 
+// Whether MODEL is an exported program (a zip archive with the program JSON); false for anything
+// else, which the TorchScript path then names.
+bool is_exported_program(const Options& o) {
+  struct stat st {};
+  if (stat(o.model.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  try {
+    flopsprof::detail::FileZipSource file(o.model, "MODEL '" + o.model + "'");
+    return flopsprof::detail::is_exported_program(file, "MODEL '" + o.model + "'");
+  } catch (const flopsprof::Error&) {
+    return false;
+  }
+}
+
+// `flopsprof MODEL.pt2`: the program counted from its graph (flopsprof/exported.h), not run.
+int run_exported(const Options& o) {
+  const std::string why =
+      " does not apply to an exported program, which is counted from its graph and not run";
+  if (!o.inputs.empty() || !o.inputs_file.empty()) {
+    fail(std::string(o.inputs.empty() ? "--inputs" : "--input") + why +
+         ": its inputs are the shapes it was exported with (give a symbolic size with --dim "
+         "NAME=VALUE)");
+  }
+  if (o.backward) fail("--backward" + why + " (its graph is the forward only)");
+  if (o.runs > 0) fail("--runs" + why);
+  if (o.profile_runs > 1) fail("--profile-runs" + why);
+  if (o.trace_given) fail("--trace" + why + " (a trace is a timeline; it has no time)");
+  if (o.read_masks) fail("--read-masks" + why + " (it has no mask values)");
+  if (o.warmup_given) fail("--warmup" + why);
+  if (o.threads_given) fail("--threads" + why);
+  if (o.device != "cpu") fail("--device" + why);
+  std::vector<flopsprof::detail::OutputFile> outputs = output_files(o);
+  outputs.push_back({text_report_path(o), "text report", ""});
+  flopsprof::detail::check_outputs(outputs, input_files(o));
+  auto t0 = std::chrono::steady_clock::now();
+  flopsprof::ExportedOptions eo;
+  eo.dims = o.dims;
+  eo.tokens = o.tokens;
+  eo.attention = o.attention;
+  eo.roofline = o.roofline;
+  const flopsprof::ProfileResult result = flopsprof::profile_exported(o.model, eo);
+  progress(o,
+           "counted " + o.model + " from its graph in " + seconds_text(seconds_since(t0)) + " s");
+  write_outputs(o, result, [] { return std::string(); }, {});
+  return 0;
+}
+
 int run(int argc, char** argv) {
   const Options o = flopsprof::cli::parse_args(std::vector<std::string>(argv + 1, argv + argc));
   if (o.help) {
     std::cout << flopsprof::cli::kUsage;
     return 0;
+  }
+  if (is_exported_program(o)) return run_exported(o);
+  if (!o.dims.empty() || o.tokens > 0) {
+    fail(std::string(o.dims.empty() ? "--tokens" : "--dim") +
+         " applies to an exported program (MODEL.pt2); MODEL '" + o.model +
+         "' is not one (a TorchScript model takes its sizes from --input)");
   }
   check_before_loading(o);
   // Read before the model, so that a bad file fails fast.
@@ -471,7 +527,8 @@ int run(int argc, char** argv) {
   }
   warn_about_hierarchy(module, model);
   std::vector<double> times = time_runs(o, step, device);
-  write_outputs(o, flopsprof::combine_runs(runs), prof, std::move(times));
+  write_outputs(
+      o, flopsprof::combine_runs(runs), [&] { return prof.chrome_trace(); }, std::move(times));
   return 0;
 }
 

@@ -3,6 +3,7 @@
 
 #include "flopsprof/config.h"
 #include "flopsprof/error.h"
+#include "flopsprof/exported.h"
 #include "flopsprof/formulas.h"
 #include "flopsprof/machine.h"
 #include "flopsprof/meta.h"

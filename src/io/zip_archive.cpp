@@ -2,12 +2,19 @@
 // 4.3.6-4.3.16 and 4.5.3 for zip64).
 #include "io/zip_archive.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
+#include <cerrno>
+#include <cstring>
 
 #include <fmt/format.h>
 
 #include "flopsprof/error.h"
+#include "io/input_files.h"
 
 namespace flopsprof::detail {
 namespace {
@@ -218,6 +225,46 @@ std::string stored_member(const ZipSource& source, const ZipEntry& e, const std:
     throw Error(
         fmt::format("{}: member '{}' is corrupt (its CRC-32 does not match)", name, e.name));
   return bytes;
+}
+
+}  // namespace flopsprof::detail
+
+namespace flopsprof::detail {
+
+FileZipSource::FileZipSource(const std::string& path, const std::string& label) : label_(label) {
+  auto fail = [&](const std::string& why) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    throw Error("cannot read " + label_ + ": " + why);
+  };
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) fail(std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) fail("it is a folder, not a file");
+  if (!S_ISREG(st.st_mode)) fail("it is " + special_file_kind(st.st_mode) + ", not a regular file");
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) fail(std::strerror(errno));
+  size_ = static_cast<uint64_t>(st.st_size);
+}
+
+FileZipSource::~FileZipSource() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::string FileZipSource::read(uint64_t offset, uint64_t n) const {
+  std::string out(static_cast<size_t>(n), '\0');
+  size_t got = 0;
+  while (got < n) {
+    const ssize_t k = ::pread(fd_, out.data() + got, static_cast<size_t>(n) - got,
+                              static_cast<off_t>(offset + got));
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) break;
+    got += static_cast<size_t>(k);
+  }
+  if (got != n) {
+    throw Error("cannot read " + label_ + ": a read error at byte " + std::to_string(offset + got) +
+                " (the file changed or shrank while it was read)");
+  }
+  return out;
 }
 
 }  // namespace flopsprof::detail

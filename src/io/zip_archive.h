@@ -60,3 +60,26 @@ std::string stored_member(const ZipSource& source, const ZipEntry& e, const std:
 uint32_t crc32_of(std::string_view bytes);
 
 }  // namespace flopsprof::detail
+
+namespace flopsprof::detail {
+
+/// A regular file as a source, read with pread. Not copyable; reads are thread-safe.
+class FileZipSource : public ZipSource {
+ public:
+  /// Opens `path`; `label` names it in errors ("MODEL 'x.pt2'"). Throws `Error` ("cannot read
+  /// <label>: <why>") for a missing or unreadable file, a folder or a special file (never
+  /// opened: a FIFO would wait for a writer).
+  FileZipSource(const std::string& path, const std::string& label);
+  ~FileZipSource() override;
+  FileZipSource(const FileZipSource&) = delete;
+  FileZipSource& operator=(const FileZipSource&) = delete;
+  uint64_t size() const override { return size_; }
+  std::string read(uint64_t offset, uint64_t n) const override;
+
+ private:
+  int fd_ = -1;
+  uint64_t size_ = 0;
+  std::string label_;
+};
+
+}  // namespace flopsprof::detail

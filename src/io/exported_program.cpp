@@ -1,0 +1,661 @@
+// torch.export's saved programs: the program JSON of PyTorch 2.6's .pt2 layout
+// (torch/_export/serde/schema.py, schema 8.x) read into plain data.
+#include "io/exported_program.h"
+
+#include <algorithm>
+#include <cctype>
+#include <limits>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "flopsprof/error.h"
+
+namespace flopsprof::detail {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr const char* kProgramMember = "serialized_exported_program.json";
+
+// ---- sympy expressions ----------------------------------------------------------------------
+
+// A parse of sympy's srepr form: Name(args...), 'string', integers, key=value (skipped).
+class ExprParser {
+ public:
+  ExprParser(const std::string& text, const std::map<std::string, int64_t>& symbols)
+      : t_(text), symbols_(symbols) {}
+
+  int64_t parse() {
+    const int64_t v = value();
+    skip_space();
+    if (p_ != t_.size()) fail("trailing text");
+    return v;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error("the symbolic size \"" + t_ + "\" cannot be evaluated (" + what +
+                "); give its symbols' values with --dim NAME=VALUE");
+  }
+  void skip_space() {
+    while (p_ < t_.size() && std::isspace(static_cast<unsigned char>(t_[p_]))) ++p_;
+  }
+  bool eat(char c) {
+    skip_space();
+    if (p_ < t_.size() && t_[p_] == c) {
+      ++p_;
+      return true;
+    }
+    return false;
+  }
+  std::string identifier() {
+    skip_space();
+    size_t b = p_;
+    while (p_ < t_.size() && (std::isalnum(static_cast<unsigned char>(t_[p_])) || t_[p_] == '_'))
+      ++p_;
+    return t_.substr(b, p_ - b);
+  }
+  std::string quoted() {
+    skip_space();
+    if (p_ >= t_.size() || (t_[p_] != '\'' && t_[p_] != '"')) fail("a symbol without a name");
+    const char q = t_[p_++];
+    size_t b = p_;
+    while (p_ < t_.size() && t_[p_] != q) ++p_;
+    if (p_ >= t_.size()) fail("an unterminated name");
+    return t_.substr(b, p_++ - b);
+  }
+  int64_t number() {
+    skip_space();
+    size_t b = p_;
+    if (p_ < t_.size() && (t_[p_] == '-' || t_[p_] == '+')) ++p_;
+    while (p_ < t_.size() && std::isdigit(static_cast<unsigned char>(t_[p_]))) ++p_;
+    if (b == p_) fail("a number expected");
+    try {
+      return std::stoll(t_.substr(b, p_ - b));
+    } catch (const std::exception&) {
+      fail("a number out of range");
+    }
+  }
+  // Skips a `key=value` argument (Symbol's assumptions).
+  void skip_keyword() {
+    while (p_ < t_.size() && t_[p_] != ',' && t_[p_] != ')') ++p_;
+  }
+  static int64_t checked(__int128 v, ExprParser* self) {
+    if (v > std::numeric_limits<int64_t>::max() || v < std::numeric_limits<int64_t>::min())
+      self->fail("a value past 64 bits");
+    return static_cast<int64_t>(v);
+  }
+  std::vector<int64_t> arguments() {
+    std::vector<int64_t> out;
+    if (eat(')')) return out;
+    do {
+      skip_space();
+      // key=value: an identifier followed by '='
+      size_t save = p_;
+      std::string id = identifier();
+      if (!id.empty() && eat('=')) {
+        skip_keyword();
+        continue;
+      }
+      p_ = save;
+      out.push_back(value());
+    } while (eat(','));
+    if (!eat(')')) fail("')' expected");
+    return out;
+  }
+  int64_t value() {
+    skip_space();
+    if (p_ < t_.size() && (std::isdigit(static_cast<unsigned char>(t_[p_])) || t_[p_] == '-'))
+      return number();
+    const std::string f = identifier();
+    if (f.empty()) fail("an expression expected");
+    if (!eat('(')) fail("'(' expected after " + f);
+    if (f == "Symbol") {
+      const std::string name = quoted();
+      while (eat(',')) {
+        identifier();
+        if (eat('=')) skip_keyword();
+      }
+      if (!eat(')')) fail("')' expected");
+      auto it = symbols_.find(name);
+      if (it == symbols_.end()) fail("no value for the symbol " + name);
+      return it->second;
+    }
+    if (f == "Integer") {
+      const int64_t v = number();
+      if (!eat(')')) fail("')' expected");
+      return v;
+    }
+    const std::vector<int64_t> a = arguments();
+    auto need = [&](size_t n) {
+      if (a.size() != n) fail(f + " with " + std::to_string(a.size()) + " arguments");
+    };
+    if (f == "Add" || f == "Mul") {
+      if (a.empty()) fail(f + " with no arguments");
+      __int128 v = a[0];
+      for (size_t k = 1; k < a.size(); ++k) v = checked(f == "Add" ? v + a[k] : v * a[k], this);
+      return checked(v, this);
+    }
+    if (f == "Max" || f == "Min") {
+      if (a.empty()) fail(f + " with no arguments");
+      int64_t v = a[0];
+      for (int64_t x : a) v = f == "Max" ? std::max(v, x) : std::min(v, x);
+      return v;
+    }
+    if (f == "Neg") {
+      need(1);
+      return checked(-static_cast<__int128>(a[0]), this);
+    }
+    if (f == "Pow") {
+      need(2);
+      if (a[1] < 0) fail("a negative power");
+      __int128 v = 1;
+      for (int64_t k = 0; k < a[1]; ++k) v = checked(v * a[0], this);
+      return static_cast<int64_t>(v);
+    }
+    if (f == "FloorDiv" || f == "CeilDiv" || f == "CleanDiv" || f == "IntTrueDiv" || f == "Mod" ||
+        f == "PythonMod") {
+      need(2);
+      if (a[1] == 0) fail("a division by 0");
+      int64_t q = a[0] / a[1], r = a[0] % a[1];
+      if (r != 0 && ((r < 0) != (a[1] < 0))) {  // Python's floor semantics
+        --q;
+        r += a[1];
+      }
+      if (f == "Mod" || f == "PythonMod") return r;
+      if (f == "CeilDiv") return r != 0 ? q + 1 : q;
+      return q;
+    }
+    fail("the function " + f + " is not known");
+  }
+
+  const std::string& t_;
+  const std::map<std::string, int64_t>& symbols_;
+  size_t p_ = 0;
+};
+
+// The symbols an expression names (Symbol('s0', ...)).
+std::vector<std::string> symbols_in(const std::string& expr) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while ((at = expr.find("Symbol(", at)) != std::string::npos) {
+    at += 7;
+    while (at < expr.size() && expr[at] == ' ') ++at;
+    if (at >= expr.size() || (expr[at] != '\'' && expr[at] != '"')) continue;
+    const char q = expr[at++];
+    size_t end = expr.find(q, at);
+    if (end == std::string::npos) break;
+    out.push_back(expr.substr(at, end - at));
+    at = end;
+  }
+  return out;
+}
+
+// ---- the program JSON -------------------------------------------------------------------------
+
+class Reader {
+ public:
+  Reader(const std::string& name, const std::map<std::string, int64_t>& dims)
+      : name_(name), dims_(dims) {}
+
+  ExportedProgram read(const json& doc) {
+    ExportedProgram p;
+    if (!doc.is_object()) bad("the document is not a JSON object");
+    const json& sv = at(doc, "schema_version", "the document");
+    p.schema_major = integer(at(sv, "major", "schema_version"), "schema_version.major");
+    p.schema_minor = integer(at(sv, "minor", "schema_version"), "schema_version.minor");
+    if (p.schema_major != kExportedSchemaMajor) {
+      throw Error(name_ + ": an exported program of schema " + std::to_string(p.schema_major) +
+                  "." + std::to_string(p.schema_minor) + ", which this flopsprof does not read " +
+                  "(it reads schema " + std::to_string(kExportedSchemaMajor) +
+                  ".x, PyTorch 2.6's torch.export.save); save it with PyTorch 2.6");
+    }
+    if (auto it = doc.find("torch_version"); it != doc.end() && it->is_string())
+      p.torch_version = it->get<std::string>();
+    const json& gm = at(doc, "graph_module", "the document");
+    const json& g = at(gm, "graph", "graph_module");
+    sym_ints_ = &at(g, "sym_int_values", "graph");
+    const json& tv = at(g, "tensor_values", "graph");
+    if (!tv.is_object()) bad("graph.tensor_values is not an object");
+    for (auto it = tv.begin(); it != tv.end(); ++it)
+      p.tensors[it.key()] = tensor(it.value(), it.key());
+    const json& nodes = at(g, "nodes", "graph");
+    if (!nodes.is_array()) bad("graph.nodes is not an array");
+    p.nodes.reserve(nodes.size());
+    for (const json& n : nodes) p.nodes.push_back(node(n, p));
+    signature(at(gm, "signature", "graph_module"), p);
+    for (const ExportedParameter& q : p.parameters) {
+      if (!p.tensors.count(q.tensor)) bad("the parameter " + q.fqn + " has no tensor metadata");
+    }
+    for (const auto& [sym, v] : dims_) {
+      if (!seen_symbols_.count(sym)) {
+        std::string known;
+        for (const std::string& s : seen_symbols_) known += (known.empty() ? "" : ", ") + s;
+        throw Error(
+            name_ + ": --dim " + sym + "=" + std::to_string(v) +
+            " names no symbol of the program (" +
+            (known.empty() ? std::string("its sizes are all static") : "its symbols: " + known) +
+            ")");
+      }
+    }
+    p.symbols = used_;
+    p.root_type = root_type_;
+    return p;
+  }
+
+ private:
+  [[noreturn]] void bad(const std::string& what) const {
+    throw Error(name_ + ": not an exported program this flopsprof reads (" + what +
+                "); save it with PyTorch 2.6's torch.export.save");
+  }
+  const json& at(const json& j, const char* key, const std::string& where) const {
+    if (!j.is_object()) bad(where + " is not an object");
+    auto it = j.find(key);
+    if (it == j.end()) bad(where + " has no \"" + key + "\"");
+    return *it;
+  }
+  int64_t integer(const json& j, const std::string& where) const {
+    if (!j.is_number_integer()) bad(where + " is not an integer");
+    return j.get<int64_t>();
+  }
+  // A float: a number, or a non-finite one as with_json_non_finite left it.
+  double real(const json& j, const std::string& where) const {
+    if (j.is_number()) return j.get<double>();
+    if (j.is_null()) return std::numeric_limits<double>::quiet_NaN();
+    if (j.is_string() && j.get<std::string>() == "Infinity")
+      return std::numeric_limits<double>::infinity();
+    if (j.is_string() && j.get<std::string>() == "-Infinity")
+      return -std::numeric_limits<double>::infinity();
+    bad(where + " is not a number");
+  }
+  // A serialized union: its one key.
+  std::pair<std::string, const json*> one_of(const json& j, const std::string& where) const {
+    if (!j.is_object() || j.size() != 1) bad(where + " is not a one-key union");
+    return {j.begin().key(), &j.begin().value()};
+  }
+
+  int64_t sym_expr(const json& e, const std::string& where) {
+    const std::string expr = at(e, "expr_str", where).is_string()
+                                 ? at(e, "expr_str", where).get<std::string>()
+                                 : std::string();
+    if (expr.empty()) bad(where + " has no expression");
+    const std::vector<std::string> syms = symbols_in(expr);
+    bool all_given = true;
+    for (const std::string& s : syms) {
+      seen_symbols_.insert(s);
+      all_given = all_given && dims_.count(s);
+    }
+    if (all_given) {
+      for (const std::string& s : syms) used_[s] = dims_.at(s);
+      return evaluate_sym_expr(expr, dims_);
+    }
+    auto h = e.find("hint");
+    if (h != e.end() && h->is_object()) {
+      auto [k, v] = one_of(*h, where + ".hint");
+      if (k == "as_int" && v->is_number_integer()) {
+        const int64_t hint = v->get<int64_t>();
+        if (syms.size() == 1 && expr.rfind("Symbol(", 0) == 0) used_.emplace(syms[0], hint);
+        return hint;
+      }
+    }
+    std::string missing;
+    for (const std::string& s : syms) {
+      if (!dims_.count(s)) missing += (missing.empty() ? "" : ", ") + s;
+    }
+    throw Error(name_ + ": the size " + expr + " has no hint; give " + missing +
+                " with --dim NAME=VALUE");
+  }
+  // A SymInt: {"as_int": n} or {"as_expr": {...}}.
+  int64_t sym_int(const json& j, const std::string& where) {
+    auto [k, v] = one_of(j, where);
+    if (k == "as_int") return integer(*v, where);
+    if (k == "as_expr") return sym_expr(*v, where);
+    bad(where + " is a " + k);
+  }
+  // A SymIntArgument: {"as_int": n} or {"as_name": a sym_int_values key}.
+  int64_t sym_int_argument(const json& j, const std::string& where) {
+    auto [k, v] = one_of(j, where);
+    if (k == "as_int") return integer(*v, where);
+    if (k == "as_name" && v->is_string()) {
+      auto it = sym_ints_->find(v->get<std::string>());
+      if (it == sym_ints_->end()) bad(where + " names an unknown symbolic int");
+      return sym_int(*it, where);
+    }
+    bad(where + " is a " + k);
+  }
+
+  ExportedTensor tensor(const json& t, const std::string& tname) {
+    const std::string where = "the tensor " + tname;
+    ExportedTensor out;
+    out.dtype = dtype(integer(at(t, "dtype", where), where + ".dtype"));
+    const json& sizes = at(t, "sizes", where);
+    if (!sizes.is_array()) bad(where + ".sizes is not an array");
+    for (const json& s : sizes) {
+      const int64_t v = sym_int(s, where + ".sizes");
+      if (v < 0) bad(where + " has a negative size");
+      out.sizes.push_back(v);
+    }
+    if (auto st = t.find("strides");
+        st != t.end() && st->is_array() && st->size() == out.sizes.size()) {
+      std::vector<int64_t> strides;
+      bool known = true;
+      for (const json& s : *st) {
+        auto [k, v] = one_of(s, where + ".strides");
+        if (k == "as_int" && v->is_number_integer()) {
+          strides.push_back(v->get<int64_t>());
+        } else {
+          known = false;  // symbolic strides: take the layout as contiguous
+          break;
+        }
+      }
+      if (known) {
+        int64_t expected = 1, covered = 1;
+        bool expanded = false;
+        for (size_t d = out.sizes.size(); d-- > 0;) {
+          if (out.sizes[d] != 1 && strides[d] != expected) out.contiguous = false;
+          if (strides[d] == 0 && out.sizes[d] > 1) {
+            expanded = true;
+          } else {
+            covered *= out.sizes[d];
+          }
+          expected *= out.sizes[d];
+        }
+        if (expanded) out.covered = covered;
+      }
+    }
+    if (auto rg = t.find("requires_grad"); rg != t.end() && rg->is_boolean())
+      out.requires_grad = rg->get<bool>();
+    return out;
+  }
+
+  // torch/_export/serde/schema.py's ScalarType to flopsprof's.
+  static DType dtype(int64_t v) {
+    switch (v) {
+      case 1:
+        return DType::kUInt8;
+      case 2:
+        return DType::kInt8;
+      case 3:
+        return DType::kInt16;
+      case 4:
+        return DType::kInt32;
+      case 5:
+        return DType::kInt64;
+      case 6:
+        return DType::kFloat16;
+      case 7:
+        return DType::kFloat32;
+      case 8:
+        return DType::kFloat64;
+      case 10:
+        return DType::kComplex64;
+      case 11:
+        return DType::kComplex128;
+      case 12:
+        return DType::kBool;
+      case 13:
+        return DType::kBFloat16;
+      default:
+        return DType::kUnknown;
+    }
+  }
+  // The same enum as c10::ScalarType's int (what an op's dtype argument is, boxed).
+  static int64_t c10_scalar_type(int64_t v) {
+    static const int64_t table[] = {-1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 15};
+    if (v >= 1 && v <= 13) return table[v];
+    if (v == 28) return 27;  // uint16
+    return -1;
+  }
+
+  ExportedArg argument(const json& j, const std::string& where) {
+    ExportedArg a;
+    auto [k, v] = one_of(j, where);
+    using K = ExportedArg::Kind;
+    auto tensor_name = [&](const json& t) {
+      const json& n = at(t, "name", where);
+      if (!n.is_string()) bad(where + ": a tensor without a name");
+      return n.get<std::string>();
+    };
+    if (k == "as_none") {
+      a.kind = K::kNone;
+    } else if (k == "as_tensor") {
+      a.kind = K::kTensor;
+      a.tensors.push_back(tensor_name(*v));
+    } else if (k == "as_tensors" || k == "as_optional_tensors") {
+      if (!v->is_array()) bad(where + " is not a list");
+      a.kind = k == "as_tensors" ? K::kTensors : K::kOptionalTensors;
+      for (const json& t : *v) {
+        if (k == "as_tensors") {
+          a.tensors.push_back(tensor_name(t));
+        } else {
+          auto [ok, ov] = one_of(t, where);
+          a.tensors.push_back(ok == "as_tensor" ? tensor_name(*ov) : std::string());
+        }
+      }
+    } else if (k == "as_int" || k == "as_sym_int") {
+      a.kind = K::kInt;
+      a.i = k == "as_int" ? integer(*v, where) : sym_int_argument(*v, where);
+    } else if (k == "as_ints" || k == "as_sym_ints") {
+      if (!v->is_array()) bad(where + " is not a list");
+      a.kind = K::kInts;
+      for (const json& x : *v)
+        a.ints.push_back(k == "as_ints" ? integer(x, where) : sym_int_argument(x, where));
+    } else if (k == "as_float" || k == "as_sym_float") {
+      a.kind = K::kFloat;
+      if (k == "as_float") {
+        a.d = real(*v, where);
+      } else {
+        a.kind = K::kOther;  // a symbolic float: no formula reads one
+      }
+    } else if (k == "as_floats") {
+      if (!v->is_array()) bad(where + " is not a list");
+      a.kind = K::kFloats;
+      for (const json& x : *v) {
+        a.floats.push_back(real(x, where));
+      }
+    } else if (k == "as_bool") {
+      if (!v->is_boolean()) bad(where + " is not a boolean");
+      a.kind = K::kBool;
+      a.b = v->get<bool>();
+    } else if (k == "as_string") {
+      if (!v->is_string()) bad(where + " is not a string");
+      a.kind = K::kString;
+      a.s = v->get<std::string>();
+    } else if (k == "as_scalar_type") {
+      a.kind = K::kInt;
+      a.i = c10_scalar_type(integer(*v, where));
+    } else if (k == "as_layout" || k == "as_memory_format") {
+      a.kind = K::kInt;  // their values are not read by any formula
+      a.i = integer(*v, where);
+    } else {
+      a.kind = K::kOther;  // a device, a graph, a custom object, an operator, lists of bools
+    }
+    return a;
+  }
+
+  // "L__self__,,__main__.Llama;L__self__layers.0,layers.0,__main__.Block": entries by ';',
+  // fields by ',' outside parentheses (a Sequential's slice: "layer.slice(1, None, None)").
+  std::vector<std::pair<std::string, std::string>> module_stack(const std::string& s,
+                                                                const std::string& where) {
+    std::vector<std::pair<std::string, std::string>> out;
+    size_t b = 0;
+    while (b <= s.size()) {
+      size_t e = s.find(';', b);
+      if (e == std::string::npos) e = s.size();
+      const std::string entry = s.substr(b, e - b);
+      b = e + 1;
+      if (entry.empty()) continue;
+      std::vector<std::string> fields;
+      int depth = 0;
+      std::string cur;
+      for (char c : entry) {
+        if (c == '(') ++depth;
+        if (c == ')') --depth;
+        if (c == ',' && depth == 0) {
+          fields.push_back(cur);
+          cur.clear();
+        } else {
+          cur += c;
+        }
+      }
+      fields.push_back(cur);
+      if (fields.size() != 3) bad(where + ": a module stack entry without key, path and type");
+      // An op export placed outside every module (sym_size of an input).
+      if (fields[0] == "_empty_nn_module_stack_from_metadata_hook") continue;
+      if (fields[1].empty()) {  // the root itself
+        if (root_type_.empty()) root_type_ = fields[2];
+        continue;
+      }
+      out.emplace_back(fields[1], fields[2]);
+    }
+    return out;
+  }
+
+  ExportedNode node(const json& n, const ExportedProgram& p) {
+    ExportedNode out;
+    const json& target = at(n, "target", "a node");
+    if (!target.is_string()) bad("a node's target is not a string");
+    out.target = target.get<std::string>();
+    const std::string where = "the node " + out.target;
+    // torch.ops.<namespace>.<name>.<overload>
+    if (out.target.rfind("torch.ops.", 0) == 0) {
+      const std::string rest = out.target.substr(10);
+      const size_t d1 = rest.find('.');
+      const size_t d2 = d1 == std::string::npos ? d1 : rest.find('.', d1 + 1);
+      if (d1 != std::string::npos) {
+        out.op = rest.substr(0, d1) + "::" +
+                 rest.substr(d1 + 1, d2 == std::string::npos ? std::string::npos : d2 - d1 - 1);
+        out.overload = d2 == std::string::npos ? "" : rest.substr(d2 + 1);
+        if (out.overload == "default") out.overload.clear();
+      }
+    }
+    const json& inputs = at(n, "inputs", where);
+    if (!inputs.is_array()) bad(where + ": inputs is not an array");
+    for (const json& in : inputs) {
+      const json& nm = at(in, "name", where + "'s input");
+      ExportedArg a = argument(at(in, "arg", where + "'s input"), where + "'s input");
+      a.name = nm.is_string() ? nm.get<std::string>() : std::string();
+      for (const std::string& t : a.tensors) {
+        if (!t.empty() && !p.tensors.count(t)) bad(where + " reads the unknown tensor " + t);
+      }
+      out.inputs.push_back(std::move(a));
+    }
+    if (auto md = n.find("metadata"); md != n.end() && md->is_object()) {
+      if (auto st = md->find("nn_module_stack"); st != md->end() && st->is_string())
+        out.modules = module_stack(st->get<std::string>(), where);
+    }
+    return out;
+  }
+
+  void signature(const json& sig, ExportedProgram& p) {
+    const json& specs = at(sig, "input_specs", "graph_module.signature");
+    if (!specs.is_array()) bad("input_specs is not an array");
+    for (const json& s : specs) {
+      auto [k, v] = one_of(s, "an input spec");
+      auto tensor_arg = [&](const json& arg) -> std::string {
+        const json& nm = at(arg, "name", "an input spec's arg");
+        if (!nm.is_string()) bad("an input spec's tensor has no name");
+        return nm.get<std::string>();
+      };
+      if (k == "parameter" || k == "buffer") {
+        ExportedParameter q;
+        q.buffer = k == "buffer";
+        q.tensor = tensor_arg(at(*v, "arg", "an input spec"));
+        const json& f = at(*v, q.buffer ? "buffer_name" : "parameter_name", "an input spec");
+        if (!f.is_string()) bad("an input spec's name is not a string");
+        q.fqn = f.get<std::string>();
+        p.parameters.push_back(std::move(q));
+      } else if (k == "user_input") {
+        auto [ak, av] = one_of(at(*v, "arg", "a user input"), "a user input");
+        p.user_inputs.push_back(ak == "as_tensor" ? tensor_arg(*av) : std::string());
+      }
+    }
+  }
+
+  const std::string& name_;
+  const std::map<std::string, int64_t>& dims_;
+  const json* sym_ints_ = nullptr;
+  std::set<std::string> seen_symbols_;
+  std::map<std::string, int64_t> used_;
+  std::string root_type_;
+};
+
+// Python's json module writes the non-finite floats (a mask's fill value) as Infinity, -Infinity
+// and NaN, which JSON lacks: outside strings they become the strings "Infinity" (after the sign
+// as "-Infinity") and null, which the float reader takes back.
+std::string with_json_non_finite(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) {
+        out += text[++i];
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') in_string = true;
+    if (text.compare(i, 9, "-Infinity") == 0 || text.compare(i, 8, "Infinity") == 0) {
+      const bool negative = c == '-';
+      out += negative ? "\"-Infinity\"" : "\"Infinity\"";
+      i += negative ? 8 : 7;
+    } else if (text.compare(i, 3, "NaN") == 0) {
+      out += "null";
+      i += 2;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+const ZipEntry* program_member(const std::vector<ZipEntry>& entries) {
+  for (const ZipEntry& e : entries) {
+    const std::string& n = e.name;
+    const size_t len = std::char_traits<char>::length(kProgramMember);
+    if (n.size() >= len && n.compare(n.size() - len, len, kProgramMember) == 0 &&
+        (n.size() == len || n[n.size() - len - 1] == '/'))
+      return &e;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+int64_t evaluate_sym_expr(const std::string& expr, const std::map<std::string, int64_t>& symbols) {
+  return ExprParser(expr, symbols).parse();
+}
+
+bool is_exported_program(const ZipSource& source, const std::string& name) {
+  return program_member(read_zip_directory(source, name)) != nullptr;
+}
+
+ExportedProgram read_exported_program(const ZipSource& source, const std::string& name,
+                                      const std::map<std::string, int64_t>& dims) {
+  const std::vector<ZipEntry> entries = read_zip_directory(source, name);
+  const ZipEntry* e = program_member(entries);
+  if (e == nullptr) {
+    bool later = false;
+    for (const ZipEntry& x : entries)
+      later = later || x.name.find("archive_format") != std::string::npos;
+    throw Error(name + ": no " + std::string(kProgramMember) + " in the archive" +
+                (later ? " (a later PyTorch's .pt2 layout, which this flopsprof does not read: "
+                         "save it with PyTorch 2.6's torch.export.save)"
+                       : " (not a program saved by torch.export.save; a TorchScript file is "
+                         "profiled by running it: give it without the exported reader)"));
+  }
+  const std::string text = stored_member(source, *e, name);
+  json doc = json::parse(with_json_non_finite(text), nullptr, false);
+  if (doc.is_discarded()) {
+    throw Error(name + ": its " + std::string(kProgramMember) +
+                " is not valid JSON (a truncated or corrupt archive); save it again");
+  }
+  return Reader(name, dims).read(doc);
+}
+
+}  // namespace flopsprof::detail
