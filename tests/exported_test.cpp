@@ -49,7 +49,8 @@ void expect_fcm_counts(const std::string& program, const std::string& counts,
 }
 
 TEST(Exported, CountsEqualFlopCounterModePerModule) {
-  for (const char* p : {"mlp", "cnn", "cnn_core_aten", "llama", "gpt2"}) expect_fcm_counts(p, p);
+  for (const char* p : {"mlp", "cnn", "cnn_core_aten", "llama", "gpt2", "tied"})
+    expect_fcm_counts(p, p);
 }
 
 TEST(Exported, DynamicSizesTakeTheirHintOrTheGivenValue) {
@@ -67,6 +68,17 @@ TEST(Exported, DynamicSizesTakeTheirHintOrTheGivenValue) {
   const uint64_t attention = 2 * (2ull * 2 * 4 * 32 * 32 * 16);
   EXPECT_EQ(r.macs, linear + attention);
   EXPECT_EQ(r.workload.inputs, std::vector<std::string>{"int64[2, 32]"});
+}
+
+TEST(Exported, TiedWeightsCountedOnceAtTheRootAndInEachHolder) {
+  // tied.pt2: gpt2.pt2 with lm_head.weight = wte.weight (300 x 64): the model's parameters are
+  // gpt2's less that matrix; each of the two modules holds it.
+  const flopsprof::ProfileResult tied = flopsprof::profile_exported(kDir + "/tied.pt2");
+  const flopsprof::ProfileResult untied = flopsprof::profile_exported(kDir + "/gpt2.pt2");
+  EXPECT_EQ(tied.params, untied.params - 300 * 64);
+  EXPECT_EQ(module(tied, "wte")->params, 300u * 64);
+  EXPECT_EQ(module(tied, "lm_head")->params, 300u * 64);
+  EXPECT_EQ(tied.param_bytes, untied.param_bytes - 300 * 64 * 4);
 }
 
 TEST(Exported, ParametersFromTheSignatureWithoutWeights) {

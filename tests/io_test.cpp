@@ -20,6 +20,7 @@
 #include "io/exported_program.h"
 #include "io/input_files.h"
 #include "io/output_files.h"
+#include "io/pickle_scan.h"
 #include "io/zip_archive.h"
 #include "zip_writer.h"
 
@@ -396,17 +397,37 @@ TEST(ExportedProgram, EachBadArchiveOneClearError) {
               read_exported_program(flopsprof::detail::MemoryZipSource("not a zip"), "m.pt2", {});
             }).find("not a readable zip archive"),
             std::string::npos);
-  // A zip without the program (a TorchScript file), and a later PyTorch's layout.
-  EXPECT_NE(error_of([&] {
-              read_program(linear_program(), {}, "archive/data.pkl");
-            }).find("no serialized_exported_program.json in the archive (not a program saved by"),
-            std::string::npos);
-  const std::string later =
-      flopsprof::testing::make_zip({{"archive_format", "pt2"}, {"data/weights/w", "x"}}, false);
-  EXPECT_NE(error_of([&] {
-              read_exported_program(flopsprof::detail::MemoryZipSource(later), "m.pt2", {});
-            }).find("a later PyTorch's .pt2 layout"),
-            std::string::npos);
+  // A zip without the program (a TorchScript file).
+  EXPECT_NE(
+      error_of([&] { read_program(linear_program(), {}, "archive/data.pkl"); })
+          .find("no serialized_exported_program.json (nor a PT2 archive's models/<name>.json) in "
+                "the archive: not a program saved by torch.export.save"),
+      std::string::npos);
+  // The PT2 archive spec's layout (later PyTorch): an archive_format member and one program
+  // under models/, read as 2.6's; several programs are refused, naming them.
+  const std::string spec =
+      flopsprof::testing::make_zip({{"package/archive_format", "pt2"},
+                                    {"package/models/model.json", linear_program()},
+                                    {"package/data/weights/weight_0", "x"}},
+                                   false);
+  EXPECT_EQ(
+      read_exported_program(flopsprof::detail::MemoryZipSource(spec), "m.pt2", {}).nodes[0].op,
+      "aten::linear");
+  EXPECT_TRUE(
+      flopsprof::detail::is_exported_program(flopsprof::detail::MemoryZipSource(spec), "m"));
+  const std::string two = flopsprof::testing::make_zip(
+      {{"archive_format", "pt2"}, {"models/a.json", linear_program()}, {"models/b.json", "{}"}},
+      false);
+  const std::string t = error_of(
+      [&] { read_exported_program(flopsprof::detail::MemoryZipSource(two), "m.pt2", {}); });
+  EXPECT_NE(t.find("the archive holds 2 programs (models/a.json, models/b.json)"),
+            std::string::npos)
+      << t;
+  // Without archive_format, a models/ folder is no program.
+  EXPECT_FALSE(flopsprof::detail::is_exported_program(
+      flopsprof::detail::MemoryZipSource(
+          flopsprof::testing::make_zip({{"models/a.json", linear_program()}}, false)),
+      "m"));
   // An unknown schema major.
   const std::string major = error_of([&] { read_program(linear_program(R"({"as_int": 8})", 9)); });
   EXPECT_NE(major.find("an exported program of schema 9.2, which this flopsprof does not read"),
@@ -430,6 +451,81 @@ TEST(ExportedProgram, EachBadArchiveOneClearError) {
   EXPECT_NE(
       error_of([&] { read_exported_program(flopsprof::detail::MemoryZipSource(z), "m.pt2", {}); }),
       "");
+}
+
+// Object identities of a pickled dict (tied weights: one tensor saved under two names).
+std::string unhex(const std::string& h) {
+  std::string out;
+  for (size_t k = 0; k + 1 < h.size(); k += 2)
+    out += static_cast<char>(std::stoi(h.substr(k, 2), nullptr, 16));
+  return out;
+}
+
+TEST(ExportedProgram, PickledDictIdentitiesTellTiedEntries) {
+  // pickle.dumps({'a': x, 'b': x, 'c': [2]}) with x = [1], protocols 2 and 4, and an OrderedDict
+  // ({'w': x, 'v': x}, built by REDUCE, as torch.save writes a module's state_dict).
+  for (const char* hex :
+       {"80027d71002858010000006171015d71024b01615801000000627103680258010000006371045d71054b026175"
+        "2e",
+        "8004951d000000000000007d94288c0161945d944b01618c01629468028c0163945d944b0261752e"}) {
+    const auto ids = flopsprof::detail::pickled_dict_identities(unhex(hex));
+    ASSERT_TRUE(ids.has_value()) << hex;
+    ASSERT_EQ(ids->size(), 3u);
+    EXPECT_EQ(ids->at("a"), ids->at("b"));
+    EXPECT_NE(ids->at("a"), ids->at("c"));
+  }
+  const auto od = flopsprof::detail::pickled_dict_identities(unhex(
+      "800263636f6c6c656374696f6e730a4f726465726564446963740a7100295271012858010000007771025d71034b"
+      "016158010000007671046803752e"));
+  ASSERT_TRUE(od.has_value());
+  EXPECT_EQ(od->at("w"), od->at("v"));
+  // Not a pickle this reader follows: nullopt, never a crash (every truncation, an unknown opcode).
+  const std::string p = unhex(
+      "80027d71002858010000006171015d71024b01615801000000627103680258010000006371045d71054b0261752"
+      "e");
+  for (size_t n = 0; n + 1 < p.size(); ++n)
+    EXPECT_FALSE(flopsprof::detail::pickled_dict_identities(p.substr(0, n)).has_value()) << n;
+  EXPECT_FALSE(flopsprof::detail::pickled_dict_identities("\x80\x02\xff.").has_value());
+  EXPECT_FALSE(
+      flopsprof::detail::pickled_dict_identities("\x80\x02h\x07.").has_value());  // memo unset
+}
+
+TEST(ExportedProgram, TiedParametersFromTheStateDict) {
+  // tests/exported/tied.pt2: GPT2 with lm_head.weight = wte.weight, exported under FakeTensorMode.
+  const std::string pt2 = slurp(std::string(FLOPSPROF_EXPORTED_DIR) + "/tied.pt2");
+  const ExportedProgram p =
+      read_exported_program(flopsprof::detail::MemoryZipSource(pt2), "tied.pt2", {});
+  EXPECT_TRUE(p.ties_known);
+  int wte = -1, tied = 0;
+  for (size_t i = 0; i < p.parameters.size(); ++i) {
+    if (p.parameters[i].fqn == "wte.weight") wte = static_cast<int>(i);
+    if (p.parameters[i].same_as >= 0) {
+      ++tied;
+      EXPECT_EQ(p.parameters[i].fqn, "lm_head.weight");
+      EXPECT_EQ(p.parameters[i].same_as, wte);
+    }
+  }
+  EXPECT_EQ(tied, 1);
+  // The same program without its state dict: ties unknown, and the problems say so (two
+  // parameters share a shape and dtype).
+  std::string json;
+  for (const auto& e : flopsprof::detail::read_zip_directory(pt2, "tied.pt2")) {
+    if (e.name.find("serialized_exported_program.json") != std::string::npos)
+      json = flopsprof::detail::stored_member(flopsprof::detail::MemoryZipSource(pt2), e, "t");
+  }
+  const ExportedProgram bare = read_program(json);
+  EXPECT_FALSE(bare.ties_known);
+  bool said = false;
+  for (const std::string& q : bare.problems)
+    said = said || q.find("tied weights") != std::string::npos;
+  EXPECT_FALSE(said) << "no state dict (a PT2 archive spec's layout) is not a fault";
+  const std::string z = flopsprof::testing::make_zip(
+      {{"serialized_exported_program.json", json}, {"serialized_state_dict.pt", "junk"}}, false);
+  const ExportedProgram junk =
+      read_exported_program(flopsprof::detail::MemoryZipSource(z), "t", {});
+  for (const std::string& q : junk.problems)
+    said = said || q.find("tied weights") != std::string::npos;
+  EXPECT_TRUE(said);
 }
 
 // Every truncation and byte flip of a real program's JSON (tests/exported/mlp.pt2), packed again:

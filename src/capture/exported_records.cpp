@@ -216,20 +216,36 @@ class Builder {
       for (const std::string& c : nodes[path].children) self(c, me, self);
     };
     emit("", -1, emit);
-    for (const ExportedParameter& q : p_.parameters) {
+    // Each tensor once per module holding it in its subtree (tied weights: one tensor under two
+    // names, ExportedParameter::same_as), as a run counts shared parameters.
+    auto module_of = [&](const ExportedParameter& q) {
       const size_t dot = q.fqn.rfind('.');
-      const int m = index_.at(dot == std::string::npos ? "" : q.fqn.substr(0, dot));
+      return index_.at(dot == std::string::npos ? "" : q.fqn.substr(0, dot));
+    };
+    std::vector<std::vector<int>> holders(p_.parameters.size());  // by the tensor's first name
+    for (size_t i = 0; i < p_.parameters.size(); ++i) {
+      const ExportedParameter& q = p_.parameters[i];
+      int first = static_cast<int>(i);
+      while (p_.parameters[first].same_as >= 0 && p_.parameters[first].same_as < first)
+        first = p_.parameters[first].same_as;
+      for (int a = module_of(q); a >= 0; a = tree.nodes[a].parent) {
+        tree.nodes[a].tensors += 1;
+        std::vector<int>& h = holders[first];
+        if (std::find(h.begin(), h.end(), a) == h.end()) h.push_back(a);
+      }
+    }
+    for (size_t i = 0; i < p_.parameters.size(); ++i) {
+      const ExportedParameter& q = p_.parameters[i];
+      if (q.buffer || holders[i].empty()) continue;
       const ExportedTensor& t = p_.tensors.at(q.tensor);
       const uint64_t numel = elements(t.sizes);
       const uint64_t bytes = checked_mul(numel, element_bytes(t.dtype));
-      for (int a = m; a >= 0; a = tree.nodes[a].parent) {
-        tree.nodes[a].tensors += 1;
-        if (q.buffer) continue;
+      for (int a : holders[i]) {
         tree.nodes[a].params += numel;
         if (t.requires_grad) tree.nodes[a].trainable_params += numel;
         tree.nodes[a].param_bytes += bytes;
       }
-      if (!q.buffer) tree.param_bytes_by_dtype[static_cast<size_t>(t.dtype)] += bytes;
+      tree.param_bytes_by_dtype[static_cast<size_t>(t.dtype)] += bytes;
     }
     tree.finalize();
     tree.params = tree.nodes[0].params;

@@ -66,6 +66,9 @@ struct ExportedParameter {
   std::string fqn;     ///< "layers.0.attention.wq.weight"
   std::string tensor;  ///< its graph input (into ExportedProgram::tensors)
   bool buffer = false;
+  /// An earlier parameter of the list that is the same tensor (tied weights: GPT-2's lm_head and
+  /// wte), as the archive's state dict says; -1: none, or not known (`ExportedProgram::ties`).
+  int same_as = -1;
 };
 
 /// A saved exported program.
@@ -76,6 +79,10 @@ struct ExportedProgram {
   std::map<std::string, ExportedTensor> tensors;
   std::vector<ExportedNode> nodes;
   std::vector<ExportedParameter> parameters;
+  /// Whether tied parameters are known: the archive's state dict was read for them (its
+  /// serialized_state_dict.pt's pickle; no tensor data). False: absent (a PT2 archive spec's
+  /// layout), or not readable (the reason in `problems` when some parameters could be tied).
+  bool ties_known = false;
   std::vector<std::string> user_inputs;  ///< tensor names of the user's inputs (others: "")
   /// The symbols of the program's sizes and the values used for them (--dim, or the hint).
   std::map<std::string, int64_t> symbols;

@@ -30,7 +30,7 @@ except Exception as e:  # noqa: BLE001 - any import problem means: cannot run he
     sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_programs import GPT2, Llama, fcm_counts  # noqa: E402
+from make_programs import GPT2, Llama, TiedGPT, fcm_counts  # noqa: E402
 
 torch.set_num_threads(2)
 
@@ -96,6 +96,7 @@ MODELS = {  # name: (constructor, input (shape, dtype))
     "llama": (lambda: Llama(vocab=1000, d=128, layers=2, heads=8, kv_heads=2, hidden=344), ((2, 32), torch.int64)),
     "gpt2": (lambda: GPT2(vocab=1000, d=128, layers=2, heads=4, ctx=64), ((1, 64), torch.int64)),
     "bert": (lambda: Bert(), ((2, 64), torch.int64)),
+    "gpt2_tied": (lambda: TiedGPT(), ((1, 32), torch.int64)),  # lm_head.weight = wte.weight
 }
 # Llama-2-7B's shape (d 4096, 32 layers, 32 heads, SwiGLU 11008, vocab 32000) at 128 tokens.
 LLAMA7B = dict(vocab=32000, d=4096, layers=32, heads=32, kv_heads=32, hidden=11008)

@@ -136,6 +136,14 @@ class GPT2(nn.Module):
         return self.lm_head(self.ln_f(x))
 
 
+class TiedGPT(GPT2):
+    """GPT2 with its head tied to the token embedding (GPT-2's and nanoGPT's weight tying)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lm_head.weight = self.wte.weight
+
+
 class Branchy(nn.Module):
     """A data-dependent branch: torch.cond, a higher-order op whose branches are subgraphs."""
 
@@ -217,8 +225,10 @@ def export(name, make, inputs, outdir, fake=True, decompose=False, dynamic_shape
         print(name, os.path.getsize(path))
         return
     total, modules = fcm_counts(ep)
-    params = sum(math.prod(v.shape) for k, v in ep.state_dict.items()
-                 if k in set(ep.graph_signature.parameters))
+    # Each tensor once: a tied weight is one tensor under two names (the loaded state dict keeps
+    # the tie, as torch.save's memo wrote it).
+    unique = {id(v): v for k, v in ep.state_dict.items() if k in set(ep.graph_signature.parameters)}
+    params = sum(math.prod(v.shape) for v in unique.values())
     with open(os.path.join(outdir, name + ".fcm.json"), "w") as f:
         json.dump({"total": total, "modules": modules, "params": params}, f, indent=1, sort_keys=True)
     print(name, total, params, os.path.getsize(path))
@@ -233,6 +243,7 @@ def main():
     export("cnn_core_aten", SmallCNN, lambda: (torch.randn(2, 3, 16, 16),), outdir, decompose=True)
     export("llama", Llama, lambda: (torch.randint(0, 256, (2, 16)),), outdir)
     export("gpt2", GPT2, lambda: (torch.randint(0, 300, (1, 32)),), outdir)
+    export("tied", TiedGPT, lambda: (torch.randint(0, 300, (1, 32)),), outdir)
     export("cond", Branchy, lambda: (torch.randn(2, 16),), outdir, count=False)
     seq = torch.export.Dim("seq", min=2, max=64)
     export("llama_dynamic", Llama, lambda: (torch.randint(0, 256, (2, 16)),), outdir,
