@@ -31,6 +31,27 @@ const flopsprof::ModuleStats* module(const flopsprof::ProfileResult& r, const st
   return nullptr;
 }
 
+// The program JSON of a fixture, and a profile of a JSON put in an archive of its own.
+std::string program_json(const std::string& name) {
+  std::ifstream f(kDir + "/" + name, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string pt2 = ss.str();
+  for (const auto& e : flopsprof::detail::read_zip_directory(pt2, name)) {
+    if (e.name.find("serialized_exported_program.json") != std::string::npos)
+      return flopsprof::detail::stored_member(flopsprof::detail::MemoryZipSource(pt2), e, name);
+  }
+  return "";
+}
+
+flopsprof::ProfileResult profile_json(const std::string& json) {
+  const std::string z =
+      flopsprof::testing::make_zip({{"serialized_exported_program.json", json}}, false);
+  return flopsprof::detail::profile_program(
+      flopsprof::detail::read_exported_program(flopsprof::detail::MemoryZipSource(z), "m.pt2", {}),
+      "m.pt2", {});
+}
+
 // 2 x MACs is FlopCounterMode's count (it counts matrix products, convolutions and attention).
 void expect_fcm_counts(const std::string& program, const std::string& counts,
                        const flopsprof::ExportedOptions& o = {}) {
@@ -141,27 +162,46 @@ TEST(Exported, FlopsPerTokenPerModule) {
   EXPECT_DOUBLE_EQ(module(g, "output")->regions[0].flops_per_token, 2.0 * 2 * 64 * 256);
 }
 
+// A node naming an op no registry knows (a custom op, a later PyTorch's): listed by name with its
+// calls, n/a, as a run lists an op without a formula, and named in the problems; the rest counted.
+TEST(Exported, AnUnknownOpIsListedAndNamed) {
+  const std::string json = program_json("llama.pt2");
+  std::string changed = json;
+  size_t at = 0, replaced = 0;
+  const std::string from = "torch.ops.aten.silu.default", to = "torch.ops.mylib.frobnicate.default";
+  while ((at = changed.find(from, at)) != std::string::npos) {
+    changed.replace(at, from.size(), to);
+    ++replaced;
+  }
+  ASSERT_EQ(replaced, 2u);  // one SwiGLU per layer
+  const flopsprof::ProfileResult base = profile_json(json);
+  const flopsprof::ProfileResult r = profile_json(changed);
+  bool listed = false;
+  for (const auto& op : r.ops) {
+    if (op.name != "mylib::frobnicate") continue;
+    listed = true;
+    EXPECT_FALSE(op.has_formula);
+    EXPECT_EQ(op.calls, 2u);
+  }
+  EXPECT_TRUE(listed);
+  bool named = false;
+  for (const std::string& p : r.problems)
+    named =
+        named || p.find("mylib::frobnicate (2 call(s)) is not in this LibTorch's op registry") !=
+                     std::string::npos;
+  EXPECT_TRUE(named);
+  EXPECT_EQ(r.macs, base.macs);  // silu has no MACs; every matrix product still counted
+}
+
 // Every truncation and byte flip of a real program's JSON that still reads as a program goes
 // through the whole pipeline: a profile or an Error, never a crash (ASan in the sanitizer job).
 TEST(Exported, MutatedProgramsProfileOrFailClearly) {
-  std::ifstream f(kDir + "/llama.pt2", std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const std::string pt2 = ss.str();
-  std::string json;
-  for (const auto& e : flopsprof::detail::read_zip_directory(pt2, "llama.pt2")) {
-    if (e.name.find("serialized_exported_program.json") != std::string::npos)
-      json = flopsprof::detail::stored_member(flopsprof::detail::MemoryZipSource(pt2), e, "x");
-  }
+  const std::string json = program_json("llama.pt2");
   ASSERT_GT(json.size(), 10000u);
   size_t profiled = 0, refused = 0;
   auto attempt = [&](const std::string& j) {
-    const std::string z =
-        flopsprof::testing::make_zip({{"serialized_exported_program.json", j}}, false);
     try {
-      const auto program = flopsprof::detail::read_exported_program(
-          flopsprof::detail::MemoryZipSource(z), "m.pt2", {});
-      flopsprof::detail::profile_program(program, "m.pt2", {});
+      profile_json(j);
       ++profiled;
     } catch (const flopsprof::Error&) {
       ++refused;
