@@ -199,6 +199,7 @@ TEST(FakeDeviceEvents, NoElapsedFunctionFallsBackToTheHostClockWithTheReason) {
   const flopsprof::ProfileResult& r = prof.result();
   EXPECT_EQ(r.gpu.backend, "host clock");
   EXPECT_FALSE(r.gpu.measured);
+  EXPECT_EQ(r.correction.not_removed, "");  // no CUPTI: nothing known to stay in the latencies
   EXPECT_NE(r.gpu.reason.find("no elapsed-time function for PRIVATEUSEONE events"),
             std::string::npos)
       << r.gpu.reason;
@@ -235,6 +236,12 @@ TEST_F(FakeCupti, KernelsBelongToTheirOpsAndModulesEndToEnd) {
 
   ASSERT_EQ(r.gpu.backend, "cupti") << r.gpu.reason;
   ASSERT_TRUE(r.gpu.measured);
+  // CUPTI's own cost stays in the host latencies: said, never shown plain.
+  EXPECT_NE(r.correction.not_removed.find("CUPTI's recording of every CUDA runtime and driver API"),
+            std::string::npos);
+  EXPECT_NE(flopsprof::format_text_report(r).find("not removed from the latencies"),
+            std::string::npos);
+  EXPECT_NE(flopsprof::to_json(r).find("\"not_removed\": \"CUPTI's"), std::string::npos);
   EXPECT_EQ(r.gpu.kernels, fake_cupti_kernels());
   EXPECT_GT(r.gpu.kernels, 10u);
   EXPECT_EQ(r.gpu.memcpys, fake_cupti_memcpys());

@@ -395,6 +395,10 @@ struct LatencyCorrection {
   double call_inner_ns = 0, call_outer_ns = 0;
   /// RecordFunction path: inside an op's span, per record LibTorch made of an op nested in it.
   double nested_record_ns = 0;
+  /// flopsprof's own cost that stays in the host latencies, not measured apart ("" when none is
+  /// known): CUPTI's recording of every CUDA runtime and driver API call, which linking kernels
+  /// to ops needs (gpu.backend "cupti").
+  std::string not_removed;
 };
 
 struct ProfileResult {

@@ -348,6 +348,7 @@ void write_correction(JsonWriter& w, const ProfileResult& r) {
   w.member("call_inner_ns", c.call_inner_ns);
   w.member("call_outer_ns", c.call_outer_ns);
   w.member("nested_record_ns", c.nested_record_ns);
+  w.member("not_removed", c.not_removed);
   w.end_object();
 }
 

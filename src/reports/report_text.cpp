@@ -485,6 +485,7 @@ void summary_coverage(std::string& out, const ProfileResult& r) {
   } else if (!c.reason.empty()) {
     line(out, "latency correction", "none (latencies include flopsprof's own cost): " + c.reason);
   }
+  if (!c.not_removed.empty()) line(out, "not removed from the latencies", c.not_removed);
 }
 
 // The table of ops without a formula (every phase), with their time and bytes.
