@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "flopsprof/formulas.h"
+#include "io/sym_expr.h"
 #include "io/zip_archive.h"
 
 namespace flopsprof::detail {
@@ -102,13 +103,7 @@ ExportedProgram read_exported_program(const ZipSource& source, const std::string
                                       const std::map<std::string, int64_t>& dims);
 
 /// Whether the archive in `source` holds an exported program (a serialized_exported_program.json
-/// member). Throws as read_zip_directory.
+/// member, or a PT2 archive's models/<name>.json). Throws as read_zip_directory.
 bool is_exported_program(const ZipSource& source, const std::string& name);
-
-/// The value of a sympy expression as torch.export writes one ("Mul(Integer(64), Symbol('s0',
-/// positive=True, integer=True))"): Integer, Symbol, Add, Mul, Pow, FloorDiv, CeilDiv,
-/// CleanDiv, Mod, PythonMod, Max, Min, Neg. `symbol` gives a symbol's value (nullopt: unknown).
-/// Throws `Error` naming the expression for anything else or an unknown symbol.
-int64_t evaluate_sym_expr(const std::string& expr, const std::map<std::string, int64_t>& symbols);
 
 }  // namespace flopsprof::detail
