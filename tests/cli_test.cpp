@@ -830,6 +830,8 @@ TEST(Cli, ExportedProgramSymbolsAndOptionsThatDoNotApply) {
   const CliRun d = run("diff " + a + " " + b + " --fail-if 'flops>0'");
   EXPECT_EQ(d.code, 1) << d.out;
   EXPECT_NE(d.out.find("both profiles have no time"), std::string::npos) << d.out;
+  EXPECT_EQ(d.out.find(" us "), std::string::npos)
+      << "a latency shown for programs not run: " << d.out;
   const CliRun lat = run("diff " + a + " " + b + " --fail-if 'latency>+5%'");
   EXPECT_EQ(lat.code, 2) << lat.out;
   // Options of a run are refused, each by name.

@@ -172,7 +172,11 @@ int main(int argc, char** argv) {
   untimed.timed = false;
   untimed.fwd_bytes = 4000;
   write(dir, "untimed", untimed);
-  const flopsprof::ProfileDiff ud = flopsprof::diff(untimed, untimed);
+  ProfileResult untimed_more = untimed;  // more work in one module: rows that changed
+  untimed_more.modules[2].flops = 2000;
+  untimed_more.modules[0].flops = 5000;
+  finish(untimed_more);
+  const flopsprof::ProfileDiff ud = flopsprof::diff(untimed, untimed_more);
   std::ofstream(dir + "/untimed_diff.html") << flopsprof::diff_to_html(ud);
   std::ofstream(dir + "/untimed_diff.json") << flopsprof::diff_to_json(ud);
   std::cout << "pages written to " << dir << "\n";

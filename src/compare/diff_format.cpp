@@ -64,6 +64,14 @@ std::string time_delta_text(const TimeDelta& t) {
   return (d >= 0 ? "+" : "-") + duration_to_string(std::fabs(d)) + (t.noise ? " ~" : "");
 }
 
+std::string time_side_text(const TimeDelta& t, double value) {
+  return t.known ? duration_to_string(value) : std::string("n/a");
+}
+
+std::string time_percent_text(const TimeDelta& t) {
+  return t.known ? percent_text(t.percent()) : std::string();
+}
+
 std::string rate_text(double v, bool fraction) {
   if (v <= 0) return "n/a";
   return fraction ? fmt::format("{:.1f}%", 100 * v) : number_to_string(v);

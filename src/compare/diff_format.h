@@ -18,6 +18,11 @@ std::string percent_text(double percent);
 std::string count_delta_text(const CountDelta& c);
 /// "+41.44 us", "-801.00 ns", with " ~" inside the run-to-run spread; "n/a" when unknown.
 std::string time_delta_text(const TimeDelta& t);
+/// One side of a latency (`value`: `t.base` or `t.next`), n/a when `t` is not known (a profile
+/// with no time).
+std::string time_side_text(const TimeDelta& t, double value);
+/// A latency's percent change, "" when not known.
+std::string time_percent_text(const TimeDelta& t);
 /// A region's rate or utilisation on one side: "1.98 K", "60.8%" (`fraction`); "n/a" for 0.
 std::string rate_text(double v, bool fraction);
 /// "+5.0%" of a rate known on both sides, "" otherwise.

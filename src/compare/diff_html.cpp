@@ -19,6 +19,8 @@ using detail::rate_percent_text;
 using detail::rate_text;
 using detail::status_name;
 using detail::time_delta_text;
+using detail::time_percent_text;
+using detail::time_side_text;
 using detail::type_label;
 
 // A row's classes: its status, then "slower"/"faster" for a latency change outside the noise,
@@ -103,11 +105,10 @@ std::string diff_to_html(const ProfileDiff& d) {
         "<td>{}</td><td>{}</td></tr>\n",
         row_classes(m), html_escape(m.name), status_name(m.status), status_name(m.status),
         10 + 16 * m.depth, html_escape(name), html_escape(type),
-        m.status == ModuleDiff::Status::kAdded ? "-" : duration_to_string(m.latency.base),
-        m.status == ModuleDiff::Status::kRemoved ? "-" : duration_to_string(m.latency.next),
-        time_delta_text(m.latency), both ? percent_text(m.latency.percent()) : "",
-        detail::share_text(m), count_delta_text(m.flops),
-        both && m.flops.changed() ? percent_text(m.flops.percent()) : "",
+        m.status == ModuleDiff::Status::kAdded ? "-" : time_side_text(m.latency, m.latency.base),
+        m.status == ModuleDiff::Status::kRemoved ? "-" : time_side_text(m.latency, m.latency.next),
+        time_delta_text(m.latency), both ? time_percent_text(m.latency) : "", detail::share_text(m),
+        count_delta_text(m.flops), both && m.flops.changed() ? percent_text(m.flops.percent()) : "",
         count_delta_text(m.params), count_delta_text(m.calls));
   }
   if (!d.regions.empty()) {
@@ -122,8 +123,9 @@ std::string diff_to_html(const ProfileDiff& d) {
           "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
           "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
           status_name(g.status), status_name(g.status), html_escape(g.name), g.windows.base,
-          g.windows.next, duration_to_string(g.latency.base), duration_to_string(g.latency.next),
-          time_delta_text(g.latency), t.base > 0 ? duration_to_string(t.base) : "n/a",
+          g.windows.next, time_side_text(g.latency, g.latency.base),
+          time_side_text(g.latency, g.latency.next), time_delta_text(g.latency),
+          t.base > 0 ? duration_to_string(t.base) : "n/a",
           t.next > 0 ? duration_to_string(t.next) : "n/a", rate_text(g.tokens_per_s.base, false),
           rate_text(g.tokens_per_s.next, false), rate_percent_text(g.tokens_per_s),
           rate_text(g.mfu.base, true), rate_text(g.mfu.next, true), rate_text(g.mbu.base, true),
@@ -140,7 +142,7 @@ std::string diff_to_html(const ProfileDiff& d) {
         "class=\"name\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
         "<td>{}</td><td>{}</td></tr>\n",
         status_name(o.status), status_name(o.status), html_escape(o.name), html_escape(o.phase),
-        duration_to_string(o.latency.base), duration_to_string(o.latency.next),
+        time_side_text(o.latency, o.latency.base), time_side_text(o.latency, o.latency.next),
         time_delta_text(o.latency), count_delta_text(o.flops), count_delta_text(o.calls));
   }
   h += "</table>\n</body></html>\n";

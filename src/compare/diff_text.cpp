@@ -19,6 +19,8 @@ using detail::rate_percent_text;
 using detail::rate_text;
 using detail::status_name;
 using detail::time_delta_text;
+using detail::time_percent_text;
+using detail::time_side_text;
 using detail::type_label;
 
 std::string count(uint64_t v) { return number_to_string(static_cast<double>(v)); }
@@ -131,9 +133,10 @@ std::string format_diff_text(const ProfileDiff& d, const DiffTextOptions& o) {
     s += fmt::format(
         "{:<8} {:>11} {:>11} {:>13} {:>8} {:>7} {:>11} {:>8} {:>10} {:>9} {:>6}  {} ({})\n",
         status_name(m->status),
-        m->status == ModuleDiff::Status::kAdded ? "-" : duration_to_string(m->latency.base),
-        m->status == ModuleDiff::Status::kRemoved ? "-" : duration_to_string(m->latency.next),
-        time_delta_text(m->latency), both ? percent_text(m->latency.percent()) : "",
+        m->status == ModuleDiff::Status::kAdded ? "-" : time_side_text(m->latency, m->latency.base),
+        m->status == ModuleDiff::Status::kRemoved ? "-"
+                                                  : time_side_text(m->latency, m->latency.next),
+        time_delta_text(m->latency), both ? time_percent_text(m->latency) : "",
         detail::share_text(*m), count_delta_text(m->flops),
         both && m->flops.changed() ? percent_text(m->flops.percent()) : "",
         count_delta_text(m->macs), count_delta_text(m->params), count_delta_text(m->calls), name,
@@ -142,8 +145,8 @@ std::string format_diff_text(const ProfileDiff& d, const DiffTextOptions& o) {
     for (const OpDiff& op : m->ops) {  // its own ops, by latency delta
       s += fmt::format(
           "  {:<6} {:>11} {:>11} {:>13} {:>8} {:>7} {:>11} {:>8} {:>10} {:>9} {:>6}  {}{}\n",
-          status_name(op.status), duration_to_string(op.latency.base),
-          duration_to_string(op.latency.next), time_delta_text(op.latency), "", "",
+          status_name(op.status), time_side_text(op.latency, op.latency.base),
+          time_side_text(op.latency, op.latency.next), time_delta_text(op.latency), "", "",
           count_delta_text(op.flops), "", count_delta_text(op.macs), "", count_delta_text(op.calls),
           o.top > 0 ? "  " : indent(m->depth) + "  ", detail::printable(op.name));
     }
@@ -164,12 +167,11 @@ std::string format_diff_text(const ProfileDiff& d, const DiffTextOptions& o) {
           "{:>6} {:>6} {:>6} {:>11}\n",
           status_name(g.status), detail::printable(g.name),
           fmt::format("{}->{}", g.windows.base, g.windows.next),
-          g.status == DiffStatus::kAdded ? "-" : duration_to_string(g.latency.base),
+          g.status == DiffStatus::kAdded ? "-" : time_side_text(g.latency, g.latency.base),
           g.status == DiffStatus::kRemoved
               ? "-"
-              : duration_to_string(g.latency.next) + (g.latency.noise ? " ~" : ""),
-          both ? percent_text(g.latency.percent()) : "",
-          t.base > 0 ? duration_to_string(t.base) : "n/a",
+              : time_side_text(g.latency, g.latency.next) + (g.latency.noise ? " ~" : ""),
+          both ? time_percent_text(g.latency) : "", t.base > 0 ? duration_to_string(t.base) : "n/a",
           t.next > 0 ? duration_to_string(t.next) : "n/a", t.known ? percent_text(t.percent()) : "",
           rate_text(g.tokens_per_s.base, false), rate_text(g.tokens_per_s.next, false),
           rate_percent_text(g.tokens_per_s), rate_text(g.mfu.base, true),
@@ -186,10 +188,10 @@ std::string format_diff_text(const ProfileDiff& d, const DiffTextOptions& o) {
       if (op.status == ModuleDiff::Status::kSame && listed >= 10) continue;  // changes always
       ++listed;
       s += fmt::format("{:<8} {:>11} {:>11} {:>13} {:>11} {:>8}  {} [{}]\n", status_name(op.status),
-                       duration_to_string(op.latency.base), duration_to_string(op.latency.next),
-                       time_delta_text(op.latency), count_delta_text(op.flops),
-                       count_delta_text(op.calls), detail::printable(op.name),
-                       detail::printable(op.phase));
+                       time_side_text(op.latency, op.latency.base),
+                       time_side_text(op.latency, op.latency.next), time_delta_text(op.latency),
+                       count_delta_text(op.flops), count_delta_text(op.calls),
+                       detail::printable(op.name), detail::printable(op.phase));
     }
   }
   return detail::terminal_safe(s);

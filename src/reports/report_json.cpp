@@ -244,8 +244,8 @@ void write_regions(JsonWriter& w, const ProfileResult& r) {
     w.begin_object();
     w.member("name", g.name);
     w.member("windows", g.windows);
-    w.member("duration_s", g.duration_s);
-    w.member("first_window_s", g.first_s);
+    time_member(w, r, "duration_s", g.duration_s);
+    time_member(w, r, "first_window_s", g.first_s);
     spread(w, "window_spread", g.spread);
     w.member("flops", g.flops);
     w.member("macs", g.macs);
