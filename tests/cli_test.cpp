@@ -845,6 +845,15 @@ TEST(Cli, ExportedProgramSymbolsAndOptionsThatDoNotApply) {
   const CliRun trace = run(kPt2 + "/llama.pt2 --trace " + dir() + "/t.json");
   EXPECT_NE(trace.out.find("--trace does not apply"), std::string::npos) << trace.out;
   EXPECT_FALSE(exists(dir() + "/t.json"));
+  // A damaged .pt2 gets its reader's error, not the TorchScript path's.
+  {
+    std::ifstream in(kPt2 + "/llama.pt2", std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ofstream(dir() + "/cut.pt2", std::ios::binary) << bytes.substr(0, 5000);
+  }
+  const CliRun cut = run(dir() + "/cut.pt2");
+  EXPECT_EQ(cut.code, 2);
+  EXPECT_NE(cut.out.find("not a readable zip archive"), std::string::npos) << cut.out;
   // --dim on a TorchScript model.
   EXPECT_NE(
       run(save_net() + " --input 2x16 --tokens 4").out.find("--tokens applies to an exported"),

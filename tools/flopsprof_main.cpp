@@ -424,9 +424,14 @@ void write_outputs(const Options& o, const flopsprof::ProfileResult& result,
   flopsprof::detail::write_outputs(files, input_files(o));
 }
 
-// Whether MODEL is an exported program (a zip archive with the program JSON); false for anything
-// else, which the TorchScript path then names.
+// Whether MODEL is an exported program: named .pt2, or a zip archive with the program JSON; false
+// for anything else, which the TorchScript path then names.
 bool is_exported_program(const Options& o) {
+  // Named as one: its own reader's errors (truncated, corrupt) are the ones to show.
+  const std::string ext = ".pt2";
+  if (o.model.size() > ext.size() &&
+      o.model.compare(o.model.size() - ext.size(), ext.size(), ext) == 0)
+    return true;
   struct stat st {};
   if (stat(o.model.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
   try {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <limits>
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -31,8 +32,12 @@ class Reader {
     ExportedProgram p;
     if (!doc.is_object()) bad("the document is not a JSON object");
     const json& sv = at(doc, "schema_version", "the document");
-    p.schema_major = integer(at(sv, "major", "schema_version"), "schema_version.major");
-    p.schema_minor = integer(at(sv, "minor", "schema_version"), "schema_version.minor");
+    const int64_t major = integer(at(sv, "major", "schema_version"), "schema_version.major");
+    const int64_t minor = integer(at(sv, "minor", "schema_version"), "schema_version.minor");
+    if (major < 0 || major > 1000000 || minor < 0 || minor > 1000000)
+      bad("schema_version is out of range");
+    p.schema_major = static_cast<int>(major);
+    p.schema_minor = static_cast<int>(minor);
     if (p.schema_major != kExportedSchemaMajor) {
       throw Error(name_ + ": an exported program of schema " + std::to_string(p.schema_major) +
                   "." + std::to_string(p.schema_minor) + ", which this flopsprof does not read " +
@@ -46,6 +51,7 @@ class Reader {
     sym_ints_ = &at(g, "sym_int_values", "graph");
     const json& tv = at(g, "tensor_values", "graph");
     if (!tv.is_object()) bad("graph.tensor_values is not an object");
+    collect_symbol_hints(tv);
     for (auto it = tv.begin(); it != tv.end(); ++it)
       p.tensors[it.key()] = tensor(it.value(), it.key());
     const json& nodes = at(g, "nodes", "graph");
@@ -68,6 +74,11 @@ class Reader {
       }
     }
     p.symbols = used_;
+    for (const std::string& e : hint_fallbacks_) {
+      p.problems.push_back("exported program: the size " + e +
+                           " has a function flopsprof does not evaluate; its value at export (its "
+                           "hint) was used");
+    }
     p.root_type = root_type_;
     return p;
   }
@@ -97,6 +108,12 @@ class Reader {
       return -std::numeric_limits<double>::infinity();
     bad(where + " is not a number");
   }
+  // A module path (or a parameter's): the module tree is built from its dotted prefixes, so a
+  // hostile one must not make it deep or large.
+  void check_path(const std::string& path, const std::string& where) const {
+    if (path.size() > 4096 || std::count(path.begin(), path.end(), '.') > 256)
+      bad(where + ": a module path longer than 4,096 characters or 256 levels");
+  }
   // A serialized union: its one key.
   std::pair<std::string, const json*> one_of(const json& j, const std::string& where) const {
     if (!j.is_object() || j.size() != 1) bad(where + " is not a one-key union");
@@ -109,30 +126,65 @@ class Reader {
                                  : std::string();
     if (expr.empty()) bad(where + " has no expression");
     const std::vector<std::string> syms = symbols_in(expr);
-    bool all_given = true;
+    // Each symbol's value: its --dim, else its own hint (that of a size that is the bare symbol,
+    // symbol_hints_), so that a --dim for one symbol of an expression is never dropped.
+    std::map<std::string, int64_t> values;
+    std::string missing;
+    bool any_given = false;
     for (const std::string& s : syms) {
       seen_symbols_.insert(s);
-      all_given = all_given && dims_.count(s);
-    }
-    if (all_given) {
-      for (const std::string& s : syms) used_[s] = dims_.at(s);
-      return evaluate_sym_expr(expr, dims_);
-    }
-    auto h = e.find("hint");
-    if (h != e.end() && h->is_object()) {
-      auto [k, v] = one_of(*h, where + ".hint");
-      if (k == "as_int" && v->is_number_integer()) {
-        const int64_t hint = v->get<int64_t>();
-        if (syms.size() == 1 && expr.rfind("Symbol(", 0) == 0) used_.emplace(syms[0], hint);
-        return hint;
+      if (auto d = dims_.find(s); d != dims_.end()) {
+        values[s] = d->second;
+        any_given = true;
+      } else if (auto h = symbol_hints_.find(s); h != symbol_hints_.end()) {
+        values[s] = h->second;
+      } else if (missing.find(s) == std::string::npos) {
+        missing += (missing.empty() ? "" : ", ") + s;
       }
     }
-    std::string missing;
-    for (const std::string& s : syms) {
-      if (!dims_.count(s)) missing += (missing.empty() ? "" : ", ") + s;
+    std::optional<int64_t> hint;
+    if (auto h = e.find("hint"); h != e.end() && h->is_object()) {
+      auto [k, v] = one_of(*h, where + ".hint");
+      if (k == "as_int" && v->is_number_integer()) hint = v->get<int64_t>();
     }
-    throw Error(name_ + ": the size " + expr + " has no hint; give " + missing +
-                " with --dim NAME=VALUE");
+    if (missing.empty() && (any_given || !hint)) {
+      try {
+        const int64_t v = evaluate_sym_expr(expr, values);
+        for (const auto& [s, x] : values) used_[s] = x;
+        return v;
+      } catch (const Error& err) {
+        if (!hint || any_given) throw Error(name_ + ": " + err.what());
+        // A function this evaluator lacks, with nothing given: the size export saw.
+        hint_fallbacks_.insert(expr);
+        return *hint;
+      }
+    }
+    if (hint && !any_given) {  // every symbol at its hint: the size export saw
+      for (const auto& [s, x] : values) used_.emplace(s, x);
+      return *hint;
+    }
+    throw Error(name_ + ": the size " + expr + " needs a value for " + missing +
+                "; give it with --dim NAME=VALUE");
+  }
+  // The hint of each size that is a bare symbol (Symbol('s0', ...)): every symbol's own value at
+  // export, for expressions evaluated with some symbols given.
+  void collect_symbol_hints(const json& tensor_values) {
+    for (auto it = tensor_values.begin(); it != tensor_values.end(); ++it) {
+      auto sizes = it.value().find("sizes");
+      if (!it.value().is_object() || sizes == it.value().end() || !sizes->is_array()) continue;
+      for (const json& s : *sizes) {
+        if (!s.is_object() || s.size() != 1 || !s.contains("as_expr")) continue;
+        const json& e = s["as_expr"];
+        if (!e.is_object() || !e.contains("expr_str") || !e["expr_str"].is_string()) continue;
+        const std::string expr = e["expr_str"].get<std::string>();
+        const std::vector<std::string> syms = symbols_in(expr);
+        auto h = e.find("hint");
+        if (syms.size() != 1 || expr.rfind("Symbol(", 0) != 0 || h == e.end() || !h->is_object() ||
+            !h->contains("as_int") || !(*h)["as_int"].is_number_integer())
+          continue;
+        symbol_hints_.emplace(syms[0], (*h)["as_int"].get<int64_t>());
+      }
+    }
   }
   // A SymInt: {"as_int": n} or {"as_expr": {...}}.
   int64_t sym_int(const json& j, const std::string& where) {
@@ -159,9 +211,13 @@ class Reader {
     out.dtype = dtype(integer(at(t, "dtype", where), where + ".dtype"));
     const json& sizes = at(t, "sizes", where);
     if (!sizes.is_array()) bad(where + ".sizes is not an array");
+    uint64_t elements = 1;
     for (const json& s : sizes) {
       const int64_t v = sym_int(s, where + ".sizes");
       if (v < 0) bad(where + " has a negative size");
+      if (__builtin_mul_overflow(elements, static_cast<uint64_t>(v), &elements) ||
+          elements > (uint64_t{1} << 62))
+        bad(where + " has more than 2^62 elements");
       out.sizes.push_back(v);
     }
     if (auto st = t.find("strides");
@@ -184,10 +240,10 @@ class Reader {
           if (out.sizes[d] != 1 && strides[d] != expected) out.contiguous = false;
           if (strides[d] == 0 && out.sizes[d] > 1) {
             expanded = true;
-          } else {
-            covered *= out.sizes[d];
+          } else if (__builtin_mul_overflow(covered, out.sizes[d], &covered)) {
+            covered = 0;  // a size 0 elsewhere let the others grow: the tensor is empty
           }
-          expected *= out.sizes[d];
+          if (__builtin_mul_overflow(expected, out.sizes[d], &expected)) break;
         }
         if (expanded) out.covered = covered;
       }
@@ -335,6 +391,7 @@ class Reader {
         if (root_type_.empty()) root_type_ = fields[2];
         continue;
       }
+      check_path(fields[1], where);
       out.emplace_back(fields[1], fields[2]);
     }
     return out;
@@ -393,6 +450,7 @@ class Reader {
         const json& f = at(*v, q.buffer ? "buffer_name" : "parameter_name", "an input spec");
         if (!f.is_string()) bad("an input spec's name is not a string");
         q.fqn = f.get<std::string>();
+        check_path(q.fqn, "the parameter " + q.fqn.substr(0, 100));
         p.parameters.push_back(std::move(q));
       } else if (k == "user_input") {
         auto [ak, av] = one_of(at(*v, "arg", "a user input"), "a user input");
@@ -405,6 +463,8 @@ class Reader {
   const std::map<std::string, int64_t>& dims_;
   const json* sym_ints_ = nullptr;
   std::set<std::string> seen_symbols_;
+  std::map<std::string, int64_t> symbol_hints_;
+  std::set<std::string> hint_fallbacks_;
   std::map<std::string, int64_t> used_;
   std::string root_type_;
 };
@@ -492,10 +552,11 @@ void find_ties(const ZipSource& source, const std::vector<ZipEntry>& entries,
   for (const ZipEntry& e : entries) {
     if (ends_with_member(e.name, "serialized_state_dict.pt")) sd = &e;
   }
-  if (sd == nullptr) return;  // a PT2 archive spec's layout: its weights config is not read
   std::string why;
   std::optional<std::map<std::string, uint64_t>> ids;
   try {
+    // A PT2 archive spec's layout keeps its weights apart, with a config this reader does not read.
+    if (sd == nullptr) throw Error("the archive has no serialized_state_dict.pt");
     if (sd->method != 0) throw Error("its state dict is compressed");
     const SliceSource inner(source, sd->data_offset, sd->size);
     const std::string label = name + "'s serialized_state_dict.pt";

@@ -25,8 +25,7 @@ class ExprParser {
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
-    throw Error("the symbolic size \"" + t_ + "\" cannot be evaluated (" + what +
-                "); give its symbols' values with --dim NAME=VALUE");
+    throw Error("the symbolic size \"" + t_ + "\" cannot be evaluated (" + what + ")");
   }
   void skip_space() {
     while (p_ < t_.size() && std::isspace(static_cast<unsigned char>(t_[p_]))) ++p_;
@@ -95,6 +94,13 @@ class ExprParser {
     return out;
   }
   int64_t value() {
+    // Nested calls recurse: a hostile expression must not exhaust the stack.
+    if (++depth_ > kMaxDepth) fail("nested deeper than " + std::to_string(kMaxDepth));
+    const int64_t v = call();
+    --depth_;
+    return v;
+  }
+  int64_t call() {
     skip_space();
     if (p_ < t_.size() && (std::isdigit(static_cast<unsigned char>(t_[p_])) || t_[p_] == '-'))
       return number();
@@ -140,7 +146,9 @@ class ExprParser {
     if (f == "Pow") {
       need(2);
       if (a[1] < 0) fail("a negative power");
-      __int128 v = 1;
+      if (a[0] == 0 || a[0] == 1) return a[1] == 0 ? 1 : a[0];
+      if (a[0] == -1) return a[1] % 2 == 0 ? 1 : -1;
+      __int128 v = 1;  // |base| >= 2: past 64 bits within 64 steps
       for (int64_t k = 0; k < a[1]; ++k) v = checked(v * a[0], this);
       return static_cast<int64_t>(v);
     }
@@ -148,21 +156,24 @@ class ExprParser {
         f == "PythonMod") {
       need(2);
       if (a[1] == 0) fail("a division by 0");
-      int64_t q = a[0] / a[1], r = a[0] % a[1];
+      // In 128 bits: INT64_MIN / -1 does not fit in 64.
+      __int128 q = static_cast<__int128>(a[0]) / a[1], r = static_cast<__int128>(a[0]) % a[1];
       if (r != 0 && ((r < 0) != (a[1] < 0))) {  // Python's floor semantics
         --q;
         r += a[1];
       }
-      if (f == "Mod" || f == "PythonMod") return r;
-      if (f == "CeilDiv") return r != 0 ? q + 1 : q;
-      return q;
+      if (f == "Mod" || f == "PythonMod") return checked(r, this);
+      if (f == "CeilDiv") return checked(r != 0 ? q + 1 : q, this);
+      return checked(q, this);
     }
     fail("the function " + f + " is not known");
   }
 
+  static constexpr int kMaxDepth = 256;
   const std::string& t_;
   const std::map<std::string, int64_t>& symbols_;
   size_t p_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace
