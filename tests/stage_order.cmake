@@ -1,17 +1,18 @@
 cmake_minimum_required(VERSION 3.16)
 # The pipeline's stages include only the stages before them (README, "Where things are"):
-#   io -> records -> formulas -> capture -> attribution -> aggregation -> reports -> compare -> profiler
-#   -> plugins
+#   io -> records -> formulas -> capture -> attribution -> aggregation -> reports -> compare -> pipeline
+#   -> profiler -> plugins
 # and the torch-free stages (flopsprof_core: io, records, formulas, attribution, aggregation, reports)
-# include no stage that attaches to LibTorch (capture, profiler, plugins). Public headers
+# include no stage that attaches to LibTorch (capture, pipeline, profiler, plugins). Public headers
 # (include/flopsprof/) may be included anywhere. Reads every file under ${SOURCE_DIR}/src; fails
 # naming each include that breaks the order.
 if(NOT SOURCE_DIR)
   message(FATAL_ERROR "usage: cmake -DSOURCE_DIR=<project root> -P stage_order.cmake")
 endif()
-set(stages io records formulas capture attribution aggregation reports compare profiler plugins)
+set(stages io records formulas capture attribution aggregation reports compare pipeline profiler
+           plugins)
 set(torch_free io records formulas attribution aggregation reports compare)
-set(attached capture profiler plugins)
+set(attached capture pipeline profiler plugins)
 set(violations "")
 set(checked 0)
 foreach(stage IN LISTS stages)

@@ -11,6 +11,7 @@
 #include "flopsprof/config.h"
 #include "io/exported_program.h"
 #include "io/zip_archive.h"
+#include "pipeline/pipeline.h"
 #include "profiler/peaks.h"
 
 namespace flopsprof {
@@ -72,9 +73,7 @@ ProfileResult profile_program(const ExportedProgram& program, const std::string&
   Workload& w = r.workload;
   w.inputs = records.inputs;
   w.inputs_source = "the exported program";
-  w.libtorch_version = TORCH_VERSION;
-  w.build_type = FLOPSPROF_BUILD_TYPE;
-  w.flopsprof_version = FLOPSPROF_VERSION;
+  stamp_build(w);
   w.device =
       "none (exported program" +
       (program.torch_version.empty() ? std::string() : ", PyTorch " + program.torch_version) + ")";

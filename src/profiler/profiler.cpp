@@ -1,22 +1,18 @@
-// FlopsProfiler and get_model_profile: ties the observer, the module index and the reports.
+// FlopsProfiler and get_model_profile: the public API over a recording (capture) and its
+// pipeline (src/pipeline/: everything computed after capture); the reports write what it computed.
 #include "flopsprof/profiler.h"
 
 #include <algorithm>
-#include <chrono>
 #include <iostream>
-#include <map>
 #include <optional>
 #include <utility>
 
-#include <ATen/Parallel.h>
 #include <ATen/record_function.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <torch/cuda.h>
-#include <torch/version.h>
 
 #include "aggregation/device_peaks.h"
-#include "capture/cost_removal.h"
 #include "capture/device_events.h"
 #include "capture/gpu_backend.h"
 #include "capture/interceptor.h"
@@ -30,6 +26,7 @@
 #include "flopsprof/scope.h"
 #include "flopsprof/sweep.h"
 #include "io/output_files.h"
+#include "pipeline/pipeline.h"
 #include "profiler/peaks.h"
 #include "reports/report_html.h"
 #include "reports/trace.h"
@@ -43,14 +40,7 @@ struct FlopsProfiler::Impl {
   std::vector<std::string> ignore;
   std::unique_ptr<detail::ModelIndex> index;
   std::shared_ptr<detail::Recording> recording;  // capture: sessions, records, device timing
-  // What the facade derived from the last stopped recording: its analysis (computed once at
-  // stop_profile()) and the profiler's own spans for the trace.
-  struct Stopped {
-    detail::Analysis analysis;
-    std::vector<detail::InternalSpan> internal;
-  } stopped;
-  std::optional<ProfileResult> result;            // after stop_profile()
-  mutable std::optional<ProfileResult> snapshot;  // while running
+  std::unique_ptr<detail::Pipeline> pipeline;    // after capture: the results (a started profile)
   int iterations = 0;
   int step = 0;  // the iteration the profile started in (the traces' ProfilerStep#N)
   struct RankInfo {
@@ -58,7 +48,6 @@ struct FlopsProfiler::Impl {
     std::string backend;
   };
   std::optional<RankInfo> rank;
-  double compute_ns = 0;  // how long stop_profile() took to compute the results
 
   // The device timing the options and the model ask for (a profile is started: the module index
   // exists).
@@ -79,187 +68,42 @@ struct FlopsProfiler::Impl {
     return r;
   }
 
-  // The aggregation input over the live session's records (while running) or the last stopped
-  // profile's, with the problems seen while collecting.
-  detail::AggregateInput input(const detail::RecordsView& records, int64_t stop_tick,
-                               double ns_per_tick, const std::string& timer_label) const {
-    detail::AggregateInput in;
-    const detail::Collection& c = recording->collected();
-    if (!recording->running() && c.gpu) in.gpu = &*c.gpu;
-    in.tree = &index->tree;
-    in.names = &detail::NameTable::instance();
-    in.stop_tick = stop_tick;
-    in.timer = timer_label;
-    in.ns_per_tick = ns_per_tick;
-    in.track_memory = options.track_memory;
-    in.threads = records.threads;
-    in.problems = detail::capture_problems(records);
-    const detail::CaptureInfo capture = recording->capture();
-    if (capture.threads_joined > 0) {
-      in.problems.push_back(fmt::format(
-          "capture: {} thread(s) other than the profiling one joined the dispatch capture late (at "
-          "their first call of a built-in module, or when a sampled op of theirs found them); ops "
-          "they ran before are not in this profile (capture = record_function observes every "
-          "thread from the start)",
-          capture.threads_joined));
-    }
-    if (capture.coverage_gaps > 0) {
-      in.problems.push_back(fmt::format(
-          "capture: the profiling thread lost the dispatch capture's key {} time(s) (a "
-          "thread-state "
-          "guard opened before start_profile(), such as c10::InferenceMode, ended during the "
-          "profile) and got it back at its next built-in module call; ops between were not "
-          "seen: open such guards after start_profile(), or use capture = record_function",
-          capture.coverage_gaps));
-    }
-    in.regions = recording->regions();
-    in.attention = options.attention;
-    in.tf32 = recording->gpu().tf32;
-    return in;
-  }
-
-  // The roofline's ceilings for a profile whose ops `a` counted: given, environment, the
-  // device's, or (`measure`, a CPU model) this CPU's measured peaks for the dtypes its FLOPs
-  // were in. A failed measurement leaves them unknown, with the reason in `in`'s problems.
-  MachinePeaks peaks(const detail::Analysis& a, bool measure, detail::AggregateInput& in) const {
-    const std::vector<DType> dtypes = a.counts.flop_dtypes();
+  // The pipeline of the profile just started: the roofline's ceilings are given, environment,
+  // the device's, or (measured at the stop, a CPU model) this CPU's peaks for the dtypes its
+  // FLOPs were in.
+  std::unique_ptr<detail::Pipeline> make_pipeline() const {
+    detail::PipelineConfig config;
+    config.recording = recording.get();
+    config.index = index.get();
+    config.options = &options;
+    config.host_device = detail::cpu_model();
     // A model on meta has no machine's ceilings (its times are not the machine's); a device's
     // are the plugin's (datasheet or properties) with a short measurement on the device.
     const detail::GpuTimingRequest t = timing_request();
-    detail::PeaksTarget target;
-    target.device_type = t.device_type;
-    target.device_index = t.device_index;
-    const detail::GpuSelection& gpu = recording->gpu();
-    if (gpu.properties) target.known = detail::gpu_peaks(*gpu.properties);
-    target.meta = index->meta;
-    std::string problem;
-    MachinePeaks p = detail::profile_peaks(options.roofline, dtypes, target, measure, &problem);
-    if (!problem.empty()) in.problems.push_back("roofline: " + problem);
-    return p;
-  }
-
-  ProfileResult compute(const detail::AggregateInput& in, const detail::Analysis& a) const {
-    ProfileResult r = detail::aggregate(in, a);
-    r.batch_size = options.batch_size;
-    r.world_size = options.world_size;
-    r.data_parallel_size = options.data_parallel_size;
-    r.model_parallel_size = options.model_parallel_size;
-    Workload& w = r.workload;
-    if (!options.inputs.empty()) {  // else what the aggregation read from the model's first op
-      w.inputs = options.inputs;
-      w.inputs_source = "given";
-    }
-    w.intra_op_threads = at::get_num_threads();
-    w.libtorch_version = TORCH_VERSION;
-    w.build_type = FLOPSPROF_BUILD_TYPE;
-    w.flopsprof_version = FLOPSPROF_VERSION;
-    w.profile_step = options.profile_step;
-    const detail::CaptureInfo capture = recording->capture();
-    w.capture = capture.dispatch ? "dispatch" : "record_function";
-    w.capture_note = capture.note;
-    w.device = !r.gpu.device.empty() ? r.gpu.device : index->meta ? "meta" : detail::cpu_model();
-    return r;
-  }
-
-  // `raw` (computed from `recs` as `in` and `a`) with flopsprof's own cost removed from its host
-  // latencies (the records' timestamps moved back by the calibrated cost of the records before
-  // them, analysed and aggregated again), the measured figures kept in its *_raw_s fields; `raw`
-  // itself, saying why, when the cost is not known.
-  ProfileResult correct(const detail::RecordsView& recs, const detail::AggregateInput& in,
-                        ProfileResult raw) const {
-    const detail::CaptureInfo capture = recording->capture();
-    LatencyCorrection corr;
-    corr.op_inner_ns = capture.cost.op.inner_ns;
-    corr.op_outer_ns = capture.cost.op.outer_ns;
-    corr.boxed_op_inner_ns = capture.cost.boxed_op.inner_ns;
-    corr.boxed_op_outer_ns = capture.cost.boxed_op.outer_ns;
-    corr.call_inner_ns = capture.cost.call.inner_ns;
-    corr.call_outer_ns = capture.cost.call.outer_ns;
-    corr.nested_record_ns = capture.cost.op.nested_ns;
-    auto keep_raw = [](ProfileResult& r, const ProfileResult& measured) {
-      r.duration_raw_s = measured.duration_s;
-      r.bwd_latency_raw_s = measured.bwd_latency_s;
-      r.step_latency_raw_s = measured.step_latency_s;
-      for (size_t i = 0; i < r.modules.size() && i < measured.modules.size(); ++i)
-        r.modules[i].latency_raw_s = measured.modules[i].latency_s;
-      std::map<std::pair<std::string, std::string>, double> ops;
-      for (const OpStats& o : measured.ops) ops[{o.name, o.phase}] = o.latency_s;
-      for (OpStats& o : r.ops) {
-        auto it = ops.find({o.name, o.phase});
-        o.latency_raw_s = it != ops.end() ? it->second : o.latency_s;
-      }
+    const bool meta = index->meta;
+    const RooflineOptions roofline = options.roofline;
+    std::shared_ptr<const detail::Recording> rec = recording;
+    config.peaks = [t, meta, roofline, rec](const std::vector<DType>& dtypes, bool measure,
+                                            std::string* problem) {
+      detail::PeaksTarget target;
+      target.device_type = t.device_type;
+      target.device_index = t.device_index;
+      const detail::GpuSelection& gpu = rec->gpu();
+      if (gpu.properties) target.known = detail::gpu_peaks(*gpu.properties);
+      target.meta = meta;
+      return detail::profile_peaks(roofline, dtypes, target, measure, problem);
     };
-    // CUPTI records every CUDA runtime and driver API call for the correlation of kernels to ops;
-    // that cost is in the host spans and not calibrated (a ResNet-50 on an H200, batch 8, launch
-    // bound: its forward reported at 1.21 x its unprofiled median, measured 2026-11-28).
-    if (raw.gpu.backend == "cupti") {
-      corr.not_removed =
-          "CUPTI's recording of every CUDA runtime and driver API call (what links kernels to "
-          "ops) is in the host latencies, not measured apart: a launch-bound model's host "
-          "latencies read high (a ResNet-50 forward at batch 8 on an H200: 1.21 x its unprofiled "
-          "time); the device times (GPU busy, device fwd) are the kernels' own";
-    }
-    if (!capture.cost.calibrated) {
-      corr.reason = capture.uncorrected;
-      keep_raw(raw, raw);
-      raw.correction = corr;
-      return raw;
-    }
-    detail::CostRemoved fixed =
-        detail::remove_capture_cost(recs.threads, in.regions, capture.cost, capture.dispatch,
-                                    in.ns_per_tick, detail::NameTable::instance());
-    detail::AggregateInput cin = in;
-    cin.threads.clear();
-    for (const auto& t : fixed.threads) cin.threads.push_back(t.get());
-    cin.regions = std::move(fixed.regions);
-    const detail::Analysis a = detail::analyze(cin);
-    ProfileResult r = compute(cin, a);
-    keep_raw(r, raw);
-    corr.applied = true;
-    r.correction = corr;
-    return r;
-  }
-
-  // While running: the records last read, their analysis and the snapshot computed from them
-  // (current()), kept while the records stay as they were (their fingerprint), so that readers
-  // called back to back, and a trace written while running, analyse once.
-  struct Live {
-    detail::RecordsView records;
-    std::vector<uint64_t> fingerprint;
-    int64_t now = 0;  // the snapshot's end of open spans
-    detail::Analysis analysis;
-  };
-  mutable std::optional<Live> live;
-  void drop_snapshot() {
-    snapshot.reset();
-    live.reset();
+    return std::make_unique<detail::Pipeline>(std::move(config));
   }
 
   const ProfileResult& current() const {
-    if (recording && recording->running()) {
-      // Analysed once per state of the records: readers called back to back share the result
-      // (spans still open then end at the first of those reads).
-      detail::RecordsView recs = recording->records();
-      std::vector<uint64_t> fingerprint = detail::records_fingerprint(recs.threads);
-      for (const detail::RegionWindow& w : recording->regions())  // opened, closed, fed
-        fingerprint.insert(fingerprint.end(), {static_cast<uint64_t>(w.end_tick), w.tokens});
-      fingerprint.push_back(recording->regions().size());
-      if (snapshot && live && fingerprint == live->fingerprint) return *snapshot;
-      const int64_t now = recording->now();
-      detail::AggregateInput in =
-          input(recs, now, recording->ns_per_tick(), recording->timer_name());
-      detail::Analysis a = detail::analyze(in);
-      in.machine = peaks(a, /*measure=*/false, in);
-      snapshot = correct(recs, in, compute(in, a));
-      live = Live{std::move(recs), std::move(fingerprint), now, std::move(a)};
-      return *snapshot;
-    }
-    if (!result) {
+    const ProfileResult* r = pipeline ? pipeline->current() : nullptr;
+    if (r == nullptr) {
       throw Error(
           "no profile has been collected: call start_profile(), run the model's forward, then "
           "stop_profile() before reading results");
     }
-    return *result;
+    return *r;
   }
 };
 
@@ -287,9 +131,7 @@ void FlopsProfiler::start_profile(const std::vector<std::string>& ignore_modules
   auto index = std::make_unique<detail::ModelIndex>(
       detail::build_model_index(*impl_->model, ignore_modules));
   impl_->ignore = ignore_modules;
-  impl_->result.reset();
-  impl_->drop_snapshot();
-  impl_->stopped = Impl::Stopped{};
+  impl_->pipeline.reset();
   impl_->step = impl_->iterations;
   detail::RecordingSetup setup;
   setup.all_threads = impl_->options.threads == ProfilerOptions::Threads::kAll;
@@ -309,6 +151,7 @@ void FlopsProfiler::start_profile(const std::vector<std::string>& ignore_modules
   impl_->index = std::move(index);
   setup.timing = impl_->timing_request();
   impl_->recording->start(*impl_->index, setup);
+  impl_->pipeline = impl_->make_pipeline();
 }
 
 void FlopsProfiler::stop_profile() {
@@ -317,41 +160,19 @@ void FlopsProfiler::stop_profile() {
     throw Error("stop_profile() called but no profile is running; call start_profile() first");
   }
   rec.stop();
-  impl_->drop_snapshot();  // the live records' copies
-  const detail::Collection& c = rec.collected();
-  auto t0 = std::chrono::steady_clock::now();
-  double peaks_ns = 0;
-  {
-    const detail::RecordsView recs = rec.records();
-    detail::AggregateInput in = impl_->input(recs, c.stop, c.ns_per_tick, c.timer);
-    impl_->stopped.analysis = detail::analyze(in);
-    const auto p0 = std::chrono::steady_clock::now();
-    in.machine = impl_->peaks(impl_->stopped.analysis, /*measure=*/true, in);
-    peaks_ns =
-        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - p0).count();
-    impl_->result = impl_->correct(recs, in, impl_->compute(in, impl_->stopped.analysis));
-  }
-  impl_->compute_ns =
-      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() -
-      peaks_ns;
-  impl_->stopped.internal.push_back(
-      detail::InternalSpan{"flopsprof: stop_profile (computing results)", c.stop, c.stop});
+  impl_->pipeline->finish();
 }
 
 void FlopsProfiler::reset_profile() {
-  impl_->drop_snapshot();
-  impl_->result.reset();
-  impl_->stopped = Impl::Stopped{};
+  if (impl_->pipeline) impl_->pipeline->clear();
   impl_->recording->restart();  // drops what was collected; while running, starts again
   if (impl_->recording->running()) impl_->step = impl_->iterations;
 }
 
 void FlopsProfiler::end_profile() {
   impl_->recording->end();
-  impl_->stopped = Impl::Stopped{};
+  impl_->pipeline.reset();
   impl_->index.reset();
-  impl_->result.reset();
-  impl_->drop_snapshot();
 }
 
 bool FlopsProfiler::is_running() const { return impl_->recording->running(); }
@@ -494,57 +315,15 @@ std::string FlopsProfiler::chrome_trace(int level) const {
                     level));
   }
   impl_->current();  // throws when nothing was collected
-  detail::TraceData trace;
-  detail::TraceClock clock;
-  int64_t step_end = 0;
-  std::vector<detail::InternalSpan> internal;
-  auto t0 = std::chrono::steady_clock::now();
-  detail::RecordsView stopped;
-  const detail::RecordsView* recs = &stopped;
-  const detail::Recording& rec = *impl_->recording;
-  if (rec.running()) {  // the records and analysis current() just read
-    const Impl::Live& live = *impl_->live;
-    clock = {rec.origin(), rec.ns_per_tick()};
-    step_end = live.now;
-    recs = &live.records;
-    trace = detail::build_trace(
-        impl_->input(live.records, live.now, clock.ns_per_tick, rec.timer_name()), live.analysis);
-  } else {
-    const detail::Collection& c = rec.collected();
-    stopped = rec.records();
-    clock = {c.origin, c.ns_per_tick};
-    step_end = c.stop;
-    trace = detail::build_trace(impl_->input(stopped, c.stop, c.ns_per_tick, c.timer),
-                                impl_->stopped.analysis);
-    internal = impl_->stopped.internal;
-  }
-  if (level >= 2 && !internal.empty()) {
-    // The time stop_profile() spent computing, shown after the stop mark (steady ns -> ticks).
-    const double took_ns = impl_->compute_ns;
-    internal.back().end = internal.back().start + static_cast<int64_t>(took_ns / clock.ns_per_tick);
-    internal.push_back(detail::InternalSpan{
-        "flopsprof: trace post-processing", internal.back().end,
-        internal.back().end + static_cast<int64_t>(std::chrono::duration<double, std::nano>(
-                                                       std::chrono::steady_clock::now() - t0)
-                                                       .count() /
-                                                   clock.ns_per_tick)});
-  }
-  std::vector<uint64_t> ids;
-  for (const detail::ThreadEvents* b : recs->threads) ids.push_back(b->thread_id);
-  detail::TraceMeta meta;
-  // kineto's shared time base: every rank's timestamps are wall-clock time since one base.
-  meta.base_time_ns = detail::kineto_base_time_ns(rec.wall0_ns());
-  clock.origin_ns = rec.wall0_ns() - meta.base_time_ns;
-  meta.step = impl_->step;
-  meta.step_end = step_end;
-  meta.device = rec.gpu().device;
+  detail::TraceParts t = impl_->pipeline->trace(level);
+  t.meta.step = impl_->step;
   if (impl_->rank) {
-    meta.distributed = true;
-    meta.rank = impl_->rank->rank;
-    meta.world_size = impl_->rank->world_size;
-    meta.backend = impl_->rank->backend;
+    t.meta.distributed = true;
+    t.meta.rank = impl_->rank->rank;
+    t.meta.world_size = impl_->rank->world_size;
+    t.meta.backend = impl_->rank->backend;
   }
-  return detail::to_chrome_trace(trace, ids, clock, level, internal, meta);
+  return detail::to_chrome_trace(t.data, t.thread_ids, t.clock, level, t.internal, t.meta);
 }
 
 void FlopsProfiler::set_rank(int rank, int world_size, const std::string& backend) {
@@ -555,19 +334,21 @@ void FlopsProfiler::set_rank(int rank, int world_size, const std::string& backen
                     rank, world_size));
   }
   impl_->rank = Impl::RankInfo{rank, world_size, backend};
-  if (impl_->result) {  // the summary shows the job's size, as on the rank that gathers
-    impl_->result->world_size = world_size;
-    if (impl_->options.data_parallel_size == 1) impl_->result->data_parallel_size = world_size;
+  ProfileResult* r = impl_->pipeline ? impl_->pipeline->stopped() : nullptr;
+  if (r != nullptr) {  // the summary shows the job's size, as on the rank that gathers
+    r->world_size = world_size;
+    if (impl_->options.data_parallel_size == 1) r->data_parallel_size = world_size;
   }
 }
 
 void FlopsProfiler::attach_distributed(DistributedStats stats) {
-  if (impl_->recording->running() || !impl_->result) {
+  ProfileResult* r = impl_->pipeline ? impl_->pipeline->stopped() : nullptr;
+  if (impl_->recording->running() || r == nullptr) {
     throw Error("attach_distributed: no stopped profile; call stop_profile() first");
   }
-  impl_->result->world_size = stats.world_size;
-  impl_->result->data_parallel_size = stats.data_parallel_size;
-  impl_->result->distributed = std::move(stats);
+  r->world_size = stats.world_size;
+  r->data_parallel_size = stats.data_parallel_size;
+  r->distributed = std::move(stats);
 }
 
 void FlopsProfiler::export_chrome_trace(const std::string& path, int level) const {
