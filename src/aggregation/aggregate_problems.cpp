@@ -1,0 +1,372 @@
+// The aggregation's problems (aggregator.h): every guessed placement and call count named, on
+// both sides, and work above its ceiling.
+#include "aggregation/aggregator.h"
+
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "aggregation/collectives.h"
+#include "aggregation/regions.h"
+#include "formulas/registry.h"
+
+namespace flopsprof::detail::agg {
+
+namespace {
+
+// "the model (Net)" or "'encoder.layer.3' (BertLayer)".
+std::string module_who(const ModuleTree& tree, int m) {
+  const ModuleNode& n = tree.nodes[m];
+  return n.name.empty() ? fmt::format("the model ({})", n.type)
+                        : fmt::format("'{}' ({})", n.name, n.type);
+}
+
+// One problems line per module with forward ops placed by inference (op order), naming the
+// modules that may have run them instead (which may show too little) and what would make them
+// exact; the most FLOPs first. Modules of one type whose guesses are the same (the layers of a
+// stack: the same ops, FLOPs and bytes) share one line when there are 3 or more of them.
+void placement_problems(const ModuleTree& tree, const std::vector<ModuleAcc>& acc,
+                        const std::map<int, std::set<int>>& losers,
+                        std::vector<std::string>& problems) {
+  std::vector<int> marked;
+  for (size_t m = 0; m < acc.size(); ++m) {
+    if (acc[m].own_inferred_ops > 0) marked.push_back(static_cast<int>(m));
+  }
+  std::stable_sort(marked.begin(), marked.end(), [&](int a, int b) {
+    return acc[a].own_inferred_flops > acc[b].own_inferred_flops;
+  });
+  // Who else may have run a module's guessed ops.
+  auto other_side = [&](int m) {
+    std::string could;
+    bool caller = false;
+    int named = 0;
+    auto it = losers.find(m);
+    if (it != losers.end()) {
+      for (int k : it->second) {
+        if (k == kOutsideModel) {
+          caller = true;
+        } else if (k >= 0 && named++ < 4) {
+          could += fmt::format("{}'{}' ({})", could.empty() ? "" : ", ", tree.nodes[k].name,
+                               tree.nodes[k].type);
+        }
+      }
+    }
+    if (named > 4) could += fmt::format(" and {} more", named - 4);
+    std::string other;
+    if (!could.empty()) other = "the work of " + could + " (which may show too little)";
+    if (caller) other += other.empty() ? "the caller's" : ", or the caller's";
+    if (other.empty())
+      other = m == 0 ? "a submodule's or the caller's" : "a submodule's or its parent's";
+    return other;
+  };
+  // The same guess: type, ops, FLOPs, bytes and their backward.
+  auto key = [&](int m) {
+    const ModuleAcc& a = acc[m];
+    return std::make_tuple(tree.nodes[m].type, a.own_inferred_ops, a.own_inferred_flops,
+                           a.own_inferred_bytes, a.own_inferred_bwd_flops,
+                           a.own_inferred_bwd_bytes);
+  };
+  std::vector<bool> done(acc.size(), false);
+  for (int m : marked) {
+    if (done[m]) continue;
+    std::vector<int> group;
+    for (int k : marked) {
+      if (!done[k] && k != 0 && m != 0 && key(k) == key(m)) group.push_back(k);
+    }
+    if (group.size() < 3) group = {m};
+    for (int k : group) done[k] = true;
+    const ModuleAcc& a = acc[m];
+    const std::string backward =
+        a.own_inferred_bwd_flops > 0 || a.own_inferred_bwd_bytes > 0
+            ? fmt::format(" (and their backward, {} FLOPs, {} B)", a.own_inferred_bwd_flops,
+                          a.own_inferred_bwd_bytes)
+            : "";
+    if (group.size() == 1) {
+      problems.push_back(fmt::format(
+          "placement inferred from op order: {} op(s), {} FLOPs, {} B{} given to {}; op order "
+          "cannot tell whether they are its own or {}. FLOPSPROF_MODULE() as the first line of "
+          "its forward, or of the method the program calls (and of its submodules'), makes them "
+          "exact",
+          a.own_inferred_ops, a.own_inferred_flops, a.own_inferred_bytes, backward,
+          module_who(tree, m), other_side(m)));
+      continue;
+    }
+    std::string names;
+    for (size_t g = 0; g < group.size() && g < 4; ++g)
+      names += fmt::format("{}'{}'", g ? ", " : "", tree.nodes[group[g]].name);
+    if (group.size() > 4) names += fmt::format(" and {} more", group.size() - 4);
+    problems.push_back(fmt::format(
+        "placement inferred from op order, the same in {} modules of type {} ({}): each was "
+        "given {} op(s), {} FLOPs, {} B{}; op order cannot tell whether they are its own or, for "
+        "the first, {} (likewise for the others). FLOPSPROF_MODULE() as the first line of their "
+        "forward, or of the method the program calls (and of their submodules'), makes them "
+        "exact",
+        group.size(), tree.nodes[m].type, names, a.own_inferred_ops, a.own_inferred_flops,
+        a.own_inferred_bytes, backward, other_side(group[0])));
+  }
+}
+
+// Work above one of its ceilings, on one side (compute or memory): how many op rows and modules,
+// and the worst of them.
+struct Overshoot {
+  size_t ops = 0, modules = 0;
+  double share = 0;
+  std::string what, ceiling;
+  double seconds = 0;
+  bool guessed = false;  // the worst is a module whose span rests on op order
+};
+
+// "L3 bandwidth (69.73 GB/s)"; a point whose bytes sat in several levels has a ceiling of its own,
+// between theirs: said so, not passed off as the level's.
+std::string memory_ceiling_text(const MachinePeaks& m, const RooflinePoint& p) {
+  const std::string value = bandwidth_to_string(p.ceiling_bytes_per_s);
+  for (const BandwidthLevel& l : m.bandwidth_by_level) {
+    if (l.name != p.ceiling) continue;
+    if (std::abs(l.bytes_per_s - p.ceiling_bytes_per_s) <= 0.005 * l.bytes_per_s) break;
+    return fmt::format(
+        "its memory ceiling ({}: its bytes at their levels' bandwidths, most "
+        "in {}, {})",
+        value, l.name, bandwidth_to_string(l.bytes_per_s));
+  }
+  return fmt::format("{} bandwidth ({})", p.ceiling.empty() ? "the" : p.ceiling, value);
+}
+
+// The op rows and modules (forward and backward) of `r` above their ceilings: [0] compute, [1]
+// memory.
+std::array<Overshoot, 2> overshoots(const ProfileResult& r, const MachinePeaks& m) {
+  std::array<Overshoot, 2> side;
+  auto note = [&](const RooflinePoint& p, double seconds, const std::string& what, bool guessed,
+                  DType dt) -> bool {
+    if (!p.above_ceiling) return false;
+    Overshoot& w = side[p.bound == "memory" ? 1 : 0];
+    if (p.share > w.share) {
+      w.share = p.share;
+      w.what = what;
+      w.ceiling = p.bound == "memory" ? memory_ceiling_text(m, p)
+                                      : fmt::format("the peak FLOP/s ({:.4g} GFLOP/s, {})",
+                                                    m.peak_flops(dt) / 1e9, m.flops_source);
+      w.seconds = seconds;
+      w.guessed = guessed;
+    }
+    return true;
+  };
+  for (const OpStats& s : r.ops) {
+    if (note(s.roofline, s.latency_s / std::max<uint64_t>(1, s.calls),
+             fmt::format("{} ({})", s.name, s.phase), false, s.dtype))
+      ++side[s.roofline.bound == "memory" ? 1 : 0].ops;
+  }
+  for (const ModuleStats& mod : r.modules) {
+    const bool guessed = mod.inferred_ops > 0 || mod.maybe_missing_ops > 0 || mod.calls_inferred;
+    const std::string who = mod.name.empty() ? fmt::format("the model ({})", mod.type)
+                                             : fmt::format("'{}' ({})", mod.name, mod.type);
+    bool counted[2] = {false, false};
+    for (const auto& [p, seconds, pass] :
+         {std::tuple{&mod.roofline, mod.latency_s, "forward"},
+          std::tuple{&mod.bwd_roofline, mod.bwd_latency_s, "backward"}}) {
+      if (note(*p, seconds / std::max<uint64_t>(1, mod.calls),
+               fmt::format("{} in its {}", who, pass), guessed, mod.dtype))
+        counted[p->bound == "memory" ? 1 : 0] = true;
+    }
+    for (int k = 0; k < 2; ++k) side[k].modules += counted[k];
+  }
+  return side;
+}
+
+// The problems line for one side's overshoots (`memory`: the memory side), with the causes that
+// fit the worst.
+std::string overshoot_line(const Overshoot& w, bool memory, const MachinePeaks& m) {
+  const std::string file = m.cache_file.empty() ? "the cache file" : m.cache_file;
+  std::vector<std::string> causes;
+  if (memory) {
+    causes.push_back(
+        "its working set sat in a faster level than its size says (data the op before left "
+        "in cache, or split over the cores' caches)");
+  } else if (m.flops_source.rfind("measured", 0) == 0) {
+    causes.push_back(
+        "that work's kernels ran faster than the kernels the peak was measured with (the "
+        "machine's line above names them)");
+  }
+  const std::string& source = memory ? m.bandwidth_source : m.flops_source;
+  if (source.rfind("measured", 0) == 0) {
+    causes.push_back(fmt::format(
+        "the {} measured while the machine was busy (delete {} to measure again, or give "
+        "{}: ProfilerOptions::roofline, {}, {})",
+        memory ? "levels were" : "peak was", file, memory ? "them" : "it",
+        memory ? "--peak-bandwidth L1:32K=...,DRAM=..." : "--peak-flops",
+        memory ? "FLOPSPROF_PEAK_BANDWIDTH" : "FLOPSPROF_PEAK_FLOPS"));
+  } else {
+    causes.push_back(fmt::format("the {} given is lower than this machine reaches",
+                                 memory ? "bandwidth" : "peak"));
+  }
+  if (w.guessed)
+    causes.push_back(
+        "or a guess shrank its span (op order placed some of its work: see its "
+        "mark)");
+  if (w.seconds > 0 && w.seconds < 1e-5) causes.push_back("the timer's noise on a call this short");
+  std::string counts;
+  if (w.ops > 0) counts = fmt::format("{} op row(s)", w.ops);
+  if (w.modules > 0)
+    counts += fmt::format("{}{} module(s)", counts.empty() ? "" : " and ", w.modules);
+  return fmt::format(
+      "roofline: {} ran above {} (more than {:.0f}% over; marked above_ceiling): the worst, {} "
+      "at {:.0f}% of {}; the likely causes: {}",
+      counts, memory ? "their memory ceiling" : "the peak FLOP/s", 100 * kCeilingTolerance, w.what,
+      100 * w.share, w.ceiling, fmt::join(causes, "; or "));
+}
+
+}  // namespace
+
+// Inferred placements and inferred call counts, named: every guess, on both sides.
+void Aggregator::inference_problems() {
+  placement_problems(tree, acc, losers, r.problems);
+  call_count_problems();
+  outside_problems();
+}
+
+void Aggregator::call_count_problems() {
+  std::vector<std::string> hidden;  // kCallsHidden: one line for all of them
+  const std::string fix =
+      !in.call_fix.empty()
+          ? in.call_fix
+          : "FLOPSPROF_MODULE() as the first line of its forward (or of the method the program "
+            "calls) makes it exact";
+  for (int m = 0; m < num_modules; ++m) {
+    if (at.scoped[m] || tree.nodes[m].ignored) continue;
+    const uint8_t why = at.calls_inferred[m];
+    const std::string who = module_who(tree, m);
+    if (why & kCallsRestart) {
+      r.problems.push_back(
+          m == 0 ? fmt::format("the model's call count ({}) is inferred: its first submodule ran "
+                               "again with nothing between that shows the forward returned "
+                               "(the model called twice in a row, or a block applied twice in "
+                               "one forward); {}",
+                               acc[m].calls, fix)
+                 : fmt::format("the call count of {}, {}, is inferred: its first submodule ran "
+                               "again with nothing between that shows it returned (the module "
+                               "called again, or its forward applying that submodule twice); {}",
+                               who, acc[m].calls, fix));
+    }
+    if (why & kCallsPartial) {
+      r.problems.push_back(fmt::format(
+          "the call count of {}, {}, is inferred: a call of it ran only some of its layers (a "
+          "method other than forward, layers skipped, or its submodules called directly); {}",
+          who, acc[m].calls, fix));
+    }
+    if (why & kCallsNone) {
+      r.problems.push_back(fmt::format(
+          "{} shows no call while its submodules ran: they were called directly, or its calls "
+          "could not be seen; {}",
+          who, fix));
+    }
+    if (why & kCallsHidden) hidden.push_back(who);
+    if (may_have_run_uncalled(m)) {
+      r.problems.push_back(fmt::format(
+          "{} shows no call, but its forward may have run {} op(s), {} FLOPs that op order "
+          "gave to another module: its calls and work may be too small; {}",
+          who, acc[m].maybe_missing_ops, acc[m].maybe_missing_flops, fix));
+    }
+  }
+  if (!hidden.empty()) {
+    r.problems.push_back(fmt::format(
+        "{} show{} no call, nor does any of {} submodules, while the module holding {} ran: "
+        "{} forward may have run without an op that shows it (one that returns its input, e.g. "
+        "a switched-off block), or not at all; {}",
+        fmt::join(hidden, ", "), hidden.size() == 1 ? "s" : "",
+        hidden.size() == 1 ? "its" : "their", hidden.size() == 1 ? "it" : "them",
+        hidden.size() == 1 ? "its" : "each one's", fix));
+  }
+}
+
+void Aggregator::outside_problems() {
+  if (unknown_inside.ops > 0) {
+    // Those between observed work of one module's call are that module's by evidence: only
+    // the ones op order placed are guesses.
+    const UnknownAcc& u = unknown_inside;
+    std::string how;
+    if (u.inferred_ops > 0) {
+      how = fmt::format("{} op(s), {} FLOPs of them placed by op order (marked)", u.inferred_ops,
+                        u.inferred_flops);
+    }
+    if (u.ops > u.inferred_ops) {
+      how += fmt::format(
+          "{}{} op(s), {} FLOPs between observed work of the module they are "
+          "counted in (its own, by evidence)",
+          how.empty() ? "" : ", ", u.ops - u.inferred_ops, u.flops - u.inferred_flops);
+    }
+    r.problems.push_back(fmt::format(
+        "{} op(s), {} FLOPs ran in calls of modules that are in no profiled model's tree (a "
+        "member never passed to register_module(), a module built in forward, or a model no "
+        "profiler knows) and are counted in the model: {}; their parameters are not in its "
+        "parameter count; register_module() the member, profile the other model too, or use "
+        "get_model_profile, to make it exact",
+        u.ops, u.flops, how));
+  }
+  if (unknown_outside.ops > 0) {
+    r.problems.push_back(fmt::format(
+        "{} op(s), {} FLOPs ran in calls of modules that are in no profiled model's tree and "
+        "stayed outside the model{}; register_module() the member, profile the other model "
+        "too, or use get_model_profile, to make it exact",
+        unknown_outside.ops, unknown_outside.flops,
+        outside.inferred_ops > 0 ? " (those next to its forward are marked: the model may lack "
+                                   "them)"
+                                 : ""));
+  }
+  if (outside.inferred_ops > 0) {
+    r.problems.push_back(fmt::format(
+        "placement inferred from op order: {} op(s), {} FLOPs, {} B are counted outside the "
+        "model "
+        "though its forward may have run them (ops that compute only from the model's results "
+        "after it read data from outside, e.g. an entropy after a gather of actions; calls of "
+        "modules in no profiled tree next to its forward; a dtype cast right after it; the "
+        "ops right before it back to one only a caller runs, such as a mask or a cast of the "
+        "input at the top of its forward or the caller's preparation of its batch), so the model "
+        "may show too little; "
+        "FLOPSPROF_MODULE() as the first line of the model's method the program calls (forward "
+        "or another) makes them exact",
+        outside.inferred_ops, outside.inferred_flops, outside.inferred_bytes));
+  }
+  if (outside.maybe_missing_ops > 0) {
+    r.problems.push_back(fmt::format(
+        "placement inferred from op order: {} op(s), {} FLOPs, {} B right before or after the "
+        "model's "
+        "forward were given to the model though they may be the caller's work (the outside may "
+        "show too little); FLOPSPROF_MODULE() as the first line of the model's forward, or "
+        "get_model_profile, makes them exact",
+        outside.maybe_missing_ops, outside.maybe_missing_flops, outside.maybe_missing_bytes));
+  }
+}
+
+// Work above its ceiling (RooflinePoint::above_ceiling: over 110% of it), op rows (forward,
+// backward, step, outside) and modules (forward and backward), each side apart: one problems
+// line for the compute side (the peak FLOP/s), one for the memory side (a level's bandwidth),
+// counting them all and naming the worst, with the causes that fit it.
+void Aggregator::ceiling_problems() {
+  const MachinePeaks& m = in.machine;
+  if (!m.doubt.empty()) {
+    r.problems.push_back(fmt::format(
+        "roofline: this machine's peaks look wrong even measured twice ({}): probably measured "
+        "while the machine was busy; shares against them are unreliable (delete {} on an idle "
+        "machine to measure again, or give them: ProfilerOptions::roofline, --peak-flops, "
+        "--peak-bandwidth L1:32K=...,DRAM=...)",
+        m.doubt, m.cache_file.empty() ? "the peaks cache" : m.cache_file));
+  }
+  const std::array<Overshoot, 2> side = overshoots(r, m);
+  for (int k = 0; k < 2; ++k) {
+    if (side[k].ops + side[k].modules > 0) r.problems.push_back(overshoot_line(side[k], k == 1, m));
+  }
+}
+
+}  // namespace flopsprof::detail::agg
