@@ -4,6 +4,7 @@
 
 #include <fstream>
 
+#include <fmt/format.h>
 #include <torch/torch.h>
 
 #include "flopsprof/flopsprof.h"
@@ -224,6 +225,62 @@ TEST(Training, PhasesAndTheOptimizerStep) {
   EXPECT_NE(text.find("bwd flops per device (measured):"), std::string::npos);
   EXPECT_NE(text.find("bwd flops, DeepSpeed's estimate (2 * fwd flops + recompute):"),
             std::string::npos);
+}
+
+// The summary's rates are computed once (aggregation) from the profile's own totals, and the text
+// and the JSON show those numbers: each rate is its FLOPs over its latency, by hand.
+TEST(Training, SummaryRatesAreOneNumberInTheTextAndTheJson) {
+  torch::manual_seed(0);
+  TwoLayer model;
+  torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(0.1));
+  torch::Tensor x = torch::randn({3, 8});
+  flopsprof::ProfilerOptions o;
+  o.batch_size = 3;
+  FlopsProfiler prof(model, o);
+  prof.start_profile();
+  model->forward(x).sum().backward();
+  {
+    auto step = prof.step_scope();
+    sgd.step();
+  }
+  prof.stop_profile();
+  const flopsprof::ProfileResult& r = prof.result();
+  ASSERT_GT(r.bwd_latency_s, 0.0);
+  ASSERT_GT(r.step_latency_s, 0.0);
+  const double fwd_bwd = static_cast<double>(r.flops + r.bwd_flops + r.recompute_flops);
+  const double iter = r.duration_s + r.bwd_latency_s + r.step_latency_s;
+  EXPECT_DOUBLE_EQ(r.fwd_flops_per_s, static_cast<double>(r.flops) / r.duration_s);
+  EXPECT_DOUBLE_EQ(r.bwd_flops_per_s,
+                   static_cast<double>(r.bwd_flops + r.recompute_flops) / r.bwd_latency_s);
+  EXPECT_DOUBLE_EQ(r.fwd_bwd_flops_per_s, fwd_bwd / (r.duration_s + r.bwd_latency_s));
+  EXPECT_DOUBLE_EQ(r.iter_flops_per_s, fwd_bwd / iter);
+  EXPECT_DOUBLE_EQ(r.samples_per_s, 3.0 / iter);
+  // The JSON carries the same numbers.
+  const nlohmann::json j = nlohmann::json::parse(prof.to_json());
+  const nlohmann::json& s = j["summary"];
+  EXPECT_DOUBLE_EQ(s["fwd_flops_per_s"].get<double>(), r.fwd_flops_per_s);
+  EXPECT_DOUBLE_EQ(s["bwd_flops_per_s"].get<double>(), r.bwd_flops_per_s);
+  EXPECT_DOUBLE_EQ(s["fwd_bwd_flops_per_s"].get<double>(), r.fwd_bwd_flops_per_s);
+  EXPECT_DOUBLE_EQ(s["iter_flops_per_s"].get<double>(), r.iter_flops_per_s);
+  EXPECT_DOUBLE_EQ(s["samples_per_s"].get<double>(), r.samples_per_s);
+  // The text formats them: each line ends in the number the JSON holds.
+  const std::string text = prof.model_profile_string();
+  auto value_of = [&](const std::string& label) {
+    const size_t at = text.find(label + ":");
+    if (at == std::string::npos) return std::string("(no line '" + label + "')");
+    size_t from = text.find_first_not_of(' ', at + label.size() + 1);
+    return text.substr(from, text.find('\n', from) - from);
+  };
+  using flopsprof::flops_per_second_to_string;
+  EXPECT_EQ(value_of("fwd FLOPS per device = fwd flops per device / fwd latency"),
+            flops_per_second_to_string(s["fwd_flops_per_s"].get<double>()));
+  EXPECT_EQ(value_of("bwd FLOPS per device = bwd flops per device / bwd latency"),
+            flops_per_second_to_string(s["bwd_flops_per_s"].get<double>()));
+  EXPECT_EQ(value_of("fwd+bwd FLOPS per device = (fwd + bwd flops) / (fwd + bwd latency)"),
+            flops_per_second_to_string(s["fwd_bwd_flops_per_s"].get<double>()));
+  EXPECT_EQ(value_of("FLOPS per device = (fwd + bwd flops) / iter latency"),
+            flops_per_second_to_string(s["iter_flops_per_s"].get<double>()));
+  EXPECT_EQ(value_of("samples/second"), fmt::format("{:.2f}", s["samples_per_s"].get<double>()));
 }
 
 // Activation checkpointing by hand: the forward runs without saving activations; backward runs

@@ -415,6 +415,13 @@ struct ProfileResult {
   DType dtype = DType::kUnknown;
   /// DeepSpeed's "fwd FLOPS per device": `flops` over `duration_s` (0: no time).
   double fwd_flops_per_s = 0;
+  /// The other rates of the summary, FLOP/s (0 when their latency is 0): the backward's
+  /// (`bwd_flops + recompute_flops` over `bwd_latency_s`), forward and backward together (their
+  /// FLOPs over `duration_s + bwd_latency_s`), and the iteration's (the same FLOPs over
+  /// iteration_latency_s()).
+  double bwd_flops_per_s = 0, fwd_bwd_flops_per_s = 0, iter_flops_per_s = 0;
+  /// `batch_size` over iteration_latency_s() (0: the batch or the latency unknown).
+  double samples_per_s = 0;
   /// The convention of every FLOP and MAC count of the profile (ProfilerOptions::attention).
   AttentionConvention attention = AttentionConvention::kDense;
   /// Causal masks: of the forward's (backward's) dense count, the FLOPs on masked pairs and the
@@ -519,11 +526,9 @@ struct ProfileResult {
   /// DeepSpeed's backward estimate: 2 x forward FLOPs, plus recomputation (saturates at
   /// UINT64_MAX instead of wrapping).
   uint64_t estimated_bwd_flops() const {
-    uint64_t twice = 0, total = 0;
-    if (__builtin_mul_overflow(flops, uint64_t{2}, &twice) ||
-        __builtin_add_overflow(twice, recompute_flops, &total))
-      return UINT64_MAX;
-    return total;
+    if (flops > UINT64_MAX / 2) return UINT64_MAX;
+    const uint64_t twice = 2 * flops;
+    return recompute_flops > UINT64_MAX - twice ? UINT64_MAX : twice + recompute_flops;
   }
 };
 

@@ -28,7 +28,8 @@ struct AggregateInput : AttributionInput {
   MachinePeaks machine;               ///< the roofline's ceilings (unknown: sources empty)
   std::vector<RegionWindow> regions;  ///< the caller's region windows (open ones: end 0)
   AttentionConvention attention = AttentionConvention::kDense;  ///< of the counts
-  Tf32Use tf32;  ///< a CUDA model's fp32 ops on TF32 tensor cores (counted in tf32)
+  Tf32Use tf32;            ///< a CUDA model's fp32 ops on TF32 tensor cores (counted in tf32)
+  int64_t batch_size = 0;  ///< per device (ProfilerOptions::batch_size); 0: unknown
   /// What the problems say makes a module's calls exact; empty: FLOPSPROF_MODULE() in its forward
   /// (an exported program's calls are its graph's: there is nothing to add).
   std::string call_fix;

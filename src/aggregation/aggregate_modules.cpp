@@ -250,6 +250,24 @@ uint64_t Aggregator::forwards_without_backward() const {
   return without;
 }
 
+void Aggregator::summary_rates() {
+  auto rate = [](uint64_t flops, double seconds) {
+    return seconds > 0 ? static_cast<double>(flops) / seconds : 0.0;
+  };
+  uint64_t bwd = 0, fwd_bwd = 0;
+  add_saturating(bwd, r.bwd_flops, overflow);
+  add_saturating(bwd, r.recompute_flops, overflow);
+  add_saturating(fwd_bwd, r.flops, overflow);
+  add_saturating(fwd_bwd, bwd, overflow);
+  r.fwd_flops_per_s = rate(r.flops, r.duration_s);
+  r.bwd_flops_per_s = rate(bwd, r.bwd_latency_s);
+  r.fwd_bwd_flops_per_s = rate(fwd_bwd, r.duration_s + r.bwd_latency_s);
+  const double iter = r.iteration_latency_s();
+  r.iter_flops_per_s = rate(fwd_bwd, iter);
+  r.batch_size = in.batch_size;
+  r.samples_per_s = r.batch_size > 0 && iter > 0 ? static_cast<double>(r.batch_size) / iter : 0.0;
+}
+
 void Aggregator::model_totals() {
   r.machine = in.machine;
   r.fwd_bytes_read = fwd_bytes.read;
@@ -262,7 +280,7 @@ void Aggregator::model_totals() {
   r.step_bytes_written = step_bytes.written;
   r.step_bytes = step_bytes.total();
   const DType dt = r.dtype = dominant(r.flops_by_dtype);
-  r.fwd_flops_per_s = r.duration_s > 0 ? static_cast<double>(r.flops) / r.duration_s : 0.0;
+  summary_rates();
   const bool device = r.gpu.measured;
   r.roofline = roofline_point(r.flops, true, r.fwd_bytes, device ? r.gpu.forward_s : r.duration_s,
                               in.machine, dt, fwd_bytes.levels.ceiling(in.machine));

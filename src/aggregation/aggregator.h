@@ -271,6 +271,9 @@ class Aggregator {
   // The model's totals and its points on the roofline (after the module table).
   void model_totals();
 
+  // The summary's rates (FLOP/s per phase, samples/s) from its totals and latencies.
+  void summary_rates();
+
   // A module's forward and backward on the roofline: its FLOPs and bytes over its device time
   // when measured, else its host latency, against the peak of its dominant dtype.
   void module_roofline(ModuleStats& s, const ModuleAcc& a) const;

@@ -68,6 +68,7 @@ AggregateInput Pipeline::input(const RecordsView& records, int64_t stop_tick, do
   in.regions = rec.regions();
   in.attention = options.attention;
   in.tf32 = rec.gpu().tf32;
+  in.batch_size = options.batch_size;
   return in;
 }
 
@@ -83,7 +84,6 @@ MachinePeaks Pipeline::peaks(const Analysis& a, bool measure, AggregateInput& in
 ProfileResult Pipeline::compute(const AggregateInput& in, const Analysis& a) const {
   const ProfilerOptions& options = *config_.options;
   ProfileResult r = aggregate(in, a);
-  r.batch_size = options.batch_size;
   r.world_size = options.world_size;
   r.data_parallel_size = options.data_parallel_size;
   r.model_parallel_size = options.model_parallel_size;

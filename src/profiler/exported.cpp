@@ -53,6 +53,16 @@ ProfileResult profile_program(const ExportedProgram& program, const std::string&
   in.machine =
       profile_peaks(options.roofline, analysis.counts.flop_dtypes(), target, false, &problem);
   if (!problem.empty()) in.problems.push_back("roofline: " + problem);
+  in.batch_size = options.batch_size;
+  if (in.batch_size == 0) {  // the first input's first size
+    for (const std::string& t : program.user_inputs) {
+      auto it = program.tensors.find(t);
+      if (it != program.tensors.end() && !it->second.sizes.empty()) {
+        in.batch_size = it->second.sizes[0];
+        break;
+      }
+    }
+  }
   ProfileResult r = aggregate(in, analysis);
   r.timed = false;
   // The op table's order is by time in a run; here by FLOPs, then bytes (ties: name).
@@ -60,16 +70,6 @@ ProfileResult profile_program(const ExportedProgram& program, const std::string&
     if (a.flops != b.flops) return a.flops > b.flops;
     return a.bytes > b.bytes;
   });
-  r.batch_size = options.batch_size;
-  if (r.batch_size == 0) {
-    for (const std::string& t : program.user_inputs) {
-      auto it = program.tensors.find(t);
-      if (it != program.tensors.end() && !it->second.sizes.empty()) {
-        r.batch_size = it->second.sizes[0];
-        break;
-      }
-    }
-  }
   Workload& w = r.workload;
   w.inputs = records.inputs;
   w.inputs_source = "the exported program";

@@ -208,6 +208,10 @@ void write_summary(JsonWriter& w, const ProfileResult& r) {
   w.member("step_latency_s", r.step_latency_s);
   w.member("step_latency_raw_s", r.step_latency_raw_s);
   w.member("iter_latency_s", r.iteration_latency_s());
+  time_member(w, r, "bwd_flops_per_s", r.bwd_flops_per_s);
+  time_member(w, r, "fwd_bwd_flops_per_s", r.fwd_bwd_flops_per_s);
+  time_member(w, r, "iter_flops_per_s", r.iter_flops_per_s);
+  time_member(w, r, "samples_per_s", r.samples_per_s);
   w.member("fwd_bytes", r.fwd_bytes);
   w.member("fwd_bytes_read", r.fwd_bytes_read);
   w.member("fwd_bytes_written", r.fwd_bytes_written);

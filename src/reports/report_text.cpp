@@ -31,8 +31,8 @@ std::string percent(double part, double whole) {
   return fmt::format("{:.2f}%", whole > 0 ? 100.0 * part / whole : 0.0);
 }
 
-std::string rate(uint64_t flops, double seconds) {
-  return seconds > 0 ? flops_per_second_to_string(static_cast<double>(flops) / seconds) : "n/a";
+std::string rate(double flops_per_s, double seconds) {
+  return seconds > 0 ? flops_per_second_to_string(flops_per_s) : "n/a";
 }
 
 // Bytes moved, in decimal units as bandwidth is ("1.23 GB").
@@ -279,7 +279,7 @@ void summary_forward(std::string& out, const ProfileResult& r) {
        r.timed ? duration_to_string(r.duration_s)
                : std::string("n/a (not run: an exported program counted from its graph)"));
   line(out, "fwd FLOPS per device = fwd flops per device / fwd latency",
-       r.duration_s > 0 ? flops_per_second_to_string(r.fwd_flops_per_s) : std::string("n/a"));
+       rate(r.fwd_flops_per_s, r.duration_s));
   if (r.outside.ops > 0) {
     // Work in the profile that was not the model's forward: data, loss, metrics, updates.
     const OutsideStats& o = r.outside;
@@ -326,9 +326,9 @@ void summary_backward(std::string& out, const ProfileResult& r) {
                        duration_to_string(r.autograd_latency_s)));
     }
     line(out, "bwd FLOPS per device = bwd flops per device / bwd latency",
-         rate(r.bwd_flops + r.recompute_flops, r.bwd_latency_s));
+         rate(r.bwd_flops_per_s, r.bwd_latency_s));
     line(out, "fwd+bwd FLOPS per device = (fwd + bwd flops) / (fwd + bwd latency)",
-         rate(r.flops + r.bwd_flops + r.recompute_flops, r.duration_s + r.bwd_latency_s));
+         rate(r.fwd_bwd_flops_per_s, r.duration_s + r.bwd_latency_s));
   }
 }
 
@@ -343,11 +343,9 @@ void summary_step_and_iteration(std::string& out, const ProfileResult& r) {
     const double iter = r.iteration_latency_s();
     line(out, "iter latency", duration_to_string(iter));
     line(out, "FLOPS per device = (fwd + bwd flops) / iter latency",
-         rate(r.flops + r.bwd_flops + r.recompute_flops, iter));
+         rate(r.iter_flops_per_s, iter));
     line(out, "samples/second",
-         r.batch_size > 0 && iter > 0
-             ? fmt::format("{:.2f}", static_cast<double>(r.batch_size) / iter)
-             : "n/a");
+         r.samples_per_s > 0 ? fmt::format("{:.2f}", r.samples_per_s) : "n/a");
   }
 }
 
