@@ -12,6 +12,7 @@
 #include "aggregation/spread.h"
 #include "flopsprof/diff.h"
 #include "flopsprof/error.h"
+#include "reports/schema.h"
 
 namespace flopsprof {
 
@@ -538,10 +539,10 @@ ProfileDiff diff(const ProfileResult& base, const ProfileResult& next, const Dif
   LoadedProfile b, n;
   b.result = base;
   b.source = "base";
-  b.schema_version = 2;
+  b.schema_version = detail::kProfileSchemaVersion;
   n.result = next;
   n.source = "new";
-  n.schema_version = 2;
+  n.schema_version = detail::kProfileSchemaVersion;
   if (!base.memory.tracked) b.missing.push_back("memory");
   if (!next.memory.tracked) n.missing.push_back("memory");
   return diff(b, n, options);

@@ -1,5 +1,6 @@
 #include "compare/diff_format.h"
 
+#include "reports/schema.h"
 #include "reports/terminal.h"
 
 #include <cmath>
@@ -90,7 +91,7 @@ bool in_both(const ModuleDiff& m) {
 }
 
 std::string module_label(const ModuleDiff& m) {
-  std::string name = m.name.empty() ? "(root)" : printable(m.name);
+  std::string name = m.name.empty() ? module_label(m.name) : printable(m.name);
   if (!m.base_name.empty() && m.base_name != m.name)
     name += " (was " + printable(m.base_name) + ")";
   return name;

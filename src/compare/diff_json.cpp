@@ -2,6 +2,7 @@
 #include "compare/diff_format.h"
 #include "flopsprof/diff.h"
 #include "reports/json_writer.h"
+#include "reports/schema.h"
 
 namespace flopsprof {
 namespace {
@@ -109,7 +110,7 @@ void region_side(JsonWriter& w, const RegionDiff& g, int side) {
 std::string diff_to_json(const ProfileDiff& d, int indent) {
   JsonWriter w(indent);
   w.begin_object();
-  w.member("diff_schema_version", 1);
+  w.member("diff_schema_version", detail::kDiffSchemaVersion);
   w.member("base", d.base_source);
   w.member("new", d.new_source);
   w.member("base_workload", d.base_workload);

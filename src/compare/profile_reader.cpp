@@ -12,13 +12,13 @@
 #include "flopsprof/diff.h"
 #include "flopsprof/error.h"
 #include "io/input_files.h"
+#include "reports/schema.h"
 
 namespace flopsprof {
 namespace {
 
 using nlohmann::json;
 
-constexpr int kNewestSchema = 2;
 constexpr int64_t kIntMax = std::numeric_limits<int>::max();
 // A profile nests 5 levels (document, modules, a module, its ops, an op); 64 leaves room for
 // what later schemas add and bounds the recursion of anything that walks a value.
@@ -154,13 +154,13 @@ class Reader {
     if (v == j.end()) fail("no \"schema_version\"");
     if (!v->is_number_integer())
       fail(fmt::format("\"schema_version\" is {}, not an integer ({} to {})", excerpt(*v), 1,
-                       kNewestSchema));
-    if (v->is_number_unsigned() ? v->get<uint64_t>() > kNewestSchema
-                                : v->get<int64_t>() > kNewestSchema) {
+                       detail::kProfileSchemaVersion));
+    if (v->is_number_unsigned() ? v->get<uint64_t>() > detail::kProfileSchemaVersion
+                                : v->get<int64_t>() > detail::kProfileSchemaVersion) {
       throw Error(
           fmt::format("{}: schema_version {} is newer than this flopsprof reads ({}); "
                       "compare it with the flopsprof that wrote it",
-                      source_, excerpt(*v), kNewestSchema));
+                      source_, excerpt(*v), detail::kProfileSchemaVersion));
     }
     if (v->get<int64_t>() < 1)
       fail(fmt::format("schema_version {} is not one flopsprof writes", v->get<int64_t>()));

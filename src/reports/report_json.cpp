@@ -10,6 +10,7 @@
 #include "flopsprof/config.h"
 #include "flopsprof/report.h"
 #include "reports/json_writer.h"
+#include "reports/schema.h"
 
 namespace flopsprof {
 namespace {
@@ -640,7 +641,7 @@ void write_problems(JsonWriter& w, const ProfileResult& r) {
 std::string to_json(const ProfileResult& r, int indent) {
   JsonWriter w(indent);
   w.begin_object();
-  w.member("schema_version", 2);
+  w.member("schema_version", detail::kProfileSchemaVersion);
   w.member("generator", "flopsprof " FLOPSPROF_VERSION);
   write_workload(w, r);
   write_summary(w, r);

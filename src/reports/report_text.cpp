@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "flopsprof/report.h"
+#include "reports/schema.h"
 #include "reports/terminal.h"
 
 namespace flopsprof {
@@ -356,7 +357,7 @@ void summary_memory(std::string& out, const ProfileResult& r) {
     line(out, "memory peak (net bytes allocated during the profile)",
          fmt::format("{} at {} in {} ({})", bytes_to_string(m.peak_bytes),
                      m.peak_op.empty() ? "(between ops)" : m.peak_op,
-                     m.peak_module.empty() ? "(root)" : m.peak_module, m.peak_phase));
+                     detail::module_label(m.peak_module), m.peak_phase));
     if (m.peak_workspace_bytes != 0 || m.tensor_peak_bytes != m.peak_bytes) {
       line(out, "memory peak of tensors (no kernel workspace)",
            fmt::format("{} (the peak above has {} of workspace)",
@@ -632,8 +633,8 @@ void regions(std::string& out, const ProfileResult& r, const ReportOptions& o) {
       if (mod.depth > depth || k >= mod.regions.size()) continue;
       const ModuleRegionStats& x = mod.regions[k];
       if (x.calls == 0 && x.flops == 0 && x.bytes == 0) continue;
-      const std::string name = std::string(2 * static_cast<size_t>(mod.depth), ' ') +
-                               (mod.name.empty() ? "(root)" : mod.name);
+      const std::string name =
+          std::string(2 * static_cast<size_t>(mod.depth), ' ') + detail::module_label(mod.name);
       fmt::format_to(std::back_inserter(out),
                      "    {:<36}{:>8}{:>12}{:>11}{:>13}{:>9}{:>11}{:>8}{:>8}\n", name, x.calls,
                      time_of(r, x.latency_s), flops_to_string(x.flops),
@@ -813,7 +814,7 @@ void kernel_table(std::string& out, const ProfileResult& r, const ReportOptions&
   for (const ModuleStats& m : r.modules) {
     if (m.top_kernels.empty() || (o.module_depth >= 0 && m.depth > o.module_depth)) continue;
     fmt::format_to(std::back_inserter(out), "{} ({}): {} GPU, {} host\n",
-                   m.name.empty() ? "(root)" : m.name, m.type, duration_to_string(m.gpu_busy_s),
+                   detail::module_label(m.name), m.type, duration_to_string(m.gpu_busy_s),
                    duration_to_string(m.latency_s));
     for (const KernelStats& k : m.top_kernels) {
       fmt::format_to(std::back_inserter(out), "    {:>8} calls {:>12}  {}\n", k.calls,
@@ -908,7 +909,7 @@ void ranks(std::string& out, const DistributedStats& d, const ReportOptions& o) 
     if (o.module_depth >= 0 && m.depth > o.module_depth) continue;
     out += fmt::format("{}{} ({}): {} / {} / {}, bwd {}, slowest rank {}{}\n",
                        std::string(static_cast<size_t>(2 * m.depth), ' '),
-                       m.name.empty() ? "(root)" : m.name, m.type, duration_to_string(m.fwd_min_s),
+                       detail::module_label(m.name), m.type, duration_to_string(m.fwd_min_s),
                        duration_to_string(m.fwd_mean_s), duration_to_string(m.fwd_max_s),
                        duration_to_string(m.bwd_mean_s), m.slowest_rank,
                        m.same_flops ? "" : " (FLOPs differ between ranks)");
@@ -922,7 +923,7 @@ void ranks(std::string& out, const DistributedStats& d, const ReportOptions& o) 
                        s.median_s > 0 ? 100 * (s.value_s / s.median_s - 1) : 0.0);
     for (size_t i = 0; i < s.modules.size(); ++i) {
       out += fmt::format("{} {} +{}", i == 0 ? "; caused by" : ",",
-                         s.modules[i].first.empty() ? "(root)" : s.modules[i].first,
+                         detail::module_label(s.modules[i].first),
                          duration_to_string(s.modules[i].second));
     }
     out += "\n";
@@ -936,9 +937,9 @@ void collectives(std::string& out, const ProfileResult& r) {
   out += fmt::format("{:<28}{:<10}{:<20}{:>7}{:>12}{:>12}\n", "module", "phase", "collective",
                      "calls", "bytes", "time");
   for (const CollectiveStats& c : r.collectives) {
-    out += fmt::format("{:<28}{:<10}{:<20}{:>7}{:>12}{:>12}{}\n",
-                       c.module.empty() ? "(root)" : c.module, c.phase, c.name, c.calls,
-                       bytes_to_string(static_cast<int64_t>(c.bytes)), duration_to_string(c.time_s),
+    out += fmt::format("{:<28}{:<10}{:<20}{:>7}{:>12}{:>12}{}\n", detail::module_label(c.module),
+                       c.phase, c.name, c.calls, bytes_to_string(static_cast<int64_t>(c.bytes)),
+                       duration_to_string(c.time_s),
                        c.incomplete > 0 ? fmt::format(" ({} not completed)", c.incomplete) : "");
   }
 }
