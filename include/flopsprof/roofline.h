@@ -5,9 +5,11 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "flopsprof/format.h"
 #include "flopsprof/formulas.h"
 
 namespace flopsprof {
@@ -139,9 +141,15 @@ double parse_peak_bandwidth(const std::string& text);
 /// (capacities in bytes with K, M, G as 1024-based suffixes). Throws `Error` naming the problem.
 std::vector<BandwidthLevel> parse_bandwidth_levels(const std::string& text);
 
-/// "12.3 FLOP/B"
-std::string intensity_to_string(double flops_per_byte);
-/// "1.23 GB/s" (decimal units, as datasheets give bandwidth)
-std::string bandwidth_to_string(double bytes_per_s);
+/// Dense peak FLOP/s of a GPU for a dtype, from a built-in table (H100 SXM/PCIe, H200, A100):
+/// `device_name` as CUDA reports it ("NVIDIA H100 80GB HBM3"). fp32 with `tf32`, and
+/// DType::kTFloat32, use the TF32 tensor-core peak. nullopt for an unknown device or dtype.
+std::optional<double> device_peak_flops(const std::string& device_name, DType dtype,
+                                        bool tf32 = false);
+
+/// Model FLOPs utilisation: achieved FLOP/s over the device's peak for `dtype`; nullopt when the
+/// peak is unknown or `seconds` is 0.
+std::optional<double> mfu(uint64_t flops, double seconds, const std::string& device_name,
+                          DType dtype, bool tf32 = false);
 
 }  // namespace flopsprof

@@ -78,8 +78,10 @@ const GpuPluginV1* load_gpu_plugin(std::string* why) {
       set_event_elapsed(c10::DeviceType::CUDA, cuda_elapsed);
     } else {
       g_loaded.why = "the CUDA plugin " + std::string(kPluginName) +
-                     " was not found (build flopsprof with FLOPSPROF_WITH_CUDA=ON, or set "
-                     "FLOPSPROF_CUDA_PLUGIN to its path); last error: " +
+                     " was not found (build it: flopsprof configured with FLOPSPROF_WITH_CUDA=ON "
+                     "(the default where the CUDA toolkit is found), then cmake --build build "
+                     "--target flopsprof_cuda, or all; or set FLOPSPROF_CUDA_PLUGIN to its "
+                     "path); last error: " +
                      (tried.empty() ? std::string("none") : tried.back());
     }
   });
