@@ -166,6 +166,15 @@ TEST(Guesses, AnUnregisteredMemberCalledFirstOrLastIsTheModelsWorkMarked) {
       auto w = flopsprof::get_model_profile(plain, std::make_tuple(x), o);
       EXPECT_EQ(w.flops, lead_a + lead_b);
       EXPECT_EQ(module(w.result, "").inferred_flops, 0u);
+      // ... but b's parameters (8*8 + 8) are in no count, and the problems say so: only a's
+      // (8*16 + 16) are the model's (found on a timm port's EfficientNet, whose SE blocks are
+      // plain members)
+      EXPECT_EQ(w.params, 8u * 16 + 16);
+      EXPECT_TRUE(has_problem(w.result, "1 call(s) of modules that are in no profiled model's "
+                                        "tree"))
+          << problems(w.result);
+      EXPECT_TRUE(has_problem(w.result, "parameters are not in the parameter count"))
+          << problems(w.result);
     }
     {
       TrailingMember plain(false), ref(true);

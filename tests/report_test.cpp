@@ -413,6 +413,43 @@ TEST(Reports, TextJsonAndHtmlShowTheSameNumbersForEveryModule) {
   EXPECT_EQ(nlohmann::json::parse(data), j);
 }
 
+// The modules summed by depth and type are computed in aggregation; the JSON carries them and the
+// text's aggregated profile only picks the top ones. By hand from make_tree() and small_result():
+// fc1 100x100x100 = 1e6 MACs in 1 ms, fc2 100x100x50 = 5e5 in 2 ms, head 10x100x10 = 1e4 in 0.5 ms.
+TEST(TextReport, ModuleTypesAreSummedInAggregation) {
+  const ProfileResult r = small_result();
+  struct Row {
+    int depth;
+    std::string type;
+    uint64_t modules, params, macs;
+    double latency_s;
+  };
+  const std::vector<Row> expected = {
+      {0, "Net", 1, 35, 1000000 + 500000 + 10000, 4e-3},
+      {1, "Encoder", 1, 30, 1000000 + 500000, 3e-3},             // first at depth 1 in tree order
+      {1, "Linear", 1, 5, 10000, 0.5e-3},                        // head
+      {2, "Linear", 2, 10 + 20, 1000000 + 500000, 1e-3 + 2e-3},  // fc1 and fc2
+  };
+  ASSERT_EQ(r.module_types.size(), expected.size());
+  const nlohmann::json j = nlohmann::json::parse(to_json(r))["module_types"];
+  ASSERT_EQ(j.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const ModuleTypeStats& g = r.module_types[i];
+    EXPECT_EQ(g.depth, expected[i].depth) << i;
+    EXPECT_EQ(g.type, expected[i].type) << i;
+    EXPECT_EQ(g.modules, expected[i].modules) << i;
+    EXPECT_EQ(g.params, expected[i].params) << i;
+    EXPECT_EQ(g.macs, expected[i].macs) << i;
+    EXPECT_NEAR(g.latency_s, expected[i].latency_s, 1e-12) << i;
+    EXPECT_EQ(j[i]["depth"].get<int>(), g.depth) << i;
+    EXPECT_EQ(j[i]["type"].get<std::string>(), g.type) << i;
+    EXPECT_EQ(j[i]["modules"].get<uint64_t>(), g.modules) << i;
+    EXPECT_EQ(j[i]["params"].get<uint64_t>(), g.params) << i;
+    EXPECT_EQ(j[i]["fwd_macs"].get<uint64_t>(), g.macs) << i;
+    EXPECT_DOUBLE_EQ(j[i]["fwd_latency_s"].get<double>(), g.latency_s) << i;
+  }
+}
+
 TEST(TextReport, MatchesLineByLine) {
   std::string text = format_text_report(small_result(), ReportOptions{7, -1, 2, true});
   std::vector<std::string> expected = {

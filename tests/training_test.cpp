@@ -283,6 +283,35 @@ TEST(Training, SummaryRatesAreOneNumberInTheTextAndTheJson) {
   EXPECT_EQ(value_of("samples/second"), fmt::format("{:.2f}", s["samples_per_s"].get<double>()));
 }
 
+// A profile over several forwards sums them in its fwd lines, as DeepSpeed's does; the summary
+// says how many it summed, with the per-call spread (found on a timm port's EfficientNet profiled
+// over 3 forwards: the summary read as one forward's).
+TEST(Training, TheSummarySaysHowManyForwardsItsFwdLinesSum) {
+  TwoLayer model;
+  torch::NoGradGuard no_grad;
+  torch::Tensor x = torch::randn({3, 8});
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  for (int i = 0; i < 3; ++i) model->forward(x);
+  prof.stop_profile();
+  const std::string text = prof.model_profile_string();
+  const std::string label = "fwd calls of the model (the fwd lines sum them):";
+  const size_t at = text.find(label);
+  ASSERT_NE(at, std::string::npos) << text;
+  const std::string value = text.substr(at + label.size(), text.find('\n', at) - at - label.size());
+  EXPECT_NE(value.find(" 3"), std::string::npos) << value;
+  EXPECT_NE(value.find("per call min / median / max"), std::string::npos) << value;
+  // 3 forwards x 3 x (8 x 16 + 16 x 4) MACs
+  EXPECT_EQ(prof.result().macs, 3u * 3 * (8 * 16 + 16 * 4));
+  EXPECT_NE(text.find("fwd MACs per device:"), std::string::npos);
+  // One forward: no such line.
+  FlopsProfiler one(model);
+  one.start_profile();
+  model->forward(x);
+  one.stop_profile();
+  EXPECT_EQ(one.model_profile_string().find("fwd calls of the model"), std::string::npos);
+}
+
 // Activation checkpointing by hand: the forward runs without saving activations; backward runs
 // the Linear again (with grad enabled) and differentiates the recomputed graph.
 struct CheckpointedLinear : torch::autograd::Function<CheckpointedLinear> {

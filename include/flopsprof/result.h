@@ -200,6 +200,16 @@ struct ModuleStats {
   std::vector<ModuleRegionStats> regions;
 };
 
+/// The modules of one type at one depth of the tree, summed: DeepSpeed's aggregated profile (the
+/// text report's "Aggregated Profile" lists the top ones per depth).
+struct ModuleTypeStats {
+  int depth = 0;                  ///< 0: the root
+  std::string type;               ///< ModuleStats::type
+  uint64_t modules = 0;           ///< modules of that type at that depth
+  uint64_t params = 0, macs = 0;  ///< their parameters and forward MACs, summed
+  double latency_s = 0;           ///< their forward latencies, summed (seconds)
+};
+
 /// A phase of the run the caller named (FlopsProfiler::region(): "prefill", "decode"): its
 /// windows' wall time and every op that began inside one of them, on any thread. Regions never
 /// overlap; work outside every region is in none (the totals still count it).
@@ -502,6 +512,9 @@ struct ProfileResult {
   /// The regions the caller named (FlopsProfiler::region()), in the order first opened; each
   /// module's share in ModuleStats::regions.
   std::vector<RegionStats> regions;
+  /// Modules summed by depth and type: by depth, then in the order each type first appears in
+  /// the tree at that depth.
+  std::vector<ModuleTypeStats> module_types;
 
   OutsideStats outside;  ///< work observed outside the model's forward
   /// c10d collectives issued while profiling, per module and phase (empty without any).

@@ -169,9 +169,33 @@ void Aggregator::module_table() {
   r.duration_s = r.modules.empty() ? 0.0 : r.modules[0].latency_s;
   if (!r.modules.empty()) r.fwd_spread = r.modules[0].fwd_spread;
   r.step_spread = spread_of(step_samples);
+  module_types();
   if (r.has_backward && !r.modules.empty())
     r.forwards_without_backward = forwards_without_backward();
   model_totals();
+}
+
+void Aggregator::module_types() {
+  std::map<std::pair<int, std::string>, size_t> index;  // (depth, type) -> its group
+  std::vector<ModuleTypeStats> groups;                  // in order of first appearance
+  for (const ModuleStats& m : r.modules) {
+    auto [it, added] = index.try_emplace({m.depth, m.type}, groups.size());
+    if (added) {
+      ModuleTypeStats g;
+      g.depth = m.depth;
+      g.type = m.type;
+      groups.push_back(std::move(g));
+    }
+    ModuleTypeStats& g = groups[it->second];
+    ++g.modules;
+    add_saturating(g.params, m.params, overflow);
+    add_saturating(g.macs, m.macs, overflow);
+    g.latency_s += m.latency_s;
+  }
+  std::stable_sort(
+      groups.begin(), groups.end(),
+      [](const ModuleTypeStats& a, const ModuleTypeStats& b) { return a.depth < b.depth; });
+  r.module_types = std::move(groups);
 }
 
 ModuleStats Aggregator::module_stats(int t, std::vector<OpStats> own) const {

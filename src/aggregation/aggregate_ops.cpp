@@ -46,6 +46,7 @@ void Aggregator::count_events() {
       }
     }
     count_steps(t);
+    count_nested_unknown_calls(th);
   }
   // Backward latency: the attribution's backward passes that ran this model's nodes.
   // A pass shared with another profiled model's nodes counts this model's own nodes only.
@@ -173,6 +174,18 @@ void Aggregator::add_inferred_backward(int m, const FlopCount* fc, uint64_t op_b
     for (int a = m; a >= 0; a = tree.nodes[a].parent) {
       add_saturating(acc[a].inferred_bwd_flops, f, overflow);
       add_saturating(acc[a].inferred_bwd_bytes, op_bytes, overflow);
+    }
+  }
+}
+
+void Aggregator::count_nested_unknown_calls(const ThreadEvents& th) {
+  for (const ScopeRecord& s : th.scopes) {
+    if (s.module != kUnknownModule || s.backward) continue;
+    for (int p = s.parent; p >= 0; p = th.scopes[p].parent) {
+      if (th.scopes[p].module >= 0) {
+        ++nested_unknown_calls;
+        break;
+      }
     }
   }
 }

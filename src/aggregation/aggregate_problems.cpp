@@ -314,6 +314,14 @@ void Aggregator::outside_problems() {
         "get_model_profile, to make it exact",
         u.ops, u.flops, how));
   }
+  if (nested_unknown_calls > 0 && unknown_inside.ops == 0 && unknown_outside.ops == 0) {
+    r.problems.push_back(fmt::format(
+        "{} call(s) of modules that are in no profiled model's tree (a member never passed to "
+        "register_module(), or a module built in forward) ran inside calls of the model's "
+        "modules: their ops are counted in the module that called them, but their parameters "
+        "are not in the parameter count; register_module() the member to count them",
+        nested_unknown_calls));
+  }
   if (unknown_outside.ops > 0) {
     r.problems.push_back(fmt::format(
         "{} op(s), {} FLOPs ran in calls of modules that are in no profiled model's tree and "

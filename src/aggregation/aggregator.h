@@ -243,6 +243,10 @@ class Aggregator {
   // This profile's optimizer steps (another model's are skipped) and their time.
   void count_steps(size_t t);
 
+  // The calls of modules in no profiled tree that ran inside a call of the model's (a member
+  // never passed to register_module(), called in a module whose bounds are known).
+  void count_nested_unknown_calls(const ThreadEvents& th);
+
   // What the model was fed, where no caller said (a start/stop profile): the data tensor of the
   // model's first forward op that read one (its first argument no module owns: the first ops of
   // a Linear transpose its weight), "fp32[2, 16]".
@@ -270,6 +274,9 @@ class Aggregator {
 
   // The model's totals and its points on the roofline (after the module table).
   void model_totals();
+
+  // The modules summed by depth and type (ProfileResult::module_types).
+  void module_types();
 
   // The summary's rates (FLOP/s per phase, samples/s) from its totals and latencies.
   void summary_rates();
@@ -351,6 +358,9 @@ class Aggregator {
   };
   // Forward work in calls of modules in no profiled tree, placed in the model or outside it.
   UnknownAcc unknown_inside, unknown_outside;
+  // Calls of modules in no profiled tree inside a call of one of the model's modules: their ops
+  // are that module's by evidence, their parameters in no count.
+  uint64_t nested_unknown_calls = 0;
   // Per module that received inferred work (kOutsideModel: the outside): the modules (and the
   // caller) whose forward may have run it.
   std::map<int, std::set<int>> losers;

@@ -628,6 +628,23 @@ void write_collectives(JsonWriter& w, const ProfileResult& r) {
   w.end_array();
 }
 
+// The modules summed by depth and type (the text's aggregated profile).
+void write_module_types(JsonWriter& w, const ProfileResult& r) {
+  w.key("module_types");
+  w.begin_array();
+  for (const ModuleTypeStats& g : r.module_types) {
+    w.begin_object();
+    w.member("depth", g.depth);
+    w.member("type", g.type);
+    w.member("modules", g.modules);
+    w.member("params", g.params);
+    w.member("fwd_macs", g.macs);
+    time_member(w, r, "fwd_latency_s", g.latency_s);
+    w.end_object();
+  }
+  w.end_array();
+}
+
 // What could not be measured or was inferred.
 void write_problems(JsonWriter& w, const ProfileResult& r) {
   w.key("problems");
@@ -650,6 +667,7 @@ std::string to_json(const ProfileResult& r, int indent) {
   write_outside_model(w, r);
   write_regions(w, r);
   write_modules(w, r);
+  write_module_types(w, r);
   write_ops(w, r);
   write_memory(w, r);
   write_gpu(w, r);

@@ -243,6 +243,16 @@ void summary_sizes(std::string& out, const ProfileResult& r) {
 // Forward MACs, FLOPs (per dtype), latency and rate, and the work outside the model.
 void summary_forward(std::string& out, const ProfileResult& r) {
   const double mp = r.model_parallel_size;
+  if (!r.modules.empty() && r.modules[0].calls > 1) {  // the fwd lines below are sums over them
+    const LatencySpread& s = r.fwd_spread;
+    line(out, "fwd calls of the model (the fwd lines sum them)",
+         fmt::format("{}{}{}", r.modules[0].calls, r.modules[0].calls_inferred ? " (inferred)" : "",
+                     r.timed && s.samples > 1
+                         ? fmt::format("; per call min / median / max {} / {} / {}",
+                                       duration_to_string(s.min_s), duration_to_string(s.median_s),
+                                       duration_to_string(s.max_s))
+                         : std::string()));
+  }
   line(out, "fwd MACs per device", macs_to_string(r.macs));
   line(out, "fwd flops per device", flops_to_string(r.flops));
   // Per dtype for floating-point work only (integer ops, index arithmetic, are not FLOPs one
@@ -664,43 +674,33 @@ void aggregated(std::string& out, const ProfileResult& r, const ReportOptions& o
                  "depths:\n",
                  o.top_modules);
   for (int depth = 0; depth <= max_depth; ++depth) {
-    struct Agg {
-      uint64_t params = 0, macs = 0;
-      double latency = 0;
-      size_t order = 0;
-    };
-    std::map<std::string, Agg> by_type;
-    for (const ModuleStats& m : r.modules) {
-      if (m.depth != depth) continue;
-      auto [it, inserted] = by_type.try_emplace(m.type);
-      if (inserted) it->second.order = by_type.size();
-      it->second.params += m.params;
-      it->second.macs += m.macs;
-      it->second.latency += m.latency_s;
+    std::vector<const ModuleTypeStats*> rows;  // the depth's types, first appearance first
+    for (const ModuleTypeStats& g : r.module_types) {
+      if (g.depth == depth) rows.push_back(&g);
     }
-    std::vector<std::pair<std::string, Agg>> rows(by_type.begin(), by_type.end());
-    auto top = [&](auto key, auto fmt_value) {
-      std::stable_sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
-        if (key(a.second) != key(b.second)) return key(a.second) > key(b.second);
-        return a.second.order < b.second.order;
-      });
+    auto top = [&](auto key, auto fmt_value) {  // ties: first appearance first
+      std::vector<const ModuleTypeStats*> sorted = rows;
+      std::stable_sort(
+          sorted.begin(), sorted.end(),
+          [&](const ModuleTypeStats* a, const ModuleTypeStats* b) { return key(*a) > key(*b); });
       std::vector<std::pair<std::string, std::string>> items;
-      for (size_t i = 0; i < rows.size() && i < static_cast<size_t>(o.top_modules); ++i) {
-        items.emplace_back(rows[i].first, fmt_value(rows[i].second));
+      for (size_t i = 0; i < sorted.size() && i < static_cast<size_t>(o.top_modules); ++i) {
+        items.emplace_back(sorted[i]->type, fmt_value(*sorted[i]));
       }
       return dict(items);
     };
     fmt::format_to(std::back_inserter(out), "depth {}:\n", depth);
     fmt::format_to(std::back_inserter(out), "    params      - {}\n",
-                   top([](const Agg& a) { return static_cast<double>(a.params); },
-                       [](const Agg& a) { return params_to_string(a.params); }));
+                   top([](const ModuleTypeStats& a) { return static_cast<double>(a.params); },
+                       [](const ModuleTypeStats& a) { return params_to_string(a.params); }));
     fmt::format_to(std::back_inserter(out), "    MACs        - {}\n",
-                   top([](const Agg& a) { return static_cast<double>(a.macs); },
-                       [](const Agg& a) { return macs_to_string(a.macs); }));
-    fmt::format_to(std::back_inserter(out), "    fwd latency - {}\n",
-                   r.timed ? top([](const Agg& a) { return a.latency; },
-                                 [](const Agg& a) { return duration_to_string(a.latency); })
-                           : std::string("n/a"));
+                   top([](const ModuleTypeStats& a) { return static_cast<double>(a.macs); },
+                       [](const ModuleTypeStats& a) { return macs_to_string(a.macs); }));
+    fmt::format_to(
+        std::back_inserter(out), "    fwd latency - {}\n",
+        r.timed ? top([](const ModuleTypeStats& a) { return a.latency_s; },
+                      [](const ModuleTypeStats& a) { return duration_to_string(a.latency_s); })
+                : std::string("n/a"));
   }
 }
 
