@@ -29,6 +29,19 @@ void* operator new(std::size_t n) {
 }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+// The other unaligned forms too, so that every block this binary frees with the free() above came
+// from the malloc() here: std::stable_sort's buffer is a nothrow new returned by a sized delete,
+// and AddressSanitizer reports a block of its own operator new freed here as a mismatch.
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  if (t_fail_new) return nullptr;
+  return std::malloc(n == 0 ? 1 : n);
+}
+void* operator new[](std::size_t n) { return operator new(n); }
+void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept { return operator new(n, t); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 
 namespace {
 
