@@ -274,13 +274,11 @@ uint64_t Aggregator::forwards_without_backward() const {
   return without;
 }
 
-void Aggregator::summary_rates() {
+void Aggregator::summary_rates(uint64_t bwd) {
   auto rate = [](uint64_t flops, double seconds) {
     return seconds > 0 ? static_cast<double>(flops) / seconds : 0.0;
   };
-  uint64_t bwd = 0, fwd_bwd = 0;
-  add_saturating(bwd, r.bwd_flops, overflow);
-  add_saturating(bwd, r.recompute_flops, overflow);
+  uint64_t fwd_bwd = 0;
   add_saturating(fwd_bwd, r.flops, overflow);
   add_saturating(fwd_bwd, bwd, overflow);
   r.fwd_flops_per_s = rate(r.flops, r.duration_s);
@@ -304,13 +302,14 @@ void Aggregator::model_totals() {
   r.step_bytes_written = step_bytes.written;
   r.step_bytes = step_bytes.total();
   const DType dt = r.dtype = dominant(r.flops_by_dtype);
-  summary_rates();
-  const bool device = r.gpu.measured;
-  r.roofline = roofline_point(r.flops, true, r.fwd_bytes, device ? r.gpu.forward_s : r.duration_s,
-                              in.machine, dt, fwd_bytes.levels.ceiling(in.machine));
+  // The backward's work: its own ops and the forward ops it re-ran (activation checkpointing).
   uint64_t bwd_flops = 0, bwd_total = 0;
   add_saturating(bwd_flops, r.bwd_flops, overflow);
   add_saturating(bwd_flops, r.recompute_flops, overflow);
+  summary_rates(bwd_flops);
+  const bool device = r.gpu.measured;
+  r.roofline = roofline_point(r.flops, true, r.fwd_bytes, device ? r.gpu.forward_s : r.duration_s,
+                              in.machine, dt, fwd_bytes.levels.ceiling(in.machine));
   add_saturating(bwd_total, r.bwd_bytes, overflow);
   add_saturating(bwd_total, r.recompute_bytes, overflow);
   LevelAcc bwd_levels = bwd_bytes.levels;

@@ -278,8 +278,9 @@ class Aggregator {
   // The modules summed by depth and type (ProfileResult::module_types).
   void module_types();
 
-  // The summary's rates (FLOP/s per phase, samples/s) from its totals and latencies.
-  void summary_rates();
+  // The summary's rates (FLOP/s per phase, samples/s) from its totals and latencies; `bwd_flops`
+  // is the backward's work (its ops and the forward ops it re-ran), computed by model_totals().
+  void summary_rates(uint64_t bwd_flops);
 
   // A module's forward and backward on the roofline: its FLOPs and bytes over its device time
   // when measured, else its host latency, against the peak of its dominant dtype.
