@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -12,14 +14,15 @@
 #include "flopsprof/diff.h"
 #include "flopsprof/error.h"
 #include "io/input_files.h"
+#include "reports/profile_fields.h"
 #include "reports/schema.h"
 
 namespace flopsprof {
 namespace {
 
 using nlohmann::json;
+namespace fields = detail::fields;
 
-constexpr int64_t kIntMax = std::numeric_limits<int>::max();
 // A profile nests 5 levels (document, modules, a module, its ops, an op); 64 leaves room for
 // what later schemas add and bounds the recursion of anything that walks a value.
 constexpr int kMaxDepth = 64;
@@ -57,83 +60,281 @@ std::string excerpt(const json& v) {
   return fmt::format("{}... ({} characters)", s.substr(0, kExcerpt), s.size());
 }
 
+// Refuses `source`: `what` is wrong with it.
+[[noreturn]] void refuse(const std::string& source, const std::string& what) {
+  throw Error(
+      fmt::format("{}: {} (not a flopsprof profile, or a corrupt one: write it again "
+                  "with save_json() or `flopsprof MODEL --json FILE`)",
+                  source, what));
+}
+
+// `missing` once (LoadedProfile::missing lists what an older profile lacks).
+void record_missing(LoadedProfile& lp, const char* what) {
+  for (const std::string& m : lp.missing)
+    if (m == what) return;
+  lp.missing.emplace_back(what);
+}
+
+// The name of a DType or an AttentionConvention written as `name`, or false.
+bool dtype_named(const std::string& name, DType& out) {
+  for (size_t d = 0; d < static_cast<size_t>(DType::kCount); ++d) {
+    if (name == dtype_name(static_cast<DType>(d))) {
+      out = static_cast<DType>(d);
+      return true;
+    }
+  }
+  return false;
+}
+
+// Reads the fields of one object by a table of reports/profile_fields.h, key by key: a key that
+// is absent is refused when required, left at its default otherwise; one of the wrong type or
+// range is refused, naming the object and the key (`where`).
+class FieldReader {
+ public:
+  FieldReader(const std::string& source, const json& o, std::string where, LoadedProfile& lp,
+              bool slim = false)
+      : source_(source), o_(o), where_(std::move(where)), lp_(lp), slim_(slim) {}
+  ProfileResult& result() { return lp_.result; }
+
+  template <class T>
+  void count(std::string_view k, T& out, fields::Need n = {}) {
+    const json* v = find(k, n);
+    if (!v) return;
+    if (!v->is_number_unsigned() && !(v->is_number_integer() && v->get<int64_t>() >= 0))
+      fail(fmt::format("{}: \"{}\" is not a count ({})", where_, k, excerpt(*v)));
+    out = v->get<uint64_t>();
+  }
+  // An integer in the range of T; an int (depths, threads, sizes) is never negative.
+  template <class T>
+  void integer(std::string_view k, T& out, fields::Need n = {}) {
+    const json* v = find(k, n);
+    if (!v) return;
+    const int64_t lo = std::is_same_v<T, int> ? 0 : std::numeric_limits<T>::min();
+    const int64_t hi = std::numeric_limits<T>::max();
+    if (!v->is_number_integer())
+      fail(fmt::format("{}: \"{}\" is not an integer ({})", where_, k, excerpt(*v)));
+    const bool above = v->is_number_unsigned() ? v->get<uint64_t>() > static_cast<uint64_t>(hi)
+                                               : v->get<int64_t>() > hi;
+    if (above || (!v->is_number_unsigned() && v->get<int64_t>() < lo))
+      fail(fmt::format("{}: \"{}\" is {}, outside [{}, {}]", where_, k, excerpt(*v), lo, hi));
+    out = static_cast<T>(v->get<int64_t>());
+  }
+  void text(std::string_view k, std::string& out, fields::Need n = {}) {
+    const json* v = find(k, n, "string ");
+    if (!v) return;
+    if (!v->is_string()) fail(fmt::format("{} has no string \"{}\"", where_, k));
+    out = v->get<std::string>();
+  }
+  void text_or_null(std::string_view k, std::string& out) {
+    const json* v = find(k, {});
+    if (!v || v->is_null()) return;
+    if (!v->is_string())
+      fail(fmt::format("{}: \"{}\" is not a string ({})", where_, k, excerpt(*v)));
+    out = v->get<std::string>();
+  }
+  void flag(std::string_view k, bool& out, fields::Need n = {}) {
+    const json* v = find(k, n);
+    if (!v) return;
+    if (!v->is_boolean())
+      fail(fmt::format("{}: \"{}\" is not a boolean ({})", where_, k, excerpt(*v)));
+    out = v->get<bool>();
+  }
+  // A duration: a finite number from 0 to 1e9 s (31 years: more is no profile's, and would
+  // print as a 300-digit number); null (read as 0) in a profile with no time (summary.timed
+  // false: an exported program counted from its graph).
+  void seconds(std::string_view k, double& out, fields::Need n = {}) {
+    const json* v = find(k, n);
+    if (!v || (v->is_null() && !lp_.result.timed)) return;
+    out = real(k, *v, true);
+  }
+  void timed(std::string_view k, double& out, fields::Need n = {}) { seconds(k, out, n); }
+  // A rate: a finite number >= 0, no bound; null (read as 0) where the profile has no time.
+  void timed_rate(std::string_view k, double& out, fields::Need n = {}) {
+    const json* v = find(k, n);
+    if (!v || (v->is_null() && !lp_.result.timed)) return;
+    out = real(k, *v, false);
+  }
+  // A rate or ratio: a finite number >= 0, null (not finite when written) read as 0.
+  void number(std::string_view k, double& out, fields::Need n = {}) {
+    const json* v = find(k, n);
+    if (!v || v->is_null()) return;
+    out = real(k, *v, false);
+  }
+  void known(std::string_view k, double& out, fields::Need n = {}) { number(k, out, n); }
+  void known_count(std::string_view k, uint64_t& out, fields::Need n = {}) {
+    const json* v = find(k, n);
+    if (!v || v->is_null()) return;
+    count(k, out, n);
+  }
+  void share(std::string_view k, double& share, bool& timed, const std::string&) {
+    const json* v = find(k, {});
+    if (!v || v->is_null()) return;
+    share = real(k, *v, false);
+    timed = true;
+  }
+  void dtype(std::string_view k, DType& out, fields::Need n = {}) {
+    const json* v = find(k, n);
+    if (!v) return;
+    if (!v->is_string() || !dtype_named(v->get<std::string>(), out))
+      fail(fmt::format("{}: \"{}\" is {}, not a dtype's name", where_, k, excerpt(*v)));
+  }
+  void convention(std::string_view k, AttentionConvention& out) {
+    const json* v = find(k, {});
+    if (!v) return;
+    for (AttentionConvention c : {AttentionConvention::kDense, AttentionConvention::kCausal}) {
+      if (v->is_string() && v->get<std::string>() == convention_name(c)) {
+        out = c;
+        return;
+      }
+    }
+    fail(fmt::format("{}: \"{}\" is {}, not a convention", where_, k, excerpt(*v)));
+  }
+  template <class Array>
+  void by_dtype(std::string_view k, Array& out) {
+    const json* v = find(k, {});
+    if (!v) return;
+    if (!v->is_object()) fail(fmt::format("{}: \"{}\" is not an object", where_, k));
+    FieldReader inner(source_, *v, fmt::format("{}.{}", where_, k), lp_);
+    for (auto it = v->begin(); it != v->end(); ++it) {
+      DType d;
+      if (!dtype_named(it.key(), d))
+        fail(fmt::format("{}.{}: \"{}\" is not a dtype's name", where_, k, it.key()));
+      uint64_t x = 0;
+      inner.count(it.key(), x);
+      out[static_cast<size_t>(d)] = static_cast<typename Array::value_type>(x);
+    }
+  }
+  template <class T>
+  void derived(std::string_view, const T&) {}  // computed from the fields read
+  void extra(std::string_view, const ModuleStats&) {}
+  void spread(std::string_view k, LatencySpread& out) {
+    object(k, out, [](auto& v, auto& x) { fields::spread(v, x); }, {});
+  }
+  void roofline(const std::string& prefix, RooflinePoint& p, fields::Need n = {}) {
+    if (n.full && slim_) return;
+    fields::roofline(*this, prefix, p);
+  }
+  void strings(std::string_view k, std::vector<std::string>& out, fields::Need n = {}) {
+    const json* v = find(k, n, "array ");
+    if (!v) return;
+    if (!v->is_array()) fail(fmt::format("{} has no array \"{}\"", where_, k));
+    for (const json& x : *v) {
+      if (!x.is_string()) fail(fmt::format("{}.{} holds a value that is not a string", where_, k));
+      out.push_back(x.get<std::string>());
+    }
+  }
+  // Kept for the tree's check (the parent is what the depth says).
+  void parent(std::string_view k, int&) {
+    parent_key_ = std::string(k);
+    parent_ = find(k, {});
+  }
+  const json* parent_value() const { return parent_; }
+  const std::string& parent_key() const { return parent_key_; }
+
+  template <class T, class Table>
+  void list(std::string_view k, std::vector<T>& out, Table table, fields::Need n = {},
+            bool slim = false) {
+    const json* v = find(k, n, "array ");
+    if (!v) return;
+    if (!v->is_array()) fail(fmt::format("{} has no array \"{}\"", where_, k));
+    const std::string prefix = where_ == kTop ? std::string(k) : fmt::format("{}.{}", where_, k);
+    for (size_t i = 0; i < v->size(); ++i) {
+      const std::string w = fmt::format("{}[{}]", prefix, i);
+      if (!(*v)[i].is_object()) fail(w + " is not an object");
+      T x;
+      FieldReader inner(source_, (*v)[i], w, lp_, slim);
+      table(inner, x);
+      inner.finish();
+      out.push_back(std::move(x));
+    }
+  }
+  void slim_ops(std::string_view k, std::vector<OpStats>& out, fields::Need n) {
+    list(
+        k, out, [](auto& v, auto& o) { fields::op(v, o); }, n, true);
+  }
+  // The object `k` into `x` by `table`.
+  template <class T, class Table>
+  void object(std::string_view k, T& x, Table table, fields::Need n = fields::kRequired) {
+    const json* v = find(k, n, "object ");
+    if (!v) return;
+    if (!v->is_object()) fail(fmt::format("{} has no object \"{}\"", where_, k));
+    FieldReader inner(source_, *v,
+                      where_ == kTop ? std::string(k) : fmt::format("{}.{}", where_, k), lp_);
+    table(inner, x);
+    inner.finish();
+  }
+
+  // The groups' check: each all present or all absent (recorded as missing when it says so).
+  void finish() {
+    for (const Group& g : groups_) {
+      if (!g.present.empty() && !g.absent.empty())
+        fail(fmt::format("{} has \"{}\" but no \"{}\"", where_, g.present, g.absent));
+      if (g.present.empty() && g.record) record_missing(lp_, g.name);
+    }
+  }
+
+  static constexpr const char* kTop = "the profile";
+
+ private:
+  struct Group {
+    const char* name;
+    bool record;
+    std::string present, absent;  // the first key of each, for the message
+  };
+
+  [[noreturn]] void fail(const std::string& what) const { refuse(source_, what); }
+
+  // Key `k`, or null when absent (refused when required, the message naming its `kind`: "string
+  // ", "array "...; noted for its group).
+  const json* find(std::string_view k, fields::Need n, const char* kind = "") {
+    if (n.full && slim_) return nullptr;
+    auto it = o_.find(k);
+    const bool here = it != o_.end();
+    if (n.group) {
+      Group* g = nullptr;
+      for (Group& x : groups_)
+        if (std::string_view(x.name) == n.group) g = &x;
+      if (!g) g = &groups_.emplace_back(Group{n.group, n.record, {}, {}});
+      std::string& first = here ? g->present : g->absent;
+      if (first.empty()) first = std::string(k);
+    }
+    if (!here) {
+      if (n.required) fail(fmt::format("{} has no {}\"{}\"", where_, kind, k));
+      return nullptr;
+    }
+    return &*it;
+  }
+  // A finite number >= 0; a duration (`seconds`) at most 1e9 s.
+  double real(std::string_view k, const json& v, bool seconds) const {
+    if (!v.is_number()) fail(fmt::format("{}: \"{}\" is not a number ({})", where_, k, excerpt(v)));
+    const double x = v.get<double>();
+    if (!std::isfinite(x) || x < 0 || (seconds && x > 1e9))
+      fail(fmt::format("{}: \"{}\" is {}, not a number from 0 to {}", where_, k, excerpt(v),
+                       seconds ? "1e9" : "1.8e308"));
+    return x;
+  }
+
+  const std::string& source_;
+  const json& o_;
+  std::string where_;
+  LoadedProfile& lp_;
+  bool slim_;
+  std::vector<Group> groups_;
+  std::string parent_key_;
+  const json* parent_ = nullptr;
+};
+
 class Reader {
  public:
   explicit Reader(std::string source) : source_(std::move(source)) {}
 
-  [[noreturn]] void fail(const std::string& what) const {
-    throw Error(
-        fmt::format("{}: {} (not a flopsprof profile, or a corrupt one: write it again "
-                    "with save_json() or `flopsprof MODEL --json FILE`)",
-                    source_, what));
-  }
+  [[noreturn]] void fail(const std::string& what) const { refuse(source_, what); }
 
-  const json& object(const json& parent, const char* key, const std::string& where) const {
-    auto it = parent.find(key);
-    if (it == parent.end() || !it->is_object())
-      fail(fmt::format("{} has no object \"{}\"", where, key));
-    return *it;
-  }
   const json& array(const json& parent, const char* key, const std::string& where) const {
     auto it = parent.find(key);
     if (it == parent.end() || !it->is_array())
       fail(fmt::format("{} has no array \"{}\"", where, key));
     return *it;
-  }
-  // A count: an integer in [0, 2^64 - 1], read as uint64 (never through a double).
-  uint64_t count(const json& o, const char* key, const std::string& where) const {
-    auto it = o.find(key);
-    if (it == o.end()) fail(fmt::format("{} has no \"{}\"", where, key));
-    if (!it->is_number_unsigned() && !(it->is_number_integer() && it->get<int64_t>() >= 0))
-      fail(fmt::format("{}: \"{}\" is not a count ({})", where, key, excerpt(*it)));
-    return it->get<uint64_t>();
-  }
-  // An integer in [lo, hi].
-  int64_t integer(const json& o, const char* key, const std::string& where,
-                  int64_t lo = std::numeric_limits<int64_t>::min(),
-                  int64_t hi = std::numeric_limits<int64_t>::max()) const {
-    auto it = o.find(key);
-    if (it == o.end()) fail(fmt::format("{} has no \"{}\"", where, key));
-    if (!it->is_number_integer())
-      fail(fmt::format("{}: \"{}\" is not an integer ({})", where, key, excerpt(*it)));
-    const bool above = it->is_number_unsigned() ? it->get<uint64_t>() > static_cast<uint64_t>(hi)
-                                                : it->get<int64_t>() > hi;
-    if (above || (!it->is_number_unsigned() && it->get<int64_t>() < lo))
-      fail(fmt::format("{}: \"{}\" is {}, outside [{}, {}]", where, key, excerpt(*it), lo, hi));
-    return it->get<int64_t>();
-  }
-  // A duration or a rate: a finite number >= 0; null (read as 0) in a profile with no time
-  // (summary.timed false: an exported program counted from its graph).
-  double seconds(const json& o, const char* key, const std::string& where) const {
-    auto it = o.find(key);
-    if (it == o.end()) fail(fmt::format("{} has no \"{}\"", where, key));
-    if (it->is_null() && !timed_) return 0;
-    if (!it->is_number())
-      fail(fmt::format("{}: \"{}\" is not a number ({})", where, key, excerpt(*it)));
-    const double v = it->get<double>();
-    // 1e9 s is 31 years: more is no profile's, and would print as a 300-digit number.
-    if (!std::isfinite(v) || v < 0 || v > 1e9)
-      fail(fmt::format("{}: \"{}\" is {}, not a number from 0 to 1e9", where, key, excerpt(*it)));
-    return v;
-  }
-  std::string text(const json& o, const char* key, const std::string& where) const {
-    auto it = o.find(key);
-    if (it == o.end() || !it->is_string()) fail(fmt::format("{} has no string \"{}\"", where, key));
-    return it->get<std::string>();
-  }
-  // Optional keys: absent is fine (the caller records it as missing), a wrong type is not.
-  bool has(const json& o, const char* key) const { return o.contains(key); }
-  LatencySpread spread(const json& o, const char* key, const std::string& where) const {
-    LatencySpread s;
-    auto it = o.find(key);
-    if (it == o.end()) return s;
-    if (!it->is_object()) fail(fmt::format("{}: \"{}\" is not an object", where, key));
-    const std::string w = where + "." + key;
-    s.samples = count(*it, "samples", w);
-    s.min_s = seconds(*it, "min_s", w);
-    s.median_s = seconds(*it, "median_s", w);
-    s.max_s = seconds(*it, "max_s", w);
-    return s;
   }
 
   LoadedProfile read(const std::string& text_in) {
@@ -150,138 +351,73 @@ class Reader {
       fail(fmt::format("not JSON ({})", what));
     }
     if (!j.is_object()) fail("the document is not a JSON object");
-    auto v = j.find("schema_version");
-    if (v == j.end()) fail("no \"schema_version\"");
+    const char* version = fields::kSchemaVersion;
+    auto v = j.find(version);
+    if (v == j.end()) fail(fmt::format("no \"{}\"", version));
     if (!v->is_number_integer())
-      fail(fmt::format("\"schema_version\" is {}, not an integer ({} to {})", excerpt(*v), 1,
+      fail(fmt::format("\"{}\" is {}, not an integer ({} to {})", version, excerpt(*v), 1,
                        detail::kProfileSchemaVersion));
     if (v->is_number_unsigned() ? v->get<uint64_t>() > detail::kProfileSchemaVersion
                                 : v->get<int64_t>() > detail::kProfileSchemaVersion) {
       throw Error(
-          fmt::format("{}: schema_version {} is newer than this flopsprof reads ({}); "
+          fmt::format("{}: {} {} is newer than this flopsprof reads ({}); "
                       "compare it with the flopsprof that wrote it",
-                      source_, excerpt(*v), detail::kProfileSchemaVersion));
+                      source_, version, excerpt(*v), detail::kProfileSchemaVersion));
     }
     if (v->get<int64_t>() < 1)
-      fail(fmt::format("schema_version {} is not one flopsprof writes", v->get<int64_t>()));
+      fail(fmt::format("{} {} is not one flopsprof writes", version, v->get<int64_t>()));
     lp.schema_version = static_cast<int>(v->get<int64_t>());
     ProfileResult& r = lp.result;
-    summary(object(j, "summary", "the profile"), lp);
-    workload(j, lp);
-    modules(array(j, "modules", "the profile"), r);
-    if (!j["modules"][0].contains("ops")) lp.missing.push_back("module_ops");
-    r.ops = ops(array(j, "ops", "the profile"), "ops", true);
-    auto mem = j.find("memory");
-    if (mem != j.end() && mem->is_object()) {
-      r.memory.tracked = true;
-      r.memory.peak_bytes = integer(*mem, "peak_bytes", "memory");
+    FieldReader doc(source_, j, FieldReader::kTop, lp);
+    if (auto it = j.find(fields::kWorkload); it != j.end()) {
+      doc.object(fields::kWorkload, r, [](auto& v, auto& x) { fields::workload(v, x); });
     } else {
-      lp.missing.push_back("memory");
+      record_missing(lp, fields::kWorkload);
     }
-    auto regions_it = j.find("regions");
-    if (regions_it != j.end()) regions(*regions_it, r);
-    auto problems = j.find("problems");
-    if (problems != j.end() && problems->is_array()) {
-      for (const json& p : *problems) {
+    doc.object(fields::kSummary, r, [](auto& v, auto& x) { fields::summary(v, x); });
+    r.has_backward = r.bwd_flops > 0 || r.bwd_latency_s > 0;
+    r.has_step = r.step_latency_s > 0;
+    modules(array(j, fields::kModules, "the profile"), lp);
+    r.ops.clear();
+    doc.list(
+        fields::kOps, r.ops, [](auto& v, auto& o) { fields::op(v, o); }, fields::kRequired);
+    if (auto it = j.find(fields::kMemory); it != j.end() && it->is_object()) {
+      r.memory.tracked = true;
+      doc.object(fields::kMemory, r.memory, [](auto& v, auto& x) { fields::memory(v, x); });
+    } else {
+      record_missing(lp, fields::kMemory);
+    }
+    if (auto it = j.find(fields::kRegions); it != j.end() && !it->is_array())
+      fail(fmt::format("\"{}\" is not an array", fields::kRegions));
+    doc.list(fields::kRegions, r.regions, [](auto& v, auto& g) { fields::region(v, g); });
+    if (auto it = j.find(fields::kProblems); it != j.end() && it->is_array()) {
+      for (const json& p : *it)
         if (p.is_string()) r.problems.push_back(p.get<std::string>());
-      }
     }
     return lp;
   }
 
  private:
-  void summary(const json& s, LoadedProfile& lp) {
+  void modules(const json& list, LoadedProfile& lp) {
     ProfileResult& r = lp.result;
-    const std::string w = "summary";
-    if (auto t = s.find("timed"); t != s.end()) {
-      if (!t->is_boolean()) fail("summary: \"timed\" is not a boolean (" + excerpt(*t) + ")");
-      timed_ = t->get<bool>();
-    }
-    r.timed = timed_;
-    r.params = count(s, "params", w);
-    r.flops = count(s, "fwd_flops", w);
-    r.macs = count(s, "fwd_macs", w);
-    r.duration_s = seconds(s, "fwd_latency_s", w);
-    r.batch_size = has(s, "batch_size") ? integer(s, "batch_size", w, 0) : 0;
-    r.threads = has(s, "threads") ? count(s, "threads", w) : 0;
-    if (has(s, "bwd_flops")) {
-      r.bwd_flops = count(s, "bwd_flops", w);
-      r.bwd_macs = count(s, "bwd_macs", w);
-      r.bwd_latency_s = seconds(s, "bwd_latency_s", w);
-      r.step_flops = count(s, "step_flops", w);
-      r.step_latency_s = seconds(s, "step_latency_s", w);
-      r.has_backward = r.bwd_flops > 0 || r.bwd_latency_s > 0;
-      r.has_step = r.step_latency_s > 0;
-    } else {
-      lp.missing.push_back("backward");
-    }
-    if (has(s, "fwd_bytes")) {
-      r.fwd_bytes = count(s, "fwd_bytes", w);
-    } else {
-      lp.missing.push_back("bytes");
-    }
-    r.fwd_spread = spread(s, "fwd_spread", w);
-    r.bwd_spread = spread(s, "bwd_spread", w);
-    r.step_spread = spread(s, "step_spread", w);
-  }
-
-  void workload(const json& j, LoadedProfile& lp) {
-    auto it = j.find("workload");
-    if (it == j.end()) {
-      lp.missing.push_back("workload");
-      return;
-    }
-    if (!it->is_object()) fail("\"workload\" is not an object");
-    const json& o = *it;
-    Workload& x = lp.result.workload;
-    const std::string w = "workload";
-    for (const json& i : array(o, "inputs", w)) {
-      if (!i.is_string()) fail("workload.inputs holds a value that is not a string");
-      x.inputs.push_back(i.get<std::string>());
-    }
-    if (has(o, "inputs_source")) x.inputs_source = text(o, "inputs_source", w);
-    x.intra_op_threads = static_cast<int>(integer(o, "intra_op_threads", w, 0, kIntMax));
-    x.libtorch_version = text(o, "libtorch_version", w);
-    x.build_type = text(o, "build_type", w);
-    x.device = text(o, "device", w);
-    x.flopsprof_version = text(o, "flopsprof_version", w);
-    x.profile_step = static_cast<int>(integer(o, "profile_step", w, 0, kIntMax));
-    x.runs = count(o, "runs", w);
-    if (has(o, "capture")) x.capture = text(o, "capture", w);
-    if (has(o, "capture_note")) x.capture_note = text(o, "capture_note", w);
-  }
-
-  void modules(const json& list, ProfileResult& r) {
-    if (list.empty()) fail("\"modules\" is empty (the root model is always listed)");
+    if (list.empty())
+      fail(fmt::format("\"{}\" is empty (the root model is always listed)", fields::kModules));
     std::vector<int> open;  // the modules whose subtree the next one may be in, by depth
     std::unordered_map<std::string, size_t> seen;  // names, which identify modules in a diff
     for (size_t i = 0; i < list.size(); ++i) {
       const json& o = list[i];
-      const std::string w = fmt::format("modules[{}]", i);
+      const std::string w = fmt::format("{}[{}]", fields::kModules, i);
       if (!o.is_object()) fail(w + " is not an object");
       ModuleStats m;
-      m.name = text(o, "name", w);
-      m.type = text(o, "type", w);
-      m.depth = static_cast<int>(integer(o, "depth", w, 0, kIntMax));
-      m.calls = count(o, "calls", w);
-      m.params = count(o, "params", w);
-      m.flops = count(o, "flops", w);
-      m.macs = count(o, "macs", w);
-      m.latency_s = seconds(o, "latency_s", w);
-      if (has(o, "bwd_flops")) {
-        m.bwd_flops = count(o, "bwd_flops", w);
-        m.bwd_latency_s = seconds(o, "bwd_latency_s", w);
-      }
-      if (has(o, "bytes")) m.bytes = count(o, "bytes", w);
-      m.fwd_spread = spread(o, "fwd_spread", w);
-      m.bwd_spread = spread(o, "bwd_spread", w);
-      if (has(o, "ops")) m.ops = ops(array(o, "ops", w), w + ".ops", false);
+      FieldReader f(source_, o, w, lp);
+      fields::module(f, m);
+      f.finish();
       if (i == 0 && (m.depth != 0 || !m.name.empty()))
-        fail("modules[0] is not the root (name \"\", depth 0)");
+        fail(w + " is not the root (name \"\", depth 0)");
       if (i > 0 && m.name.empty()) fail(w + " has the root's name \"\" but is not the root");
       if (auto [it, fresh] = seen.emplace(m.name, i); !fresh)
-        fail(fmt::format("{}: {} is the name of modules[{}] too", w, excerpt(o["name"]),
-                         it->second));
+        fail(fmt::format("{}: {} is the name of {}[{}] too", w, excerpt(json(m.name)),
+                         fields::kModules, it->second));
       // The parent: the nearest earlier module one level up (tree order), the top of `open`
       // once the deeper ones are closed.
       if (i > 0) {
@@ -291,81 +427,22 @@ class Reader {
                            m.depth, open.size() - 1));
         open.resize(static_cast<size_t>(m.depth));
         const int p = open.back();
-        // The file's own "parent" (a name), when present, must be the one its depth says.
-        auto named = o.find("parent");
-        if (named != o.end() &&
-            (!named->is_string() || named->get<std::string>() != r.modules[p].name))
-          fail(fmt::format("{}: \"parent\" is {}, but its depth places it under \"{}\"", w,
-                           excerpt(*named), r.modules[p].name));
+        // The file's own parent (a name), when present, must be the one its depth says.
+        const json* named = f.parent_value();
+        if (named && (!named->is_string() || named->get<std::string>() != r.modules[p].name))
+          fail(fmt::format("{}: \"{}\" is {}, but its depth places it under \"{}\"", w,
+                           f.parent_key(), excerpt(*named), r.modules[p].name));
         m.parent = p;
         r.modules[p].children.push_back(static_cast<int>(i));
+      } else {
+        m.parent = -1;
       }
       open.push_back(static_cast<int>(i));
       r.modules.push_back(std::move(m));
     }
   }
 
-  // A number that may be null (unknown: read as 0, as RegionStats holds unknown rates).
-  double nullable(const json& o, const char* key, const std::string& where) const {
-    auto it = o.find(key);
-    if (it == o.end() || it->is_null()) return 0;
-    return seconds(o, key, where);
-  }
-
-  // The regions (FlopsProfiler::region()): what diff() compares of each.
-  void regions(const json& list, ProfileResult& r) {
-    if (!list.is_array()) fail("\"regions\" is not an array");
-    for (size_t i = 0; i < list.size(); ++i) {
-      const json& o = list[i];
-      const std::string w = fmt::format("regions[{}]", i);
-      if (!o.is_object()) fail(w + " is not an object");
-      RegionStats g;
-      g.name = text(o, "name", w);
-      g.windows = count(o, "windows", w);
-      g.duration_s = seconds(o, "duration_s", w);
-      g.first_s = seconds(o, "first_window_s", w);
-      g.spread = spread(o, "window_spread", w);
-      g.flops = count(o, "flops", w);
-      g.macs = count(o, "macs", w);
-      g.bwd_flops = count(o, "bwd_flops", w);
-      g.bytes = count(o, "bytes", w);
-      auto t = o.find("tokens");
-      if (t != o.end() && !t->is_null()) g.tokens = count(o, "tokens", w);
-      g.tokens_per_s = nullable(o, "tokens_per_s", w);
-      g.flops_per_token = nullable(o, "flops_per_token", w);
-      g.latency_per_token_s = nullable(o, "latency_per_token_s", w);
-      g.mfu = nullable(o, "mfu", w);
-      g.hfu = nullable(o, "hfu", w);
-      g.mbu = nullable(o, "mbu", w);
-      r.regions.push_back(std::move(g));
-    }
-  }
-
-  // An op table's rows: the model's (`phase` and the rest) or a module's own (`with_phase` false:
-  // the slim rows, all forward).
-  std::vector<OpStats> ops(const json& list, const std::string& where, bool with_phase) {
-    std::vector<OpStats> out;
-    for (size_t i = 0; i < list.size(); ++i) {
-      const json& o = list[i];
-      const std::string w = fmt::format("{}[{}]", where, i);
-      if (!o.is_object()) fail(w + " is not an object");
-      OpStats op;
-      op.name = text(o, "name", w);
-      if (with_phase) op.phase = text(o, "phase", w);
-      op.calls = count(o, "calls", w);
-      op.flops = count(o, "flops", w);
-      op.macs = count(o, "macs", w);
-      op.latency_s = seconds(o, "latency_s", w);
-      if (has(o, "has_formula"))
-        op.has_formula = o["has_formula"].is_boolean() && o["has_formula"].get<bool>();
-      if (has(o, "bytes")) op.bytes = count(o, "bytes", w);
-      out.push_back(std::move(op));
-    }
-    return out;
-  }
-
   std::string source_;
-  bool timed_ = true;  // summary.timed: latencies may be null when false
 };
 
 }  // namespace
