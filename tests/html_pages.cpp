@@ -5,6 +5,8 @@
 #include <iostream>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "flopsprof/diff.h"
 #include "flopsprof/report.h"
 
@@ -42,6 +44,31 @@ void write(const std::string& dir, const std::string& name, const ProfileResult&
            const std::vector<flopsprof::BatchSweepRow>& sweep = {}) {
   std::ofstream(dir + "/" + name + ".html") << flopsprof::to_html(r, sweep);
   std::ofstream(dir + "/" + name + ".json") << flopsprof::to_json(r);
+}
+
+// Numbers as the C++ formats them (include/flopsprof/format.h), for the browser test to compare
+// with the page's script: every unit, both sides of each threshold, integers and fractions,
+// negatives. No exact binary ties (0.125: fmt rounds to even, JavaScript's toFixed up).
+void write_formats(const std::string& dir) {
+  const double values[] = {0,         1,      7,        12.3456,  999,    999.994, 1000,
+                           1234.5678, 8.21e9, 109.51e6, 4.09e12,  1.5e15, 2.7e18,  -3.3,
+                           -4.2e7,    0.3,    1e-3,     4.2e-4,   2.5e-7, 0.0123,  1.75,
+                           3599.9,    1e6,    2.5e7,    3.14159e9};
+  std::ofstream f(dir + "/formats.json");
+  f << "[";
+  const char* sep = "";
+  for (double v : values) {
+    const int64_t b = static_cast<int64_t>(v);
+    f << sep
+      << fmt::format(
+             "{{\"x\": {}, \"num\": \"{}\", \"flops\": \"{}\", \"b\": {}, \"bytes\": \"{}\"", v,
+             flopsprof::number_to_string(v), flopsprof::flops_per_second_to_string(v), b,
+             flopsprof::bytes_to_string(b));
+    if (v >= 0) f << fmt::format(", \"dur\": \"{}\"", flopsprof::duration_to_string(v));
+    f << "}";
+    sep = ",\n";
+  }
+  f << "]\n";
 }
 
 }  // namespace
@@ -179,6 +206,7 @@ int main(int argc, char** argv) {
   const flopsprof::ProfileDiff ud = flopsprof::diff(untimed, untimed_more);
   std::ofstream(dir + "/untimed_diff.html") << flopsprof::diff_to_html(ud);
   std::ofstream(dir + "/untimed_diff.json") << flopsprof::diff_to_json(ud);
+  write_formats(dir);
   std::cout << "pages written to " << dir << "\n";
   return 0;
 }

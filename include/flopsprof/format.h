@@ -1,5 +1,7 @@
 // Numbers as the reports write them (DeepSpeed's units): counts scaled to K/M/G/T/P, durations
-// in s/ms/us, rates, intensities and bandwidths. Pure functions, thread-safe.
+// in s/ms/us, rates, intensities and bandwidths, bytes. Pure functions, thread-safe. The HTML
+// page's script formats with the same rules (its `flopsprofFormat`, which the browser test
+// compares with these on one set of values).
 #pragma once
 
 #include <cstdint>
@@ -19,6 +21,9 @@ std::string flops_to_string(uint64_t flops);
 std::string flops_per_second_to_string(double flops_per_second);
 /// "120.53 ms" (seconds in, unit chosen among s, ms, us)
 std::string duration_to_string(double seconds);
+
+/// "1.50 MiB" (binary units, as memory is counted; negative for memory freed)
+std::string bytes_to_string(int64_t bytes);
 
 /// "12.3 FLOP/B"
 std::string intensity_to_string(double flops_per_byte);

@@ -47,4 +47,13 @@ std::string duration_to_string(double seconds) {
   return fmt::format("{:.2f} us", seconds * 1e6);
 }
 
+std::string bytes_to_string(int64_t bytes) {
+  const double b = static_cast<double>(bytes);
+  if (std::fabs(b) >= 1024.0 * 1024.0 * 1024.0)
+    return fmt::format("{:.2f} GiB", b / (1024.0 * 1024.0 * 1024.0));
+  if (std::fabs(b) >= 1024.0 * 1024.0) return fmt::format("{:.2f} MiB", b / (1024.0 * 1024.0));
+  if (std::fabs(b) >= 1024.0) return fmt::format("{:.2f} KiB", b / 1024.0);
+  return fmt::format("{} B", bytes);
+}
+
 }  // namespace flopsprof

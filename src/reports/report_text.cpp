@@ -19,15 +19,6 @@ void line(std::string& out, const std::string& label, const std::string& value) 
   fmt::format_to(std::back_inserter(out), "{:<{}}{}\n", label + ":", width, value);
 }
 
-std::string bytes_to_string(int64_t bytes) {
-  double b = static_cast<double>(bytes);
-  if (std::abs(b) >= 1024.0 * 1024.0 * 1024.0)
-    return fmt::format("{:.2f} GiB", b / (1024.0 * 1024.0 * 1024.0));
-  if (std::abs(b) >= 1024.0 * 1024.0) return fmt::format("{:.2f} MiB", b / (1024.0 * 1024.0));
-  if (std::abs(b) >= 1024.0) return fmt::format("{:.2f} KiB", b / 1024.0);
-  return fmt::format("{} B", bytes);
-}
-
 std::string percent(double part, double whole) {
   return fmt::format("{:.2f}%", whole > 0 ? 100.0 * part / whole : 0.0);
 }

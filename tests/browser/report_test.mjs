@@ -3,7 +3,7 @@
 // the icicle to it, sorting by FLOPs puts the largest module first, hostile names stay text, a
 // 10,000-module page opens and stays responsive, the memory peak is marked, the roofline chart
 // draws its ceilings and modules and selects the one clicked; the diff page colours changed modules
-// and keeps names as text. Screenshots are left in the output directory.
+// and keeps names as text; the page formats numbers as the C++ does. Screenshots are left in the output directory.
 //   node report_test.mjs <pages generator> <BERT example> <output directory>
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
@@ -252,6 +252,22 @@ async function roofline(page, json, name) {
   const rows = await d.page.$$eval('#modules tr[data-name]', (trs) => trs.map((tr) => tr.textContent));
   check(rows.length === 3 && rows.every((t) => t.includes('n/a') && !t.includes(' us')),
         `untimed diff: no latency shown, n/a instead (${rows})`);
+}
+
+// The page formats numbers as the C++ does (include/flopsprof/format.h): the generator wrote the
+// C++'s strings for each value; the page's own formatters must give the same.
+{
+  const { page } = await open('hostile');
+  const cases = JSON.parse(readFileSync(`${out}/formats.json`, 'utf8'));
+  const got = await page.evaluate((cs) => cs.map((c) => ({
+    num: window.flopsprofFormat.num(c.x), flops: window.flopsprofFormat.num(c.x, 'FLOPS'),
+    bytes: window.flopsprofFormat.bytes(c.b), dur: c.dur === undefined ? undefined : window.flopsprofFormat.dur(c.x),
+  })), cases);
+  check(cases.length >= 20, `formats: ${cases.length} values`);
+  cases.forEach((c, i) => {
+    for (const k of ['num', 'flops', 'bytes', 'dur'])
+      if (c[k] !== undefined) check(got[i][k] === c[k], `formats: ${k}(${k === 'bytes' ? c.b : c.x}) is "${got[i][k]}" on the page, "${c[k]}" in C++`);
+  });
 }
 
 await browser.close();
