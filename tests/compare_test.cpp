@@ -118,6 +118,17 @@ TEST(Compare, WidenedLayerAndAddedOpFromTheShapes) {
   }
 }
 
+// The command and get_model_profile name a forward argument the same way (public, as the command
+// uses it): dtype, sizes, the device off the CPU.
+TEST(Compare, AnInputIsDescribedByItsDtypeSizesAndDevice) {
+  EXPECT_EQ(flopsprof::describe_input(torch::ones({2, 8})), "fp32[2, 8]");
+  EXPECT_EQ(flopsprof::describe_input(torch::zeros({3}, torch::kInt64)), "int64[3]");
+  EXPECT_EQ(
+      flopsprof::describe_input(torch::ones({1, 4}, torch::TensorOptions().device(torch::kMeta))),
+      "fp32[1, 4] on meta");
+  EXPECT_EQ(flopsprof::describe_input(torch::Tensor()), "undefined");
+}
+
 TEST(Compare, BatchChangeIsAWorkloadMismatch) {
   const flopsprof::ProfileResult b = profile(Net(16, false), 2).result;
   const flopsprof::ProfileResult n = profile(Net(16, false), 4).result;

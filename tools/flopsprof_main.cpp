@@ -510,8 +510,7 @@ int run(int argc, char** argv) {
   popts.attention = o.attention;
   popts.read_attention_masks = o.read_masks;
   for (const c10::IValue& v : inputs.values) {
-    popts.inputs.push_back(v.isTensor() ? flopsprof::detail::describe_input(v.toTensor())
-                                        : v.tagKind());
+    popts.inputs.push_back(v.isTensor() ? flopsprof::describe_input(v.toTensor()) : v.tagKind());
   }
   // --profile-runs: one profile per run, their spread kept; the first run is the report's and
   // the trace's.

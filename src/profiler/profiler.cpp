@@ -416,14 +416,15 @@ torch::Tensor make_input(const std::vector<int64_t>& shape, const ModelProfileOp
       shape, torch::TensorOptions().dtype(options.input_dtype).device(options.input_device));
 }
 
+}  // namespace detail
+
 std::string describe_input(const torch::Tensor& t) {
   if (!t.defined()) return "undefined";
-  std::string s =
-      fmt::format("{}[{}]", dtype_name(to_dtype(t.scalar_type())), fmt::join(t.sizes(), ", "));
+  std::string s = fmt::format("{}[{}]", dtype_name(detail::to_dtype(t.scalar_type())),
+                              fmt::join(t.sizes(), ", "));
   if (!t.device().is_cpu()) s += " on " + t.device().str();
   return s;
 }
-}  // namespace detail
 
 ModelProfile get_model_profile(std::shared_ptr<torch::nn::Module> model,
                                const std::function<void()>& run_forward,
