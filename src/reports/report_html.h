@@ -18,4 +18,7 @@ std::string json_for_script(const std::string& json);
 /// is given. Every model-provided string is inserted as text, never as markup.
 std::string html_report(const ProfileResult& result, const std::vector<BatchSweepRow>& sweep = {});
 
+/// The page's script (JavaScript, report_html_script.cpp), inserted inline by html_report().
+const char* html_report_script();
+
 }  // namespace flopsprof::detail
