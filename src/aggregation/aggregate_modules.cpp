@@ -153,11 +153,10 @@ void Aggregator::place_device_activity() {
 
 // Modules in tree order, ignored ones folded away; the model's totals.
 void Aggregator::module_table() {
-  remap.assign(num_modules, -1);
+  remap = result_indices(tree);
   std::vector<std::vector<OpStats>> own = own_ops();
   for (int t = 0; t < num_modules; ++t) {
-    if (tree.nodes[t].ignored) continue;
-    remap[t] = static_cast<int>(r.modules.size());
+    if (remap[t] < 0) continue;  // ignored: folded into its ancestors
     ModuleStats s = module_stats(t, std::move(own[t]));
     if (s.parent >= 0) r.modules[s.parent].children.push_back(remap[t]);
     r.modules.push_back(std::move(s));

@@ -20,12 +20,14 @@
 #include <fmt/ranges.h>
 
 #include "aggregation/collectives.h"
+#include "aggregation/op_fold.h"
 #include "aggregation/regions.h"
 #include "formulas/registry.h"
 
 namespace flopsprof::detail::agg {
 
-// Per thread: each op and autograd node into its module, phase and op-table row; steps.
+// Per thread: each autograd node into its module's backward, its steps; then each op into its
+// module, phase and op-table row (op_fold.h).
 void Aggregator::count_events() {
   for (size_t t = 0; t < in.threads.size(); ++t) {
     const ThreadEvents& th = *in.threads[t];
@@ -34,20 +36,13 @@ void Aggregator::count_events() {
     if (n == 0 && th.scopes.empty() && th.steps.empty()) continue;
     ++r.threads;
     r.op_events += n;
-    std::vector<int64_t> child_ns(n, 0);  // time in nested events, for self times
     for (size_t i = 0; i < n; ++i) {
-      if (ev[i].parent >= 0) child_ns[ev[i].parent] += end_of(ev[i]) - ev[i].start_tick;
-    }
-    for (size_t i = 0; i < n; ++i) {
-      if (ev[i].kind == EventKind::kBackwardNode) {
-        count_node(t, i);
-      } else {
-        count_op(t, i, end_of(ev[i]) - ev[i].start_tick - child_ns[i]);
-      }
+      if (ev[i].kind == EventKind::kBackwardNode) count_node(t, i);
     }
     count_steps(t);
     count_nested_unknown_calls(th);
   }
+  for_each_placed_op(in, at, counts, kv, [&](const PlacedOp& op) { count_op(op); });
   // Backward latency: the attribution's backward passes that ran this model's nodes.
   // A pass shared with another profiled model's nodes counts this model's own nodes only.
   std::vector<double> passes;
@@ -83,44 +78,42 @@ void Aggregator::count_node(size_t t, size_t i) {
 }
 
 // An op into its op-table row, then its FLOPs into its phase's totals and its module's.
-void Aggregator::count_op(size_t t, size_t i, int64_t self_ns) {
-  const RawEvent& e = in.threads[t]->events[i];
-  const ThreadAttribution& ta = at.threads[t];
-  const Phase ph = ta.phase[i];
-  if (ph == Phase::kNone) return;
-  const int m = ta.module[i];
-  const bool out_fwd = is_outside_forward(ph, m);
+void Aggregator::count_op(const PlacedOp& p) {
+  const RawEvent& e = *p.event;
+  const Phase ph = p.phase;
+  const int m = p.module;
+  const bool out_fwd = p.outside;
   const int64_t dur = end_of(e) - e.start_tick;
   OpAcc& op = ops[{out_fwd ? kOutsidePhase : static_cast<int>(ph), e.name_id}];
   ++op.calls;
   op.ns += dur;
-  const OpCount& c = counts.threads[t][i];
-  const FlopCount* fc = c.counted();
+  const OpCount& c = *p.count;
+  const FlopCount* fc = p.flops;
   const int level = c.has_bytes() ? in.machine.level_for(c.bytes_total()) : -1;
   add_row(op, c, level);
   if (c.has_bytes()) {
     if (c.bytes != OpCount::kBytesKnown) ++r.bytes_written_unknown_calls;
     add_bytes(ph, m, out_fwd, c, level);
-    if (t < kv.size() && !kv[t].empty() && ph == Phase::kForward && m >= 0) add_kv(m, kv[t][i]);
+    if (p.kv && ph == Phase::kForward && m >= 0) add_kv(m, *p.kv);
   }
   if (ph == Phase::kForward && !out_fwd && m >= 0) add_module_op(m, e.name_id, dur, c, fc);
   if (!fc) {
-    op.uncovered_ns += self_ns;
+    op.uncovered_ns += p.self_ticks;
     if (ph == Phase::kForward && !out_fwd)
-      r.no_formula_s += static_cast<double>(self_ns) * s_per_tick;
+      r.no_formula_s += static_cast<double>(p.self_ticks) * s_per_tick;
   }
   const uint64_t op_bytes = c.has_bytes() ? c.bytes_total() : 0;
   switch (ph) {
     case Phase::kForward:
       if (out_fwd) {
-        add_outside(e, dur, fc, ta.inferred[i] != 0, op_bytes);
+        add_outside(e, dur, fc, p.inferred, op_bytes);
       } else {
-        add_forward(e, m, ta.inferred[i] != 0, fc, c.dtype, op_bytes);
+        add_forward(e, m, p.inferred, fc, c.dtype, op_bytes);
       }
-      if (ta.inferred[i] != 0) add_other_side(e, m, ta.alternative[i], fc, op_bytes);
-      if (unknown_module_call(*in.threads[t], e) >= 0) {
+      if (p.inferred) add_other_side(e, m, p.alternative, fc, op_bytes);
+      if (unknown_module_call(*in.threads[p.thread], e) >= 0) {
         UnknownAcc& u = out_fwd ? unknown_outside : unknown_inside;
-        const bool guess = ta.inferred[i] != 0;
+        const bool guess = p.inferred;
         if (e.parent < 0) {
           ++u.ops;
           u.inferred_ops += guess;
@@ -131,7 +124,7 @@ void Aggregator::count_op(size_t t, size_t i, int64_t self_ns) {
       break;
     case Phase::kBackward:
       if (fc) add_backward(m, *fc, c.dtype);
-      if (ta.inferred[i] != 0) add_inferred_backward(m, fc, op_bytes);
+      if (p.inferred) add_inferred_backward(m, fc, op_bytes);
       break;
     case Phase::kRecompute:
       if (fc) add_recompute(m, *fc, c.dtype);

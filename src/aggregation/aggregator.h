@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "aggregation/aggregate.h"
+#include "aggregation/op_fold.h"
 #include "aggregation/spread.h"
 
 namespace flopsprof::detail::agg {
@@ -190,7 +191,7 @@ class Aggregator {
   void count_node(size_t t, size_t i);
 
   // An op into its op-table row, then its FLOPs into its phase's totals and its module's.
-  void count_op(size_t t, size_t i, int64_t self_ns);
+  void count_op(const PlacedOp& op);
 
   // An op's count into its op-table row: formula state, bytes and their level, FLOPs and MACs.
   void add_row(OpAcc& op, const OpCount& c, int level);

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "aggregation/op_fold.h"
 #include "aggregation/spread.h"
 #include "formulas/common.h"
 
@@ -113,11 +114,8 @@ void split_by_region(const AggregateInput& in, const Analysis& analysis, Profile
   }
   const WindowIndex windows(in.regions, in.stop_tick);
 
-  // Module (tree index, never an ignored one: the attribution folds those) -> result index.
-  std::vector<int> remap(tree.nodes.size(), -1);
-  for (size_t t = 0, k = 0; t < tree.nodes.size(); ++t) {
-    if (!tree.nodes[t].ignored) remap[t] = static_cast<int>(k++);
-  }
+  // Module (tree index) -> result index (ignored ones: none; their work is in their ancestors').
+  const std::vector<int> remap = result_indices(tree);
   for (ModuleStats& m : r.modules) m.regions.assign(n_regions, ModuleRegionStats{});
   auto module_region = [&](int m, int region) -> ModuleRegionStats* {
     const int x = m >= 0 && static_cast<size_t>(m) < remap.size() ? remap[m] : -1;
@@ -126,78 +124,70 @@ void split_by_region(const AggregateInput& in, const Analysis& analysis, Profile
   };
 
   // Ops: each into the region of the window it began in, as the totals count it.
-  for (size_t t = 0; t < in.threads.size(); ++t) {
-    const ThreadEvents& th = *in.threads[t];
-    const ThreadAttribution& ta = at.threads[t];
-    for (size_t i = 0; i < th.events.size(); ++i) {
-      const RawEvent& e = th.events[i];
-      if (e.kind != EventKind::kOp || ta.phase[i] == Phase::kNone) continue;
-      const int w = windows.at(e.start_tick);
-      if (w < 0) continue;
-      const int g = region_of[w];
-      RegionStats& s = r.regions[g];
-      RegionAcc& a = acc[g];
-      const Phase ph = ta.phase[i];
-      const int m = ta.module[i];
-      const OpCount& c = analysis.counts.threads[t][i];
-      const FlopCount* fc = c.counted();
-      const KvBytes* kv = t < analysis.kv.size() && !analysis.kv[t].empty() && c.has_bytes()
-                              ? &analysis.kv[t][i]
-                              : nullptr;
-      const size_t dt = static_cast<size_t>(c.dtype);
-      const uint64_t flops = fc ? fc->flops : 0;
-      if (ph == Phase::kForward && m == kOutsideModel) {
-        add_sat(s.outside_flops, flops);
-        continue;
-      }
-      if (ph == Phase::kForward) {
-        add_sat(s.flops, flops);
-        add_sat(s.macs, fc ? fc->macs : 0);
-        add_sat(s.flops_by_dtype[dt], flops);
-        add_sat(a.model_by_dtype[dt], flops);
-        for (int p = m; p >= 0; p = tree.nodes[p].parent) {
-          if (ModuleRegionStats* x = module_region(p, g)) {
-            add_sat(x->flops, flops);
-            add_sat(x->macs, fc ? fc->macs : 0);
-            add_sat(x->flops_by_dtype[dt], flops);
-            if (c.has_bytes()) add_sat(x->bytes, c.bytes_total());
-            if (kv) {
-              add_sat(x->kv_read_bytes, kv->read);
-              add_sat(x->kv_write_bytes, kv->written);
-            }
+  for_each_placed_op(in, analysis, [&](const PlacedOp& op) {
+    const RawEvent& e = *op.event;
+    const int w = windows.at(e.start_tick);
+    if (w < 0) return;
+    const int g = region_of[w];
+    RegionStats& s = r.regions[g];
+    RegionAcc& a = acc[g];
+    const Phase ph = op.phase;
+    const int m = op.module;
+    const OpCount& c = *op.count;
+    const FlopCount* fc = op.flops;
+    const KvBytes* kv = op.kv;
+    const size_t dt = static_cast<size_t>(c.dtype);
+    const uint64_t flops = fc ? fc->flops : 0;
+    if (op.outside) {
+      add_sat(s.outside_flops, flops);
+      return;
+    }
+    if (ph == Phase::kForward) {
+      add_sat(s.flops, flops);
+      add_sat(s.macs, fc ? fc->macs : 0);
+      add_sat(s.flops_by_dtype[dt], flops);
+      add_sat(a.model_by_dtype[dt], flops);
+      for (int p = m; p >= 0; p = tree.nodes[p].parent) {
+        if (ModuleRegionStats* x = module_region(p, g)) {
+          add_sat(x->flops, flops);
+          add_sat(x->macs, fc ? fc->macs : 0);
+          add_sat(x->flops_by_dtype[dt], flops);
+          if (c.has_bytes()) add_sat(x->bytes, c.bytes_total());
+          if (kv) {
+            add_sat(x->kv_read_bytes, kv->read);
+            add_sat(x->kv_write_bytes, kv->written);
           }
         }
-        if (kv && m >= 0) {
-          add_sat(s.kv_read_bytes, kv->read);
-          add_sat(s.kv_write_bytes, kv->written);
-        }
-        // Tokens of a window given none: the largest indices of its embeddings on the model's
-        // weights (token ids, batch x sequence; a position embedding's may be one sequence only).
-        const size_t k = slot[w];
-        if (!a.window_given[k] && m >= 0 && in.names->name(e.name_id) == "aten::embedding") {
-          a.window_tokens[k] = std::max(a.window_tokens[k], indices_numel(th, e));
-          a.window_found[k] = a.window_tokens[k] > 0;
-        }
-      } else if (ph == Phase::kBackward) {
-        if (m == kOutsideModel) continue;
-        add_sat(s.bwd_flops, flops);
-        add_sat(a.model_by_dtype[dt], flops);
-        for (int p = m; p >= 0; p = tree.nodes[p].parent) {
-          if (ModuleRegionStats* x = module_region(p, g)) add_sat(x->bwd_flops, flops);
-        }
-      } else if (ph == Phase::kRecompute) {
-        add_sat(s.recompute_flops, flops);
-      } else {
-        continue;  // the optimizer step: neither model FLOPs nor the model's bytes
       }
-      // What the hardware ran (HFU): the dense count less what the kernels skipped, recompute in.
-      if (fc) {
-        add_sat(a.hardware_by_dtype[dt],
-                r.kernel_flops(flops, fc->masked_flops, fc->skipped_flops));
+      if (kv && m >= 0) {
+        add_sat(s.kv_read_bytes, kv->read);
+        add_sat(s.kv_write_bytes, kv->written);
       }
-      if (c.has_bytes()) add_sat(s.bytes, c.bytes_total());
+      // Tokens of a window given none: the largest indices of its embeddings on the model's
+      // weights (token ids, batch x sequence; a position embedding's may be one sequence only).
+      const size_t k = slot[w];
+      if (!a.window_given[k] && m >= 0 && in.names->name(e.name_id) == "aten::embedding") {
+        a.window_tokens[k] = std::max(a.window_tokens[k], indices_numel(*in.threads[op.thread], e));
+        a.window_found[k] = a.window_tokens[k] > 0;
+      }
+    } else if (ph == Phase::kBackward) {
+      if (m == kOutsideModel) return;
+      add_sat(s.bwd_flops, flops);
+      add_sat(a.model_by_dtype[dt], flops);
+      for (int p = m; p >= 0; p = tree.nodes[p].parent) {
+        if (ModuleRegionStats* x = module_region(p, g)) add_sat(x->bwd_flops, flops);
+      }
+    } else if (ph == Phase::kRecompute) {
+      add_sat(s.recompute_flops, flops);
+    } else {
+      return;  // the optimizer step: neither model FLOPs nor the model's bytes
     }
-  }
+    // What the hardware ran (HFU): the dense count less what the kernels skipped, recompute in.
+    if (fc) {
+      add_sat(a.hardware_by_dtype[dt], r.kernel_flops(flops, fc->masked_flops, fc->skipped_flops));
+    }
+    if (c.has_bytes()) add_sat(s.bytes, c.bytes_total());
+  });
 
   // Module calls: each into the region of the window it began in.
   for (const CallSpan& c : at.calls) {
