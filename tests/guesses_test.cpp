@@ -1241,4 +1241,53 @@ TEST(Guesses, EachModelsBackwardLatencyIsItsOwnNodesTime) {
   EXPECT_EQ(generator_backward(1), generator_backward(6));
 }
 
+// A scoped parent's own op between two scoped children (a residual add between two blocks,
+// every forward with FLOPSPROF_MODULE(), as in a Llama port annotated throughout): the
+// children's scope records bound their calls exactly, so the add is the parent's, certain. It
+// was marked as placed by op order, the children as maybe missing it, and the message asked
+// for the FLOPSPROF_MODULE() that was there.
+struct ScopedScaleImpl : nn::Module {
+  ScopedScaleImpl() { w = register_parameter("w", torch::ones({64})); }
+  torch::Tensor forward(torch::Tensor x) {
+    FLOPSPROF_MODULE();
+    return torch::relu(x) * w;
+  }
+  torch::Tensor w;
+};
+TORCH_MODULE(ScopedScale);
+
+struct ScopedPairImpl : nn::Module {
+  ScopedPairImpl() {
+    a = register_module("a", ScopedScale());
+    b = register_module("b", ScopedScale());
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    FLOPSPROF_MODULE();
+    torch::Tensor y = a(x);
+    y = y + x;
+    return b(y);
+  }
+  ScopedScale a{nullptr}, b{nullptr};
+};
+TORCH_MODULE(ScopedPair);
+
+TEST(Guesses, AScopedParentsOpBetweenScopedChildrenIsItsOwnCertain) {
+  for (bool grad : {false, true}) {
+    SCOPED_TRACE(grad ? "grad" : "no grad");
+    ScopedPair m;
+    torch::Tensor x = torch::randn({8, 64});
+    const ProfileResult p = profile(
+        m, [&] { m->forward(x); }, grad);
+    // Each child: relu (8 x 64 = 512 FLOPs) and the mul by w (512); the parent's own add: 512.
+    EXPECT_EQ(module(p, "a").flops, 512u + 512u);
+    EXPECT_EQ(module(p, "b").flops, 512u + 512u);
+    EXPECT_EQ(module(p, "").flops, 2 * (512u + 512u) + 512u);
+    for (const auto& mod : p.modules) {
+      EXPECT_EQ(mod.inferred_ops, 0u) << mod.name << "\n" << problems(p);
+      EXPECT_EQ(mod.maybe_missing_ops, 0u) << mod.name << "\n" << problems(p);
+    }
+    EXPECT_FALSE(has_problem(p, "op order")) << problems(p);
+  }
+}
+
 }  // namespace

@@ -216,8 +216,9 @@ int ThreadAttributor::next_child(int ci, const std::string& op, Direction d, int
   return -1;
 }
 
-// Whether the end (start) of every call of `a` is observed: a built-in whose calls are
-// recorded, a built-in with parameters whose forward runs only ops that read them (Linear,
+// Whether the end (start) of every call of `a` is observed: a module with FLOPSPROF_MODULE()
+// (its scope records bound each call), a built-in whose calls are recorded, a built-in with
+// parameters whose forward runs only ops that read them (Linear,
 // BatchNorm, LSTM), or a Sequential whose last (first) child's is (it runs nothing after
 // (before) it).
 bool ThreadAttributor::owned_builtin(int a, bool start) const {
@@ -227,13 +228,13 @@ bool ThreadAttributor::owned_builtin(int a, bool start) const {
 
 bool ThreadAttributor::end_exact(int a) const {
   const ModuleNode& n = tree_.nodes[a];
-  if (n.calls_observed || n.starts_observed || owned_builtin(a, false)) return true;
+  if (scoped_[a] || n.calls_observed || n.starts_observed || owned_builtin(a, false)) return true;
   return is_container(a) && !never_called(a) && !n.children.empty() && end_exact(n.children.back());
 }
 
 bool ThreadAttributor::start_exact(int a) const {
   const ModuleNode& n = tree_.nodes[a];
-  if (n.calls_observed || n.starts_observed || owned_builtin(a, true)) return true;
+  if (scoped_[a] || n.calls_observed || n.starts_observed || owned_builtin(a, true)) return true;
   return is_container(a) && !never_called(a) && !n.children.empty() &&
          start_exact(n.children.front());
 }
