@@ -135,6 +135,16 @@ TEST(RooflineRun, LinearAndEmbeddingAsTheIssueCountsThem) {
   EXPECT_EQ(prof.get_module("").bytes_read, 720u);
   // no FLOPs: memory-bound (intensity 0), its share the bandwidth it reached
   EXPECT_EQ(prof.get_module("").roofline.bound, "memory");
+  // MFU and HFU have no FLOPs to rate (no dtype's peak applies): unknown, null in the JSON, n/a
+  // in the text (docs/json.md); MBU is its bytes over its time against the given 10 GB/s.
+  const flopsprof::ModuleStats& m = prof.get_module("");
+  EXPECT_EQ(m.mfu, 0.0);
+  EXPECT_EQ(m.hfu, 0.0);
+  ASSERT_GT(m.latency_s, 0.0);
+  EXPECT_DOUBLE_EQ(m.mbu, 1360.0 / (m.latency_s + m.bwd_latency_s) / 10e9);
+  const auto j = nlohmann::json::parse(prof.to_json());
+  EXPECT_TRUE(j["modules"][0]["mfu"].is_null());
+  EXPECT_TRUE(j["modules"][0]["mbu"].is_number());
 }
 
 // A module whose forward repeats a tensor, multiplies by a broadcast view, reshapes a transposed
