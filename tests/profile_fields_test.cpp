@@ -1,5 +1,8 @@
 // The profile's JSON tables (src/reports/profile_fields.h): every field the writer writes from a
 // table comes back from the reader with its value, and no table spells a key twice.
+#include <cctype>
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 #include <vector>
@@ -20,7 +23,10 @@ namespace fields = detail::fields;
 // "t<n>", a dtype picked by n), so that a field read into another's member shows.
 class Filler {
  public:
-  explicit Filler(ProfileResult& r, bool slim = false) : r_(r), slim_(slim) {}
+  /// `sparse`: what the writer writes as null or leaves out instead (unknown rates, no time, no
+  /// device) is left 0; flags alternate.
+  explicit Filler(ProfileResult& r, bool slim = false, bool sparse = false)
+      : r_(r), slim_(slim), sparse_(sparse) {}
   ProfileResult& result() { return r_; }
 
   template <class T>
@@ -34,23 +40,34 @@ class Filler {
   void text(std::string_view, std::string& v, fields::Need n = {}) {
     if (!skip(n)) v = fmt::format("t{}", next());
   }
-  void text_or_null(std::string_view k, std::string& v) { text(k, v); }
+  void text_or_null(std::string_view k, std::string& v) {
+    if (!sparse_) text(k, v);
+  }
   void flag(std::string_view, bool& v, fields::Need n = {}) {
-    if (!skip(n)) v = true;
+    if (!skip(n)) v = !sparse_ || next() % 2 == 0;
   }
   void seconds(std::string_view, double& v, fields::Need n = {}) {
     if (!skip(n)) v = static_cast<double>(next()) / 4;
   }
-  void timed(std::string_view k, double& v, fields::Need n = {}) { seconds(k, v, n); }
+  void timed(std::string_view k, double& v, fields::Need n = {}) {
+    if (!sparse_) seconds(k, v, n);
+  }
   // Rates and ratios as large as a GPU's (1e15 FLOP/s and more), durations as a profile's.
-  void timed_rate(std::string_view k, double& v, fields::Need n = {}) { rate(k, v, n); }
+  void timed_rate(std::string_view k, double& v, fields::Need n = {}) {
+    if (!sparse_) rate(k, v, n);
+  }
   void number(std::string_view k, double& v, fields::Need n = {}) { rate(k, v, n); }
-  void known(std::string_view k, double& v, fields::Need n = {}) { rate(k, v, n); }
+  void known(std::string_view k, double& v, fields::Need n = {}) {
+    if (!sparse_) rate(k, v, n);
+  }
   void rate(std::string_view, double& v, fields::Need n) {
     if (!skip(n)) v = static_cast<double>(next()) * 1e13 + 0.25;
   }
-  void known_count(std::string_view k, uint64_t& v, fields::Need n = {}) { count(k, v, n); }
+  void known_count(std::string_view k, uint64_t& v, fields::Need n = {}) {
+    if (!sparse_) count(k, v, n);
+  }
   void share(std::string_view, double& share, bool& timed, const std::string&) {
+    if (sparse_) return;  // no time: null
     share = static_cast<double>(next()) / 4;
     timed = true;
   }
@@ -80,7 +97,7 @@ class Filler {
     if (skip(n)) return;
     v.resize(2);
     for (T& x : v) {
-      Filler inner(r_, slim);
+      Filler inner(r_, slim, sparse_);
       inner.n_ = n_;
       table(inner, x);
       n_ = inner.n_;
@@ -92,12 +109,13 @@ class Filler {
   }
 
  private:
-  bool skip(fields::Need n) const { return n.full && slim_; }
+  bool skip(fields::Need n) const { return (n.full && slim_) || (n.gpu && sparse_); }
   uint64_t next() { return ++n_; }
   DType pick() { return static_cast<DType>(1 + next() % (static_cast<size_t>(DType::kCount) - 1)); }
 
   ProfileResult& r_;
   bool slim_;
+  bool sparse_;
   uint64_t n_ = 0;
 };
 
@@ -196,9 +214,9 @@ std::vector<std::string> dump(const ProfileResult& r) {
 }
 
 // A profile with every table's field set, each to its own value.
-ProfileResult filled() {
+ProfileResult filled(bool sparse = false) {
   ProfileResult r;
-  Filler f(r);
+  Filler f(r, false, sparse);
   fields::workload(f, r);
   fields::summary(f, r);
   f.list("modules", r.modules, [](auto& v, auto& m) { fields::module(v, m); });
@@ -212,9 +230,10 @@ ProfileResult filled() {
   r.modules[1].depth = 1;
   r.modules[1].parent = 0;
   r.modules[0].children = {1};
-  r.gpu.measured = true;
+  r.gpu.measured = !sparse;
   r.gpu.backend = "cupti";
   r.memory.tracked = true;
+  if (sparse) r.timed = false;  // every duration and rate null
   return r;
 }
 
@@ -270,9 +289,10 @@ class Keys {
   void parent(std::string_view k, int) { add(k); }
   void spread(std::string_view k, const LatencySpread&) { add(k); }
   void roofline(const std::string& prefix, const RooflinePoint& p, fields::Need = {}) {
-    fields::roofline(*this, prefix, p);
+    fields::roofline(*this, unprefixed ? std::string() : prefix, p);
   }
   void strings(std::string_view k, const std::vector<std::string>&, fields::Need = {}) { add(k); }
+  bool unprefixed = false;  // a roofline point's keys without their "fwd_" / "bwd_" / "step_"
   template <class T, class Table>
   void list(std::string_view k, const std::vector<T>&, Table, fields::Need = {}, bool = false) {
     add(k);
@@ -308,6 +328,84 @@ TEST(ProfileFields, NoTableSpellsAKeyTwice) {
       "region", [](auto& v, auto& x) { fields::region(v, x); }, r.regions[0], r);
   expect_unique(
       "memory", [](auto& v, auto& x) { fields::memory(v, x); }, r.memory, r);
+}
+
+// With no time, no device and nothing known of the rates, the writer writes nulls (and leaves the
+// device's fields out); the reader takes them back as the zeros and falses they stand for, and
+// flags come back false as well as true.
+TEST(ProfileFields, NullsAndFalsesComeBackAsWritten) {
+  const ProfileResult r = filled(true);
+  ASSERT_FALSE(r.timed);
+  const std::string text = to_json(r, 1);
+  EXPECT_NE(text.find("\"fwd_latency_s\": null"), std::string::npos);
+  EXPECT_NE(text.find("\"mfu\": null"), std::string::npos);
+  EXPECT_NE(text.find("\"tokens\": null"), std::string::npos);
+  EXPECT_EQ(text.find("\"device_fwd_s\""), std::string::npos);
+  EXPECT_NE(text.find("false"), std::string::npos);
+  const LoadedProfile back = profile_from_json(text, "sparse");
+  const std::vector<std::string> written = dump(r), read = dump(back.result);
+  ASSERT_EQ(read.size(), written.size());
+  for (size_t i = 0; i < written.size(); ++i) EXPECT_EQ(read[i], written[i]);
+}
+
+// Every key of every table is in the schema's documentation (docs/json.md), as a word: a key
+// renamed in a table without the document fails here.
+TEST(ProfileFields, EveryKeyIsDocumented) {
+  std::ifstream f(std::string(FLOPSPROF_EXPORTED_DIR) + "/../../docs/json.md");
+  ASSERT_TRUE(f) << "docs/json.md";
+  const std::string doc((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  auto documented = [&](const std::string& key) {
+    auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    for (size_t at = doc.find(key); at != std::string::npos; at = doc.find(key, at + 1)) {
+      const bool before = at > 0 && word(doc[at - 1]);
+      const bool after = at + key.size() < doc.size() && word(doc[at + key.size()]);
+      if (!before && !after) return true;
+    }
+    return false;
+  };
+  const ProfileResult r = filled();
+  Keys k(r);
+  k.unprefixed = true;
+  fields::summary(k, r);
+  fields::workload(k, r);
+  fields::module(k, r.modules[1]);
+  fields::op(k, r.ops[0]);
+  fields::region(k, r.regions[0]);
+  fields::memory(k, r.memory);
+  fields::spread(k, r.fwd_spread);
+  const KernelStats kernel;
+  fields::kernel(k, kernel);
+  for (const char* section : {fields::kWorkload, fields::kSummary, fields::kModules, fields::kOps,
+                              fields::kRegions, fields::kMemory, fields::kProblems})
+    k.keys.emplace_back(section);
+  ASSERT_GT(k.keys.size(), 150u);
+  for (const std::string& key : k.keys) EXPECT_TRUE(documented(key)) << key;
+}
+
+// Profiles written by earlier flopsprofs (the fuzzer's seeds, committed before the tables) read
+// as they did; a batch size below 0 is refused, as it was.
+TEST(ProfileFields, EarlierProfilesReadAndANegativeBatchIsRefused) {
+  const std::string dir = std::string(FLOPSPROF_EXPORTED_DIR) + "/../fuzz/corpus/profile_json/";
+  for (const char* name : {"valid.json", "regions.json", "chain.json"}) {
+    const LoadedProfile p = load_profile_json(dir + name);
+    EXPECT_FALSE(p.result.modules.empty()) << name;
+    EXPECT_EQ(p.result.modules[0].name, "") << name;
+  }
+  ProfileResult r = filled();
+  std::string text = to_json(r, 1);
+  const std::string key = fmt::format("\"batch_size\": {}", r.batch_size);
+  const size_t summary = text.find("\"summary\"");
+  const size_t at = text.find(key, summary);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, key.size(), "\"batch_size\": -4");
+  try {
+    profile_from_json(text, "negative");
+    FAIL() << "read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("summary: \"batch_size\" is not a count (-4)"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // A group is all or none: the summary's backward keys half there is a corrupt file, named.

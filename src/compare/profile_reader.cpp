@@ -102,7 +102,11 @@ class FieldReader {
     if (!v) return;
     if (!v->is_number_unsigned() && !(v->is_number_integer() && v->get<int64_t>() >= 0))
       fail(fmt::format("{}: \"{}\" is not a count ({})", where_, k, excerpt(*v)));
-    out = v->get<uint64_t>();
+    const uint64_t x = v->get<uint64_t>();
+    if (x > static_cast<uint64_t>(std::numeric_limits<T>::max()))  // a count held signed
+      fail(fmt::format("{}: \"{}\" is {}, outside [0, {}]", where_, k, excerpt(*v),
+                       std::numeric_limits<T>::max()));
+    out = static_cast<T>(x);
   }
   // An integer in the range of T; an int (depths, threads, sizes) is never negative.
   template <class T>
@@ -378,7 +382,6 @@ class Reader {
     r.has_backward = r.bwd_flops > 0 || r.bwd_latency_s > 0;
     r.has_step = r.step_latency_s > 0;
     modules(array(j, fields::kModules, "the profile"), lp);
-    r.ops.clear();
     doc.list(
         fields::kOps, r.ops, [](auto& v, auto& o) { fields::op(v, o); }, fields::kRequired);
     if (auto it = j.find(fields::kMemory); it != j.end() && it->is_object()) {

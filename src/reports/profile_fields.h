@@ -5,7 +5,7 @@
 // every field, writes, reads back and compares.
 //
 // A visitor `v` has one method per kind; `S` is the struct, const for the writer:
-//   count       uint64_t, a number >= 0
+//   count       a number >= 0 (uint64_t, or a signed member that is never negative)
 //   integer     int or int64_t
 //   text, flag  std::string, bool
 //   seconds     a duration, always written (null when not finite)
@@ -147,7 +147,7 @@ void summary(V& v, R& r) {
   v.integer("world_size", r.world_size);
   v.integer("data_parallel_size", r.data_parallel_size);
   v.integer("model_parallel_size", r.model_parallel_size);
-  v.integer("batch_size", r.batch_size);
+  v.count("batch_size", r.batch_size);  // int64_t, never negative
   constexpr Need bwd = lacks("backward");
   v.count("bwd_flops", r.bwd_flops, bwd);
   v.count("bwd_macs", r.bwd_macs, bwd);
