@@ -48,12 +48,14 @@ void write(const std::string& dir, const std::string& name, const ProfileResult&
 
 // Numbers as the C++ formats them (include/flopsprof/format.h), for the browser test to compare
 // with the page's script: every unit, both sides of each threshold, integers and fractions,
-// negatives. No exact binary ties (0.125: fmt rounds to even, JavaScript's toFixed up).
+// negatives, and exact binary ties (1.125: fmt rounds them to the even digit, JavaScript's toFixed
+// away from zero; the page's formatters round as fmt does).
 void write_formats(const std::string& dir) {
-  const double values[] = {0,         1,      7,        12.3456,  999,    999.994, 1000,
-                           1234.5678, 8.21e9, 109.51e6, 4.09e12,  1.5e15, 2.7e18,  -3.3,
-                           -4.2e7,    0.3,    1e-3,     4.2e-4,   2.5e-7, 0.0123,  1.75,
-                           3599.9,    1e6,    2.5e7,    3.14159e9};
+  const double values[] = {
+      0,        1,       7,      12.3456, 999,     999.994, 1000,      1234.5678, 8.21e9,
+      109.51e6, 4.09e12, 1.5e15, 2.7e18,  -3.3,    -4.2e7,  0.3,       1e-3,      4.2e-4,
+      2.5e-7,   0.0123,  1.75,   3599.9,  1e6,     2.5e7,   3.14159e9, 1.125,     1.375,
+      2.625,    -1.125,  0.125,  1125,    1179648, 2625e6,  7.875e-3,  1125000,   1135000};
   std::ofstream f(dir + "/formats.json");
   f << "[";
   const char* sep = "";

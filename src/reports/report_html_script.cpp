@@ -15,22 +15,30 @@ constexpr const char* kScript = R"JS(
   const el = (tag, cls, text) => { const e = document.createElement(tag); if (cls) e.className = cls; if (text !== undefined) e.textContent = text; return e; };
   // Numbers as include/flopsprof/format.h writes them (number_to_string with a unit,
   // duration_to_string, bytes_to_string); the browser test compares them with the C++ on one set
-  // of values. toFixed rounds an exact binary tie (0.125) up where fmt rounds it to even.
-  const fixed = (x) => Number.isInteger(x) ? String(x) : x.toFixed(2);
+  // of values. fixed2 is C's %.2f: toFixed rounds an exact binary tie (an odd multiple of 1/8,
+  // such as 1.125) away from zero, fmt to the even digit.
+  const fixed2 = (x) => {
+    const s = x.toFixed(2);
+    const eighths = x * 8;  // exact: a power of two
+    if (!Number.isInteger(eighths) || Math.abs(eighths) % 2 !== 1 || Number(s.slice(-1)) % 2 === 0) return s;
+    return (Math.sign(x) * (Math.abs(x) - 0.005)).toFixed(2);
+  };
+  const fixed = (x) => Number.isInteger(x) ? String(x) : fixed2(x);
   const num = (x, unit) => {
     if (x === null || x === undefined || !isFinite(x)) return 'n/a';
     const a = Math.abs(x);
     const scaled = [[1e15, 'P'], [1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'K']].find(([k]) => a >= k);
-    const s = scaled ? (x / scaled[0]).toFixed(2) + ' ' + scaled[1] : fixed(x) + ' ';
+    const s = scaled ? fixed2(x / scaled[0]) + ' ' + scaled[1] : fixed(x) + ' ';
     return (s + (unit || '')).trim();
   };
-  const g3 = (x) => {  // C's %.3g above 1e6: "1.5e+06"
-    const [m, e] = x.toExponential(2).split('e');
-    const n = Number(e);
+  const g3 = (x) => {  // C's %.3g above 1e6: "1.5e+06"; an exact tie in the third digit to even
+    let [m, e] = x.toExponential(2).split('e');
+    const n = Number(e), unit = 10 ** (n - 2);  // the third digit's place value
+    if (x % unit === unit / 2 && Number(m.slice(-1)) % 2 === 1) [m] = (x - unit / 2).toExponential(2).split('e');
     return m.replace(/\.?0+$/, '') + 'e' + (n < 0 ? '-' : '+') + String(Math.abs(n)).padStart(2, '0');
   };
-  const dur = (s) => !Number.isFinite(s) ? 'n/a' : s >= 1e6 ? g3(s) + ' s' : s >= 1 ? s.toFixed(2) + ' s' : s >= 1e-3 ? (s * 1e3).toFixed(2) + ' ms' : (s * 1e6).toFixed(2) + ' us';
-  const bytes = (b) => { const a = Math.abs(b); return a >= 2 ** 30 ? (b / 2 ** 30).toFixed(2) + ' GiB' : a >= 2 ** 20 ? (b / 2 ** 20).toFixed(2) + ' MiB' : a >= 1024 ? (b / 1024).toFixed(2) + ' KiB' : b + ' B'; };
+  const dur = (s) => !Number.isFinite(s) ? 'n/a' : s >= 1e6 ? g3(s) + ' s' : s >= 1 ? fixed2(s) + ' s' : s >= 1e-3 ? fixed2(s * 1e3) + ' ms' : fixed2(s * 1e6) + ' us';
+  const bytes = (b) => { const a = Math.abs(b); return a >= 2 ** 30 ? fixed2(b / 2 ** 30) + ' GiB' : a >= 2 ** 20 ? fixed2(b / 2 ** 20) + ' MiB' : a >= 1024 ? fixed2(b / 1024) + ' KiB' : b + ' B'; };
   window.flopsprofFormat = { num, dur, bytes };
   const rate = (f, s) => s > 0 ? f / s : 0;
   const label = (m) => m.name === '' ? '(root)' : m.name;
