@@ -387,6 +387,7 @@ std::string describe_input(const torch::Tensor& t);
 
 }  // namespace flopsprof
 
+#define FLOPSPROF_PROFILER_H_DECLARED  // what detail/get_model_profile.h uses is declared
 #include "flopsprof/detail/get_model_profile.h"
 
 namespace flopsprof {

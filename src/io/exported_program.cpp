@@ -2,11 +2,11 @@
 // itself is read by exported_program_json.cpp).
 #include "io/exported_program.h"
 
-#include <algorithm>
-#include <cctype>
-#include <limits>
+#include <map>
 #include <optional>
 #include <set>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 

@@ -84,11 +84,7 @@ std::string bound_share(const RooflinePoint& p, const MachinePeaks& m) {
          (p.above_ceiling ? "!" : "");
 }
 
-}  // namespace detail::text
-
 namespace {
-
-using namespace detail::text;
 
 // The roofline's summary lines: bytes per phase, intensity, the ceilings and their sources,
 // and the share of them the model reached.
@@ -545,10 +541,10 @@ void summary(std::string& out, const ProfileResult& r, const ReportOptions& o) {
 }
 
 }  // namespace
-
-using namespace detail::text;
+}  // namespace detail::text
 
 std::string format_text_report(const ProfileResult& result, const ReportOptions& options) {
+  namespace text = detail::text;
   if (options.module_depth < -1) {
     throw Error(fmt::format("module_depth = {} is invalid; pass -1 for all depths or a depth >= 0",
                             options.module_depth));
@@ -557,14 +553,14 @@ std::string format_text_report(const ProfileResult& result, const ReportOptions&
     throw Error(fmt::format("top_modules = {} is invalid; pass a count >= 1", options.top_modules));
   }
   std::string out;
-  summary(out, result, options);
-  if (!result.regions.empty()) regions(out, result, options);
-  aggregated(out, result, options);
-  if (options.detailed) detailed(out, result, options);
-  if (options.roofline) op_roofline(out, result);
-  if (result.gpu.measured) kernel_table(out, result, options);
-  if (!result.collectives.empty()) collectives(out, result);
-  if (result.distributed) ranks(out, *result.distributed, options);
+  text::summary(out, result, options);
+  if (!result.regions.empty()) text::regions(out, result, options);
+  text::aggregated(out, result, options);
+  if (options.detailed) text::detailed(out, result, options);
+  if (options.roofline) text::op_roofline(out, result);
+  if (result.gpu.measured) text::kernel_table(out, result, options);
+  if (!result.collectives.empty()) text::collectives(out, result);
+  if (result.distributed) text::ranks(out, *result.distributed, options);
   out += "------------------------------------------------------------------------------\n";
   return detail::terminal_safe(out);
 }

@@ -3,6 +3,10 @@
 // ModelProfile); include profiler.h instead.
 #pragma once
 
+#ifndef FLOPSPROF_PROFILER_H_DECLARED
+#error "include <flopsprof/profiler.h>, which includes this header after what it uses"
+#endif
+
 #include <memory>
 #include <tuple>
 #include <type_traits>
