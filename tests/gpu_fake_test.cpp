@@ -199,7 +199,9 @@ TEST(FakeDeviceEvents, NoElapsedFunctionFallsBackToTheHostClockWithTheReason) {
   const flopsprof::ProfileResult& r = prof.result();
   EXPECT_EQ(r.gpu.backend, "host clock");
   EXPECT_FALSE(r.gpu.measured);
-  EXPECT_EQ(r.correction.not_removed, "");  // no CUPTI: nothing known to stay in the latencies
+  // No CUPTI: its cost is not among what stays in the latencies (a first profile in a process may
+  // say its cold start there).
+  EXPECT_EQ(r.correction.not_removed.find("CUPTI"), std::string::npos) << r.correction.not_removed;
   EXPECT_NE(r.gpu.reason.find("no elapsed-time function for PRIVATEUSEONE events"),
             std::string::npos)
       << r.gpu.reason;

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
+#include "capture/calibration.h"
 #include "capture/cost_removal.h"
 #include "capture/names.h"
 #include "capture_path.h"
@@ -170,6 +171,53 @@ TEST(LatencyCorrection, AStepTimerIsNotCorrectedAndSaysWhy) {
   EXPECT_EQ(r.duration_s, r.duration_raw_s);
   EXPECT_NE(prof.model_profile_string().find("none (latencies include flopsprof's own cost)"),
             std::string::npos);
+}
+
+// A new process's first profiler: the one-off work (the dispatch kernels installed, the path's
+// cost measured) runs when the profiler is made, not at its start, and leaves the program's
+// random numbers as they were; a profile that starts with no built-in module call since that work
+// says its first ops ran cold; the next one, after the first one's forward, does not. Returns
+// what failed (0: nothing), in a process of its own (the work is done once per process).
+int first_profiler_in_a_process() {
+  if (d::cached_capture_cost(true).calibrated || d::cached_capture_cost(false).calibrated) {
+    std::fprintf(stderr, "a path was measured before the first profiler was made\n");
+    return 1;
+  }
+  torch::nn::Linear model(8, 8);
+  torch::NoGradGuard no_grad;
+  const torch::Tensor x = torch::ones({2, 8});
+  torch::manual_seed(7);
+  const torch::Tensor expected = torch::rand({16});
+  torch::manual_seed(7);
+  flopsprof::FlopsProfiler prof(model.ptr());
+  if (!d::cached_capture_cost(true).calibrated && !d::cached_capture_cost(false).calibrated) {
+    std::fprintf(stderr, "making the profiler did not measure the path's cost\n");
+    return 2;
+  }
+  if (!torch::equal(torch::rand({16}), expected)) {
+    std::fprintf(stderr, "the one-off work changed the program's random numbers\n");
+    return 3;
+  }
+  int failed = 0;
+  for (int k = 0; k < 2; ++k) {
+    prof.start_profile();
+    model->forward(x);
+    prof.stop_profile();
+    const flopsprof::LatencyCorrection& c = prof.result().correction;
+    const bool said = c.not_removed.find("one-off work") != std::string::npos;
+    if (!c.applied || said != (k == 0)) {
+      std::fprintf(stderr, "profile %d: applied %d, not_removed \"%s\"\n", k, c.applied,
+                   c.not_removed.c_str());
+      failed = 4 + k;
+    }
+  }
+  if (prof.model_profile_string().find("one-off work") != std::string::npos) failed = 6;
+  return failed;
+}
+
+TEST(LatencyCorrection, OneOffWorkRunsWhenTheFirstProfilerIsMadeAndAColdStartSaysSo) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // a new process: the work is done once in one
+  EXPECT_EXIT(std::exit(first_profiler_in_a_process()), ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

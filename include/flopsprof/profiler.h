@@ -208,6 +208,11 @@ class RegionScope {
 class FlopsProfiler {
  public:
   /// Profiles `model` (the root of the module tree). Throws `Error` when `model` is null.
+  /// The first profiler made in a process (of each capture path) does flopsprof's one-off work
+  /// here, about 10 ms: the dispatch interceptor installed, the path's own cost measured
+  /// (docs/cost.md, "Latency correction"). It evicts the program's caches: make the profiler
+  /// before the program's warm-up, not right before `start_profile()`, or the first profiled
+  /// ops read slow (the result's `correction.not_removed` says so when nothing ran between).
   explicit FlopsProfiler(std::shared_ptr<torch::nn::Module> model, ProfilerOptions options = {});
   /// Accepts a `torch::nn::ModuleHolder` (e.g. `torch::nn::Linear`) or a user holder.
   template <class Holder, class = std::enable_if_t<

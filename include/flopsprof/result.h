@@ -407,7 +407,9 @@ struct LatencyCorrection {
   double nested_record_ns = 0;
   /// flopsprof's own cost that stays in the host latencies, not measured apart ("" when none is
   /// known): CUPTI's recording of every CUDA runtime and driver API call, which linking kernels
-  /// to ops needs (gpu.backend "cupti").
+  /// to ops needs (gpu.backend "cupti"); the cold caches of a profile started right after
+  /// flopsprof's one-off work in the process (its dispatch kernels installed, its cost measured)
+  /// with no call of a built-in module between them. "; " between the two.
   std::string not_removed;
 };
 

@@ -27,6 +27,7 @@
 #include <torch/optim.h>
 #include <torch/version.h>
 
+#include "capture/calibration.h"
 #include "capture/observer.h"
 #include "flopsprof/error.h"
 #include "flopsprof/scope.h"
@@ -201,6 +202,8 @@ namespace {
 class BuiltinCall {
  public:
   explicit BuiltinCall(const torch::nn::Module* module) noexcept {
+    if (g_setup_unwarmed.load(std::memory_order_relaxed))
+      g_setup_unwarmed.store(false, std::memory_order_relaxed);
     if (g_scope_demand.load(std::memory_order_relaxed) != 0) {
       active_ = true;
       open_scope_records(module, handles_, ScopeKind::kBuiltin);
@@ -234,6 +237,8 @@ class OptimizerStep {
 
 // The start of a call of `module` (its forward is inline): a start-only record.
 void mark_call_start(const torch::nn::Module* module) noexcept {
+  if (g_setup_unwarmed.load(std::memory_order_relaxed))
+    g_setup_unwarmed.store(false, std::memory_order_relaxed);
   if (g_scope_demand.load(std::memory_order_relaxed) == 0) return;
   ScopeHandles handles;
   open_scope_records(module, handles, ScopeKind::kStart);

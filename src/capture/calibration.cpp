@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/torch.h>
 
@@ -57,8 +58,14 @@ CaptureCost measure(bool dispatch) {
   {
     Unobserved unobserved;
     x = at::ones({1, 4});
+    // The Linear's initialisation draws from the default generator: its state is put back, so
+    // that the program's random numbers (initialisations, dropout masks) are those it would have
+    // drawn without flopsprof.
+    at::Generator gen = at::detail::getDefaultCPUGenerator();
+    const at::Tensor state = gen.get_state();
     model = torch::nn::Sequential(torch::nn::Identity(), torch::nn::Linear(4, 4),
                                   torch::nn::Softplus());
+    gen.set_state(state);
   }
   const ModelIndex index = build_model_index(*model, {});
   std::shared_ptr<torch::nn::Module> modules[3] = {model[0], model[1], model[2]};
@@ -220,12 +227,53 @@ CaptureCost capture_cost(bool dispatch) {
   std::optional<CaptureCost>& cached = g_cost[dispatch ? 1 : 0];
   if (cached) return *cached;
   if (any_session_active()) return {};  // its records would take the measurement's ops
+  const auto t0 = std::chrono::steady_clock::now();
   try {
     cached = measure(dispatch);
   } catch (...) {
     return {};  // the path cannot start here: its start will say why
   }
+  note_setup_work(dispatch ? "its own cost on the dispatch path measured"
+                           : "its own cost on the RecordFunction path measured",
+                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                      .count());
   return *cached;
+}
+
+namespace {
+std::mutex g_setup_mu;
+SetupWork g_setup;  // guarded by g_setup_mu
+}  // namespace
+
+std::atomic<bool> g_setup_unwarmed{false};
+
+SetupWork setup_work() {
+  std::lock_guard<std::mutex> lock(g_setup_mu);
+  return g_setup;
+}
+
+void note_setup_work(const char* what, double ms) noexcept {
+  try {
+    std::lock_guard<std::mutex> lock(g_setup_mu);
+    ++g_setup.generation;
+    g_setup.what = what;
+    g_setup.ms = ms;
+    g_setup_unwarmed.store(true, std::memory_order_relaxed);
+  } catch (...) {  // a lost note: at worst a cold start goes unsaid
+  }
+}
+
+void prepare_capture(CaptureRequest request, bool host_clock) noexcept {
+  bool dispatch = false;
+  if (request != CaptureRequest::kRecordFunction) dispatch = install_interceptor().empty();
+  if (request == CaptureRequest::kDispatch && !dispatch) return;  // the start will say why
+  if (host_clock) (void)capture_cost(dispatch);
+}
+
+CaptureCost cached_capture_cost(bool dispatch) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  const std::optional<CaptureCost>& cached = g_cost[dispatch ? 1 : 0];
+  return cached ? *cached : CaptureCost{};
 }
 
 }  // namespace flopsprof::detail

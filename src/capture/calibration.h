@@ -2,7 +2,10 @@
 // calibrates its zones), so that latencies can be reported with it removed (cost_removal.h).
 #pragma once
 
+#include <atomic>
 #include <string>
+
+#include "capture/observer.h"
 
 namespace flopsprof::detail {
 
@@ -25,11 +28,43 @@ struct CaptureCost {
   RecordCost op, boxed_op, call;
 };
 
-/// The cost of `dispatch`'s path in this process: measured the first time (about 5 ms: a few
+/// The cost of `dispatch`'s path in this process: measured the first time (about 5-10 ms: a few
 /// hundred tiny ops and module calls with and without a private profile of this thread, timed
 /// on the host clock, medians of rounds), then cached. Measures only while no profile runs (a
 /// running one would record the measurement's ops): otherwise the cached value, or none
-/// (`calibrated` false). Not thread-safe against itself: called under the recording's start.
+/// (`calibrated` false). Called when a profile stops, never when one starts: the measurement's
+/// milliseconds would leave the program's caches cold for the first profiled forward (a ViT's
+/// read 2.3 x its unprofiled time, against 1.05-1.1 x in later profiles; bench/RESULTS.md).
+/// Not thread-safe against itself: called under the recording's stop.
 CaptureCost capture_cost(bool dispatch);
+
+/// The one-off work flopsprof does once per process before its records can be taken and corrected
+/// (installing the interceptor's kernels: registrations that rewrite every operator's dispatch
+/// table; measuring a path's cost): a few milliseconds whose memory traffic evicts the program's
+/// caches, so that ops run right after it read high (bench/RESULTS.md). `generation` counts the
+/// times any of it ran; `what` and `ms` say what the last ran and how long it took. Thread-safe.
+struct SetupWork {
+  uint64_t generation = 0;
+  std::string what;
+  double ms = 0;
+};
+SetupWork setup_work();
+/// True from one-off work's end until the program's next call of a built-in module (observed by
+/// capture/builtin_calls.cpp at the cost of this relaxed load while it is false): a profile that
+/// starts while it is true starts with the caches that work evicted.
+extern std::atomic<bool> g_setup_unwarmed;
+/// Records that one-off work `what` just ran for `ms` milliseconds (the interceptor's
+/// installation, a path's measurement).
+void note_setup_work(const char* what, double ms) noexcept;
+
+/// Does the one-off work a profile on `request`'s path would need (the interceptor installed
+/// when the path may be the dispatch one; that path's cost measured, with a host clock), ahead
+/// of the profile: a profiler does it when it is made. Never throws: what cannot be done now is
+/// done or refused, with its reason, by the profile's start and stop.
+void prepare_capture(CaptureRequest request, bool host_clock) noexcept;
+
+/// The cost `capture_cost(dispatch)` measured earlier in this process, or none (`calibrated`
+/// false): never measures. Thread-safe.
+CaptureCost cached_capture_cost(bool dispatch);
 
 }  // namespace flopsprof::detail

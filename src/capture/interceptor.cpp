@@ -2,6 +2,7 @@
 // and which threads carry the mode key.
 #include "capture/interceptor.h"
 
+#include <chrono>
 #include <mutex>
 #include <unordered_set>
 
@@ -15,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "capture/calibration.h"
 #include "capture/op_record.h"
 #include "capture/thread_locals.h"
 
@@ -216,8 +218,12 @@ std::string install_interceptor() noexcept {
           c10::toString(kModeKey));
       return g_install_error;
     }
+    const auto t0 = std::chrono::steady_clock::now();
     register_kernels();
     g_installed = true;
+    note_setup_work("its dispatch kernels installed",
+                    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                        .count());
     return {};
   } catch (const std::exception& e) {
     // A registration the dispatcher refused (another fallback registered meanwhile); what was

@@ -682,16 +682,6 @@ bool only_collective_observers(const at::StepCallbacks& callbacks) noexcept {
   return true;
 }
 
-bool predict_dispatch(CaptureRequest request) {
-  if (request != CaptureRequest::kAuto) return request == CaptureRequest::kDispatch;
-  std::lock_guard<std::mutex> lock(g_observe_mu);
-  for (int k = 0; k < kMaxSessions; ++k) {
-    const Session* s = g_sessions[k].load(std::memory_order_acquire);
-    if (s != nullptr) return s->dispatch;
-  }
-  return install_interceptor().empty();
-}
-
 std::string start_observing(Session* session, bool all_threads, CaptureRequest request) {
   std::lock_guard<std::mutex> lock(g_observe_mu);
   int slot = -1;

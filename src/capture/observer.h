@@ -82,9 +82,6 @@ enum class CaptureRequest { kAuto, kDispatch, kRecordFunction };
 /// when all kMaxSessions slots are taken.
 std::string start_observing(Session* session, bool all_threads, CaptureRequest request);
 
-/// The path start_observing would take for `request` now (it may differ by the time it runs: a
-/// profile started meanwhile on another thread). Installs the interceptor when it would.
-bool predict_dispatch(CaptureRequest request);
 /// Removes `session`'s callbacks, empties its slot and waits until no thread is inside a
 /// callback that may still use it: afterwards nothing touches `session`, which may be freed.
 /// Safe while other threads run ops. Idempotent.

@@ -27,6 +27,10 @@ Recording::Recording(std::shared_ptr<Timer> timer) : timer_(std::move(timer)) {}
 
 Recording::~Recording() { end(); }
 
+void Recording::prepare(CaptureRequest capture) noexcept {
+  prepare_capture(capture, is_host_timer(timer_.get()));
+}
+
 void Recording::start(const ModelIndex& index, const RecordingSetup& setup) {
   index_ = &index;
   setup_ = setup;
@@ -49,11 +53,7 @@ void Recording::begin() {
   s->scope_names = index_->scope_names;
   if (collected_.session) s->reuse_buffers(*collected_.session);
   collected_ = Collection{};
-  // The path's cost per record, measured before this profile starts (a running profile would
-  // record the measurement's ops, and scopes are not demanded yet) on the path it will most
-  // likely take.
   cost_ = CaptureCost{};
-  if (s->host_clock) cost_ = capture_cost(predict_dispatch(setup_.capture));
   timer_->on_start();
   demand_scopes();
   try {
@@ -74,14 +74,10 @@ void Recording::begin() {
       } catch (...) {  // they fault in as they fill instead
       }
     }
-    if (s->host_clock) cost_ = capture_cost(s->dispatch);  // cached by now, if it could be
-    uncorrected_ =
-        !s->host_clock
-            ? "a custom timer (ProfilerOptions::timer) times the records, not the host clock"
-        : cost_.calibrated
-            ? ""
-            : "flopsprof's own cost on this capture path was not measured: another profile was "
-              "running when the first profile of this path started";
+    // The path's cost per record, if an earlier profile measured it; else measured at stop.
+    if (s->host_clock) cost_ = cached_capture_cost(s->dispatch);
+    note_uncorrected(*s, /*stopped=*/false);
+    note_cold_start();
     if (setup_.track_memory) install_memory_observer(*s);
   } catch (...) {  // all or nothing: nothing stays registered or started
     stop_observing(s.get());
@@ -146,7 +142,33 @@ void Recording::stop() {
   c.origin = s.tick0;
   c.ns_per_tick = s.ns_per_tick();
   c.timer = timer_name();
+  // The path's cost per record, measured now if no earlier profile did: at the first stop, not
+  // the first start, so that the measurement's milliseconds do not leave the program's caches
+  // cold for the profiled ops (calibration.h). No other profile may run meanwhile.
+  if (s.host_clock && !cost_.calibrated) cost_ = capture_cost(s.dispatch);
+  note_uncorrected(s, /*stopped=*/true);
   c.session = std::move(session_);  // `s` lives on in it
+}
+
+void Recording::note_cold_start() {
+  cold_start_.clear();
+  if (!g_setup_unwarmed.load(std::memory_order_relaxed)) return;
+  const SetupWork w = setup_work();
+  cold_start_ = fmt::format(
+      "the profile started right after flopsprof's one-off work in this process ({}: {:.1f} ms), "
+      "with no call of a built-in module between them: that work evicts the program's caches, "
+      "so the first ops' latencies read high (a small ViT's first forward at 2.5 x its time in "
+      "a later profile); make the profiler before the program's warm-up, or profile a later step",
+      w.what, w.ms);
+}
+
+void Recording::note_uncorrected(const Session& s, bool stopped) {
+  uncorrected_ =
+      !s.host_clock ? "a custom timer (ProfilerOptions::timer) times the records, not the host clock"
+      : cost_.calibrated ? ""
+      : stopped ? "flopsprof's own cost on this capture path was not measured: another profile was "
+                  "running when this one stopped, and no profile before it had measured it"
+                : "flopsprof's own cost on this capture path is measured when the profile stops";
 }
 
 void Recording::restart() {
@@ -208,6 +230,7 @@ CaptureInfo Recording::capture() const {
   c.coverage_gaps = s->coverage_gaps.load(std::memory_order_relaxed);
   c.cost = cost_;
   c.uncorrected = uncorrected_;
+  c.cold_start = cold_start_;
   return c;
 }
 

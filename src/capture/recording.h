@@ -39,6 +39,10 @@ struct CaptureInfo {
   /// `uncorrected` says why).
   CaptureCost cost;
   std::string uncorrected;
+  /// Non-empty when the profile started right after flopsprof's one-off work (SetupWork), with no
+  /// call of a built-in module between them: what ran, and that the first ops' latencies read
+  /// high for it.
+  std::string cold_start;
 };
 
 /// A stopped recording's records: its session (which owns the thread buffers that hold them),
@@ -72,6 +76,9 @@ class Recording {
   Recording(const Recording&) = delete;
   Recording& operator=(const Recording&) = delete;
 
+  /// Does the one-off work a start on `capture`'s path needs ahead of it (prepare_capture), so
+  /// that its caches are warm again by the start if the program runs in between.
+  void prepare(CaptureRequest capture) noexcept;
   /// Starts observing `index`'s model (kept by the caller until end() or the next start) with
   /// `setup`: all or nothing; on an error nothing stays registered or started, and it throws.
   /// The previous recording's records are dropped, their thread buffers reused.
@@ -128,6 +135,8 @@ class Recording {
   void begin();
   void halt() noexcept;
   void release_session() noexcept;
+  void note_uncorrected(const Session& s, bool stopped);
+  void note_cold_start();
   void drop_events(const std::vector<std::unique_ptr<ThreadBuffer>>& buffers) noexcept;
 
   std::shared_ptr<Timer> timer_;
@@ -139,8 +148,9 @@ class Recording {
   std::unique_ptr<DeviceEvents> events_;  // active device-event timing, if any
   bool running_ = false;
   std::string capture_note_;  // why the last start did not use the interceptor
-  CaptureCost cost_;          // the last start's path's cost per record
+  CaptureCost cost_;          // the running or last profile's path's cost per record
   std::string uncorrected_;   // why its latencies cannot be corrected
+  std::string cold_start_;    // CaptureInfo::cold_start
   int64_t wall0_ns_ = 0;
   std::vector<RegionWindow> regions_;  // the running recording's
   uint64_t generation_ = 0;

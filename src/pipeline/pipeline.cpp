@@ -142,6 +142,8 @@ ProfileResult Pipeline::correct(const RecordsView& recs, const AggregateInput& i
         "latencies read high (a ResNet-50 forward at batch 8 on an H200: 1.21 x its unprofiled "
         "time); the device times (GPU busy, device fwd) are the kernels' own";
   }
+  if (!capture.cold_start.empty())
+    corr.not_removed += (corr.not_removed.empty() ? "" : "; ") + capture.cold_start;
   if (!capture.cost.calibrated) {
     corr.reason = capture.uncorrected;
     keep_raw(raw, raw);

@@ -32,6 +32,21 @@
 #include "reports/trace.h"
 
 namespace flopsprof {
+namespace {
+
+detail::CaptureRequest capture_request(ProfilerOptions::Capture c) {
+  switch (c) {
+    case ProfilerOptions::Capture::kDispatch:
+      return detail::CaptureRequest::kDispatch;
+    case ProfilerOptions::Capture::kRecordFunction:
+      return detail::CaptureRequest::kRecordFunction;
+    case ProfilerOptions::Capture::kAuto:
+      break;
+  }
+  return detail::CaptureRequest::kAuto;
+}
+
+}  // namespace
 
 struct FlopsProfiler::Impl {
   std::shared_ptr<torch::nn::Module> model;
@@ -114,6 +129,9 @@ FlopsProfiler::FlopsProfiler(std::shared_ptr<torch::nn::Module> model, ProfilerO
   impl_->options = std::move(options);
   impl_->timer = impl_->options.timer ? impl_->options.timer : make_host_timer();
   impl_->recording = std::make_shared<detail::Recording>(impl_->timer);
+  // The one-off work of the first profile in a process, now rather than at its start: the
+  // program's warm-up, if it runs one before the start, warms the caches that work evicts.
+  impl_->recording->prepare(capture_request(impl_->options.capture));
 }
 
 FlopsProfiler::~FlopsProfiler() {
@@ -137,17 +155,7 @@ void FlopsProfiler::start_profile(const std::vector<std::string>& ignore_modules
   setup.all_threads = impl_->options.threads == ProfilerOptions::Threads::kAll;
   setup.track_memory = impl_->options.track_memory;
   setup.read_masks = impl_->options.read_attention_masks;
-  switch (impl_->options.capture) {
-    case ProfilerOptions::Capture::kAuto:
-      setup.capture = detail::CaptureRequest::kAuto;
-      break;
-    case ProfilerOptions::Capture::kDispatch:
-      setup.capture = detail::CaptureRequest::kDispatch;
-      break;
-    case ProfilerOptions::Capture::kRecordFunction:
-      setup.capture = detail::CaptureRequest::kRecordFunction;
-      break;
-  }
+  setup.capture = capture_request(impl_->options.capture);
   impl_->index = std::move(index);
   setup.timing = impl_->timing_request();
   impl_->recording->start(*impl_->index, setup);
@@ -457,12 +465,12 @@ ModelProfile detail::profile_model(std::shared_ptr<torch::nn::Module> model,
     to_meta(*model);                       // a no-op for a model already there
     profiler_options.track_memory = true;  // the footprint is the point of a meta estimate
   }
+  FlopsProfiler prof(model, profiler_options);  // before the warm-up: see its constructor
   for (int i = 0; i < options.warm_up; ++i) run_forward();
   if (options.backward) {
     // Gradients left by the warm-up would hide their own allocation from a training estimate.
     for (auto& p : model->parameters()) p.mutable_grad() = torch::Tensor();
   }
-  FlopsProfiler prof(model, profiler_options);
   prof.start_profile(options.ignore_modules);
   run_forward();  // on an exception the profiler's destructor ends the profile
   prof.stop_profile();
