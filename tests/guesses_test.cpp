@@ -170,8 +170,9 @@ TEST(Guesses, AnUnregisteredMemberCalledFirstOrLastIsTheModelsWorkMarked) {
       // (8*16 + 16) are the model's (found on a timm port's EfficientNet, whose SE blocks are
       // plain members)
       EXPECT_EQ(w.params, 8u * 16 + 16);
-      EXPECT_TRUE(has_problem(w.result, "1 call(s) of modules that are in no profiled model's "
-                                        "tree"))
+      EXPECT_TRUE(has_problem(w.result,
+                              "1 call(s) of modules that are in no profiled model's "
+                              "tree"))
           << problems(w.result);
       EXPECT_TRUE(has_problem(w.result, "parameters are not in the parameter count"))
           << problems(w.result);
@@ -1287,6 +1288,73 @@ TEST(Guesses, AScopedParentsOpBetweenScopedChildrenIsItsOwnCertain) {
       EXPECT_EQ(mod.maybe_missing_ops, 0u) << mod.name << "\n" << problems(p);
     }
     EXPECT_FALSE(has_problem(p, "op order")) << problems(p);
+  }
+}
+
+// A detection head's shape (YOLOv3's DetectionLayer, walktree/libtorch-yolov3): a parameterless
+// module that reshapes the features, squashes some channels in place and adds a grid made with
+// `arange` in its forward; registered placeholders (a route or shortcut layer whose forward never
+// runs) beside it. Called last, without grad, the head's `arange` looks like the caller's new
+// data: the ops from it on left the model unmarked.
+struct YoloHeadImpl : nn::Module {
+  explicit YoloHeadImpl(bool scoped) : scoped(scoped) {}
+  torch::Tensor forward(const torch::Tensor& x) {
+    MaybeScope s(scoped, this);
+    auto r = x.view({x.size(0), x.size(1), -1}).transpose(1, 2).contiguous();  // [1,64,16]
+    r.select(2, 0).sigmoid_();
+    auto g = torch::arange(r.size(1)).to(torch::kFloat).view({1, -1});
+    r.select(2, 1).add_(g);
+    r.slice(2, 2, r.size(2)).sigmoid_();
+    return r;
+  }
+  bool scoped;
+};
+TORCH_MODULE(YoloHead);
+struct PlaceholderImpl : nn::Module {  // registered, never called
+  torch::Tensor forward(const torch::Tensor& x) { return x; }
+};
+TORCH_MODULE(Placeholder);
+struct YoloLikeImpl : nn::Module {
+  YoloLikeImpl(bool scoped, bool head_last) : scoped(scoped), head_last(head_last) {
+    c1 = register_module("c1", nn::Conv2d(nn::Conv2dOptions(3, 16, 3).padding(1)));
+    head = register_module("head", YoloHead(scoped));
+    route = register_module("route", Placeholder());
+    c2 = register_module("c2", nn::Conv2d(nn::Conv2dOptions(16, 16, 3).padding(1)));
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    MaybeScope s(scoped, this);
+    auto y = c1(x);
+    if (head_last) return head(c2(y));
+    auto h = head(y);
+    return torch::cat({c2(y).flatten(2).transpose(1, 2), h}, 1);
+  }
+  bool scoped, head_last;
+  nn::Conv2d c1{nullptr}, c2{nullptr};
+  YoloHead head{nullptr};
+  Placeholder route{nullptr};
+};
+TORCH_MODULE(YoloLike);
+
+TEST(Guesses, ADetectionHeadThatMakesItsGridWithArangeIsTheModelsOrMarked) {
+  // The head on [1,16,8,8] -> r [1,64,16]: sigmoid_ on 64 + add_ 64 + sigmoid_ on 64 x 14 = 896:
+  // 1024 FLOPs.
+  const uint64_t head = 64 + 64 + 64 * 14;
+  torch::manual_seed(0);
+  const torch::Tensor x = torch::randn({1, 3, 8, 8});
+  for (bool head_last : {true, false}) {
+    for (bool grad : {false, true}) {
+      SCOPED_TRACE(std::string(head_last ? "head last, " : "head between the convs, ") +
+                   (grad ? "grad" : "no grad"));
+      YoloLike plain(false, head_last), ref(true, head_last);
+      const ProfileResult p = profile(
+          plain, [&] { plain->forward(x); }, grad);
+      const ProfileResult r = profile(
+          ref, [&] { ref->forward(x); }, grad);
+      EXPECT_EQ(module(r, "head").flops, head);
+      expect_equal_or_flagged(p, r);
+      // Both are leaves: no line names a submodule of theirs as the other side.
+      EXPECT_FALSE(has_problem(p, "a submodule's")) << problems(p);
+    }
   }
 }
 

@@ -992,4 +992,21 @@ TEST(SweepReport, TableCsvAndSvgFromRows) {
 }
 
 }  // namespace
+// An op whose written bytes no rule derives, in two phases (YOLOv3's meshgrid, found on
+// walktree/libtorch-yolov3): the summary names it with each phase, not twice alike.
+TEST(Report, AnOpWithUnknownWritesInTwoPhasesIsNamedWithItsPhase) {
+  flopsprof::ProfileResult r;
+  r.bytes_written_unknown_calls = 3;
+  flopsprof::OpStats a, b;
+  a.name = b.name = "aten::meshgrid";
+  a.phase = "forward";
+  a.written_unknown = 2;
+  b.phase = "outside";
+  b.written_unknown = 1;
+  r.ops = {a, b};
+  const std::string text = flopsprof::format_text_report(r);
+  EXPECT_NE(text.find("aten::meshgrid (forward) 2, aten::meshgrid (outside) 1"), std::string::npos)
+      << text;
+}
+
 }  // namespace flopsprof::detail

@@ -68,8 +68,11 @@ void placement_problems(const ModuleTree& tree, const std::vector<ModuleAcc>& ac
     std::string other;
     if (!could.empty()) other = "the work of " + could + " (which may show too little)";
     if (caller) other += other.empty() ? "the caller's" : ", or the caller's";
-    if (other.empty())
-      other = m == 0 ? "a submodule's or the caller's" : "a submodule's or its parent's";
+    if (other.empty()) {
+      const bool leaf = tree.nodes[m].children.empty();
+      other = m == 0 ? (leaf ? "the caller's" : "a submodule's or the caller's")
+                     : (leaf ? "its parent's" : "a submodule's or its parent's");
+    }
     return other;
   };
   // The same guess: type, ops, FLOPs, bytes and their backward.
@@ -270,6 +273,12 @@ void Aggregator::call_count_problems() {
           "{} shows no call while its submodules ran: they were called directly, or its calls "
           "could not be seen; {}",
           who, fix));
+    }
+    if (why & kCallsGuessed) {
+      r.problems.push_back(fmt::format(
+          "the call count of {}, {}, rests only on the ops op order gave it (no parameters, no "
+          "observed call): its forward may have run more or less often, or not at all; {}",
+          who, acc[m].calls, fix));
     }
     if (why & kCallsHidden) hidden.push_back(who);
     if (may_have_run_uncalled(m)) {

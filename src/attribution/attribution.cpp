@@ -244,6 +244,12 @@ Attribution attribute(const AttributionInput& in) {
     if (!called[m] && below[m] && !holder && !out.scoped[m] && !tree.nodes[m].ignored)
       out.calls_inferred[m] |= kCallsNone;
   }
+  for (int m = 1; m < nm; ++m) {
+    const ModuleNode& n = tree.nodes[m];
+    if (called[m] && !below[m] && n.tensors == 0 && n.builtin == nullptr && !n.calls_observed &&
+        !out.scoped[m] && !n.ignored)
+      out.calls_inferred[m] |= kCallsGuessed;
+  }
   // A user module with no call in a subtree with none, held by a module that ran: its forward
   // may have returned its input (a switched-off attention block) or never run; op order cannot
   // tell. Unless the program scopes every user module that ran (FLOPSPROF_MODULE() in each

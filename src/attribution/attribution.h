@@ -80,6 +80,10 @@ enum CallsInferred : uint8_t {
   /// A user module that shows no call, nor does any submodule, while the module holding it ran:
   /// its forward may have run no op that shows it (one that returns its input), or not at all.
   kCallsHidden = 1 << 3,
+  /// A user module with no parameters, no observed call and no submodule that ran, whose calls
+  /// are those of the ops op order gave it: it may have run more or less often, or not at all (a
+  /// registered placeholder whose forward never runs, next to a module that ran).
+  kCallsGuessed = 1 << 4,
 };
 
 /// Where an autograd node came from: the forward op that created it.

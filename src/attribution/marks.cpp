@@ -119,10 +119,12 @@ void ThreadAttributor::mark_other_side(ThreadAttribution& out, AlternativeSets& 
     };
     neighbours(prev_ev[p], true);
     if (!items_[p].reads_older) neighbours(next_ev[p], false);
-    for (int k : tree_.nodes[m].children) {
-      const ModuleNode& n = tree_.nodes[k];
-      if (n.tensors == 0 && n.builtin == nullptr && !scoped_[k] && !n.calls_observed)
-        who.push_back(n.effective);
+    for (int k : quiet_children(m)) who.push_back(k);
+    // A quiet module given the op (rule 8): its quiet siblings may have run it as well (a
+    // detection head and the never-called route placeholder registered after it).
+    const int parent = tree_.nodes[m].parent;
+    if (parent >= 0 && is_quiet(m)) {
+      for (int k : quiet_children(parent)) who.push_back(k);
     }
     const int eff = tree_.nodes[m].effective;
     who.erase(std::remove(who.begin(), who.end(), eff), who.end());
@@ -152,7 +154,10 @@ void ThreadAttributor::mark_outside_tail(ThreadAttribution& out,
       lo = std::min(lo, e.seq_nr);
       hi = std::max(hi, std::max(e.seq_nr + 1, e.seq_end));
     }
-    if (lo == INT64_MAX) continue;  // without grad: no data flow to follow
+    if (lo == INT64_MAX) {  // without grad: no data flow to follow
+      mark_outside_tail_without_grad(c, out, alternatives);
+      continue;
+    }
     from_model.assign(1, {lo, hi});
     for (int pos = c.last + 1; pos < ni && items_[pos].forward; ++pos) {
       if (placed_module(pos) >= 0) break;  // the model's next call
@@ -168,9 +173,37 @@ void ThreadAttributor::mark_outside_tail(ThreadAttribution& out,
                                 [](int64_t v, const auto& range) { return v < range.first; });
       if (r == from_model.begin() || e.in_seq >= std::prev(r)->second) continue;
       out.inferred[items_[pos].event] = 1;
-      out.alternative[items_[pos].event] = alternatives.add({0});
+      out.alternative[items_[pos].event] = alternatives.add(model_side());
       from_model.emplace_back(e.seq_nr, std::max(e.seq_nr + 1, e.seq_end));
     }
+  }
+}
+
+// Without grad, rule 9 ended the root's forward at the first op that looks like the caller's (a new
+// tensor, a cast, a comparison), but a forward may run such ops itself before it returns (a
+// detection head's grid: `arange(n).to(kFloat)`, then the in-place offsets and squashing of the
+// model's output). Op order cannot tell: the ops after the root's call stay outside, marked, with
+// the model as the module that may lack them, up to one that only a caller runs (a loss, `item`,
+// random data, a new tensor from host values), a module's call, or the model's next call.
+void ThreadAttributor::mark_outside_tail_without_grad(const Call& c, ThreadAttribution& out,
+                                                      AlternativeSets& alternatives) const {
+  const int ni = static_cast<int>(items_.size());
+  int who = -1;
+  for (int pos = c.last + 1; pos < ni && items_[pos].forward; ++pos) {
+    if (placed_module(pos) >= 0) break;  // the model's next call
+    const int ev = items_[pos].event;
+    const RawEvent& e = th_.events[ev];
+    if (in_foreign_call(e) || unknown_unit(e) >= 0) break;
+    const std::string& op = item_name(pos);
+    if (op.find("loss") != std::string::npos ||
+        op_in_list("item _local_scalar_dense randn rand randint randperm normal bernoulli "
+                   "multinomial tensor scalar_tensor",
+                   op))
+      break;
+    if (out.module[ev] != kOutsideModel || out.inferred[ev]) continue;
+    if (who < 0) who = alternatives.add(model_side());
+    out.inferred[ev] = 1;
+    out.alternative[ev] = who;
   }
 }
 
@@ -197,7 +230,7 @@ void ThreadAttributor::mark_unknown_outside(ThreadAttribution& out,
     if (items_[p].forward && in_model(p)) seen = 1;
     near_model[p] = static_cast<char>(near_model[p] | seen);
   }
-  const int root = alternatives.add({0});
+  const int root = alternatives.add(model_side());
   std::vector<char> unknown(ni, 0);  // an op of such a call, marked
   for (int p = 0; p < ni; ++p) {
     const int ev = items_[p].event;
@@ -252,7 +285,7 @@ void ThreadAttributor::mark_outside_ends(ThreadAttribution& out,
     if (out.module[ev] != kOutsideModel || out.inferred[ev]) return;
     if (in_foreign_call(th_.events[ev]) || !op_in_list(ops, item_name(p))) return;
     out.inferred[ev] = 1;
-    out.alternative[ev] = alternatives.add({0});
+    out.alternative[ev] = alternatives.add(model_side());
   };
   for (const Call& c : calls_) {
     if (c.module != 0) continue;
@@ -297,10 +330,33 @@ void ThreadAttributor::mark_leading(const Call& c, ThreadAttribution& out,
                    op))
       break;
     if (out.inferred[ev]) continue;  // marked already (a position range)
-    if (root < 0) root = alternatives.add({0});
+    if (root < 0) root = alternatives.add(model_side());
     out.inferred[ev] = 1;
     out.alternative[ev] = root;
   }
+}
+
+// A user module with no parameters, buffers or observed call: op order alone places its work.
+bool ThreadAttributor::is_quiet(int m) const {
+  const ModuleNode& n = tree_.nodes[m];
+  return n.tensors == 0 && n.builtin == nullptr && !scoped_[m] && !n.calls_observed;
+}
+
+// The quiet children of `m` (is_quiet), as the modules that may show their work (effective ids).
+std::vector<int> ThreadAttributor::quiet_children(int m) const {
+  std::vector<int> out;
+  for (int k : tree_.nodes[m].children) {
+    if (is_quiet(k)) out.push_back(tree_.nodes[k].effective);
+  }
+  return out;
+}
+
+// The modules that may lack ops rule 9 left outside: the root, and its quiet children (a
+// detection head called last, whose ops after a grid's `arange` look like the caller's).
+std::vector<int> ThreadAttributor::model_side() const {
+  std::vector<int> who = quiet_children(0);
+  who.insert(who.begin(), 0);
+  return who;
 }
 
 // The called children of `m` whose runs a call of it can be seen to include: children with

@@ -213,6 +213,11 @@ class ThreadAttributor {
   void mark_outside_ends(ThreadAttribution& out, AlternativeSets& alternatives) const;
   void mark_leading(const Call& c, ThreadAttribution& out, AlternativeSets& alternatives) const;
   std::vector<int> visible_children(int m) const;
+  bool is_quiet(int m) const;
+  std::vector<int> quiet_children(int m) const;
+  std::vector<int> model_side() const;
+  void mark_outside_tail_without_grad(const Call& c, ThreadAttribution& out,
+                                      AlternativeSets& alternatives) const;
   void partial_calls(std::vector<uint8_t>& calls_inferred) const;
 
   const AttributionInput& in_;

@@ -185,13 +185,18 @@ void roofline_summary(std::string& out, const ProfileResult& r) {
     // Named here: ops with a formula are in no table of the text (the JSON's op table has them).
     std::string names;
     size_t shown = 0, more = 0;
+    std::map<std::string, int> rows;  // an op in two phases is named with its phase
+    for (const OpStats& op : r.ops) {
+      if (op.written_unknown > 0 || op.written_from_allocations > 0) ++rows[op.name];
+    }
     for (const OpStats& op : r.ops) {
       if (op.written_unknown == 0 && op.written_from_allocations == 0) continue;
       if (shown == 4) {
         ++more;
         continue;
       }
-      names += fmt::format("{}{} {}", shown++ ? ", " : "", op.name,
+      names += fmt::format("{}{}{} {}", shown++ ? ", " : "", op.name,
+                           rows[op.name] > 1 ? " (" + op.phase + ")" : std::string(),
                            op.written_unknown + op.written_from_allocations);
     }
     if (more > 0) names += fmt::format(" and {} more op(s)", more);
