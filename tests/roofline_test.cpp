@@ -902,4 +902,48 @@ TEST(RooflineRun, TraceTextAndJsonShowBytesAndTheRoofline) {
   EXPECT_EQ(j["machine"]["bandwidth_source"], "given");
 }
 
+// MFU and MBU above their peaks are flagged, never shown plain: per module, in the summary, the
+// text ("!") and the JSON (the helper's YOLOv3 run showed modules at MBU 3.65, against DRAM,
+// unflagged). Against 1 B/s and 1 kFLOP/s a Linear(256, 256) forward, which moves at least its
+// 256 x 256 x 4 = 262,144 weight bytes, is far above both whatever its time; against 1e18 of
+// each, far below.
+TEST(RooflineRun, UtilisationAboveItsPeakIsFlaggedEverywhere) {
+  torch::NoGradGuard no_grad;
+  torch::nn::Linear model(256, 256);
+  const torch::Tensor x = torch::randn({4, 256});
+  auto run = [&](double peak) {
+    flopsprof::ProfilerOptions o;
+    o.roofline.set_peak_flops(peak);
+    o.roofline.peak_bandwidth = peak;
+    FlopsProfiler prof(model.ptr(), o);
+    prof.start_profile();
+    model->forward(x);
+    prof.stop_profile();
+    return std::make_pair(prof.result(), prof.to_json());
+  };
+  const auto [low, low_json] = run(1.0);
+  ASSERT_GT(low.mbu, 1.1);
+  EXPECT_TRUE(low.mbu_above_peak);
+  EXPECT_TRUE(low.mfu_above_peak);
+  EXPECT_TRUE(low.modules[0].mbu_above_peak);
+  EXPECT_TRUE(low.modules[0].mfu_above_peak);
+  const json j = json::parse(low_json);
+  EXPECT_EQ(j["summary"]["mbu_above_peak"], true);
+  EXPECT_EQ(j["modules"][0]["mfu_above_peak"], true);
+  const std::string text = flopsprof::format_text_report(low);
+  const size_t line = text.find("MFU / HFU / MBU");
+  ASSERT_NE(line, std::string::npos) << text;
+  const std::string mfu_line = text.substr(line, text.find('\n', line) - line);
+  EXPECT_NE(mfu_line.find("%!"), std::string::npos) << mfu_line;
+  EXPECT_NE(mfu_line.find("'!': above the peak"), std::string::npos) << mfu_line;
+
+  const auto [high, high_json] = run(1e18);
+  EXPECT_GT(high.mbu, 0.0);
+  EXPECT_FALSE(high.mbu_above_peak);
+  EXPECT_FALSE(high.mfu_above_peak);
+  EXPECT_FALSE(high.modules[0].mbu_above_peak);
+  EXPECT_EQ(json::parse(high_json)["summary"]["mbu_above_peak"], false);
+  EXPECT_EQ(flopsprof::format_text_report(high).find("'!': above the peak"), std::string::npos);
+}
+
 }  // namespace

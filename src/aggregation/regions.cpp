@@ -244,6 +244,8 @@ void split_by_region(const AggregateInput& in, const Analysis& analysis, Profile
     s.hfu = flops_utilisation(a.hardware_by_dtype, s.duration_s, peaks);
     if (peaks.bytes_per_s > 0 && s.duration_s > 0)
       s.mbu = static_cast<double>(s.bytes) / s.duration_s / peaks.bytes_per_s;
+    s.mfu_above_peak = above_peak(std::max(s.mfu, s.hfu));
+    s.mbu_above_peak = above_peak(s.mbu);
   }
   for (ModuleStats& m : r.modules) {
     for (size_t g = 0; g < m.regions.size() && g < r.regions.size(); ++g) {
@@ -256,6 +258,8 @@ void split_by_region(const AggregateInput& in, const Analysis& analysis, Profile
       x.mfu = flops_utilisation(x.flops_by_dtype, x.latency_s, peaks);
       if (peaks.bytes_per_s > 0 && x.latency_s > 0)
         x.mbu = static_cast<double>(x.bytes) / x.latency_s / peaks.bytes_per_s;
+      x.mfu_above_peak = above_peak(x.mfu);
+      x.mbu_above_peak = above_peak(x.mbu);
     }
   }
 }

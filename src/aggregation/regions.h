@@ -14,6 +14,10 @@ namespace flopsprof::detail {
 /// windows. Cost: one pass over the events and the call spans, a binary search each.
 void split_by_region(const AggregateInput& input, const Analysis& analysis, ProfileResult& result);
 
+/// Whether a utilisation ratio (MFU, HFU, MBU) is above 1 by more than kCeilingTolerance: more
+/// than the peak it is measured against, so flagged (ModuleStats::mfu_above_peak). Pure.
+inline bool above_peak(double ratio) { return ratio > 1.0 + kCeilingTolerance; }
+
 /// FLOP-weighted utilisation: the seconds `flops_by_dtype` would take at each dtype's peak, over
 /// `seconds`; 0 when `seconds` is 0, nothing was computed or a dtype with FLOPs has no known
 /// peak. Pure.

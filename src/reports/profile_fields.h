@@ -175,6 +175,8 @@ void summary(V& v, R& r) {
   v.known("mfu", r.mfu);
   v.known("hfu", r.hfu);
   v.known("mbu", r.mbu);
+  v.flag("mfu_above_peak", r.mfu_above_peak);
+  v.flag("mbu_above_peak", r.mbu_above_peak);
   v.count("bwd_bytes", r.bwd_bytes);
   v.count("bwd_bytes_read", r.bwd_bytes_read);
   v.count("bwd_bytes_written", r.bwd_bytes_written);
@@ -261,6 +263,8 @@ void module(V& v, S& m) {
   v.known("mfu", m.mfu);
   v.known("hfu", m.hfu);
   v.known("mbu", m.mbu);
+  v.flag("mfu_above_peak", m.mfu_above_peak);
+  v.flag("mbu_above_peak", m.mbu_above_peak);
   v.roofline("", m.roofline);
   v.count("bwd_bytes", m.bwd_bytes);
   v.count("bwd_bytes_read", m.bwd_bytes_read);
@@ -305,6 +309,8 @@ void region(V& v, S& g) {
   v.known("mfu", g.mfu);
   v.known("hfu", g.hfu);
   v.known("mbu", g.mbu);
+  v.flag("mfu_above_peak", g.mfu_above_peak);
+  v.flag("mbu_above_peak", g.mbu_above_peak);
 }
 
 /// The memory footprint's totals (with track_memory); its trace is the writer's.

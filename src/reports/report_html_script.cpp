@@ -59,8 +59,9 @@ constexpr const char* kScript = R"JS(
     ['time in ops without a formula', 'no_formula_latency_s', dur], ['batch size', 'batch_size', num], ['world size', 'world_size', num],
     ['fwd bytes moved', 'fwd_bytes', (x) => num(x, 'B')], ['fwd intensity', 'fwd_intensity', (x) => x.toFixed(2) + ' FLOP/B'],
     ['KV cache read', 'kv_read_bytes', (x) => num(x, 'B')], ['KV cache written', 'kv_write_bytes', (x) => num(x, 'B')],
-    ['MFU (fwd + bwd)', 'mfu', (x) => (100 * x).toFixed(1) + '%'], ['HFU (as run)', 'hfu', (x) => (100 * x).toFixed(1) + '%'],
-    ['MBU (fwd + bwd)', 'mbu', (x) => (100 * x).toFixed(1) + '%']];
+    ['MFU (fwd + bwd)', 'mfu', (x) => (100 * x).toFixed(1) + '%' + (S.mfu_above_peak ? '!' : '')],
+    ['HFU (as run)', 'hfu', (x) => (100 * x).toFixed(1) + '%' + (S.mfu_above_peak ? '!' : '')],
+    ['MBU (fwd + bwd)', 'mbu', (x) => (100 * x).toFixed(1) + '%' + (S.mbu_above_peak ? '!' : '')]];
   const training = S.bwd_latency_s > 0 || S.step_latency_s > 0;
   for (const [k, key, f] of items) {
     if (!(key in S)) continue;
@@ -408,7 +409,7 @@ constexpr const char* kScript = R"JS(
       const cells = [g.name, String(g.windows), dur(g.duration_s), dur(g.window_spread ? g.window_spread.median_s : g.duration_s),
         orNa(g.tokens, String), orNa(g.tokens_per_s, (x) => num(x)), orNa(g.latency_per_token_s, dur), orNa(g.flops_per_token, (x) => num(x)),
         num(g.flops), num(g.bwd_flops), num(g.bytes, 'B'), num(g.kv_read_bytes || 0, 'B'), num(g.kv_write_bytes || 0, 'B'),
-        pct(g.mfu), pct(g.mbu)];
+        pct(g.mfu) + (g.mfu_above_peak ? '!' : ''), pct(g.mbu) + (g.mbu_above_peak ? '!' : '')];
       cells.forEach((c, k) => { const td = el('td', k === 0 ? 'l name' : '', c); tr.appendChild(td); });
       tr.dataset.region = g.name;
       body.appendChild(tr);
@@ -426,7 +427,8 @@ constexpr const char* kScript = R"JS(
         const tr = el('tr');
         const cells = ['\u00a0'.repeat(2 * m.depth) + label(m), m.type, String(x.calls), dur(x.latency_s), num(x.flops),
           total > 0 ? (100 * x.flops / total).toFixed(1) + '%' : 'n/a', num(x.bytes, 'B'), num(x.kv_read_bytes || 0, 'B'),
-          num(x.kv_write_bytes || 0, 'B'), num(x.bwd_flops), pct(x.mfu), pct(x.mbu)];
+          num(x.kv_write_bytes || 0, 'B'), num(x.bwd_flops), pct(x.mfu) + (x.mfu_above_peak ? '!' : ''),
+          pct(x.mbu) + (x.mbu_above_peak ? '!' : '')];
         cells.forEach((c, k) => tr.appendChild(el('td', k < 2 ? 'l name' : '', c)));
         tb.appendChild(tr);
       });

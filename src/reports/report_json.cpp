@@ -222,6 +222,8 @@ void FieldWriter::extra(std::string_view k, const ModuleStats& m) {
     count("bwd_flops", x.bwd_flops);
     known("mfu", x.mfu);
     known("mbu", x.mbu);
+    flag("mfu_above_peak", x.mfu_above_peak);
+    flag("mbu_above_peak", x.mbu_above_peak);
     w_.end_object();
   }
   w_.end_object();

@@ -170,15 +170,22 @@ void roofline_summary(std::string& out, const ProfileResult& r) {
       if (r.has_backward) line(out, "bwd utilisation (achieved / peak)", use(r.bwd_roofline));
     }
     // Over fwd + bwd time, each op's FLOPs against its own dtype's peak (docs/report.md).
-    auto known = [](double v) { return v > 0 ? share(v) : std::string("n/a"); };
+    auto known = [](double v, bool above) {
+      return v > 0 ? share(v) + (above ? "!" : "") : std::string("n/a");
+    };
     line(out,
          fmt::format("MFU / HFU / MBU ({}, per-dtype peaks)", r.has_backward ? "fwd + bwd" : "fwd"),
          fmt::format("{} / {} / {} (model FLOPs in the {} convention; HFU: as the hardware ran "
-                     "them, recompute included{})",
-                     known(r.mfu), known(r.hfu), known(r.mbu), convention_name(r.attention),
+                     "them, recompute included{}{})",
+                     known(r.mfu, r.mfu_above_peak), known(r.hfu, r.mfu_above_peak),
+                     known(r.mbu, r.mbu_above_peak), convention_name(r.attention),
                      m.bandwidth_by_level.size() > 1
                          ? "; MBU: bytes over the DRAM bandwidth, where a module's roofline "
                            "share is against its level's"
+                         : "",
+                     r.mfu_above_peak || r.mbu_above_peak
+                         ? "; '!': above the peak it is measured against (MBU: bytes served "
+                           "from caches; MFU: a peak measured too low)"
                          : ""));
   }
   if (r.bytes_written_unknown_calls > 0) {

@@ -16,7 +16,10 @@ namespace flopsprof::detail::text {
 namespace {
 
 // "12.3%", or "n/a" when unknown (0: no peaks, or no time).
-std::string utilisation(double v) { return v > 0 ? share(v) : "n/a"; }
+// A utilisation ratio, "!" after one above the peak it is measured against (aggregation's flag).
+std::string utilisation(double v, bool above) {
+  return v > 0 ? share(v) + (above ? "!" : "") : "n/a";
+}
 
 }  // namespace
 
@@ -40,8 +43,8 @@ void regions(std::string& out, const ProfileResult& r, const ReportOptions& o) {
                    g.tokens > 0 && r.timed ? number_to_string(g.tokens_per_s) : "n/a",
                    g.tokens > 0 ? time_of(r, g.latency_per_token_s) : "n/a",
                    g.tokens > 0 ? number_to_string(g.flops_per_token) : "n/a",
-                   flops_to_string(g.flops), flops_to_string(g.bwd_flops), utilisation(g.mfu),
-                   utilisation(g.mbu));
+                   flops_to_string(g.flops), flops_to_string(g.bwd_flops),
+                   utilisation(g.mfu, g.mfu_above_peak), utilisation(g.mbu, g.mbu_above_peak));
   }
   // The KV cache's traffic per region (docs/report.md, "KV cache"), or why none is shown.
   if (r.kv_read_bytes + r.kv_write_bytes == 0) {
@@ -99,7 +102,7 @@ void regions(std::string& out, const ProfileResult& r, const ReportOptions& o) {
   if (recompute) {
     for (const RegionStats& g : r.regions)
       fmt::format_to(std::back_inserter(out), "HFU of \"{}\" (recompute included): {}\n", g.name,
-                     utilisation(g.hfu));
+                     utilisation(g.hfu, g.mfu_above_peak));
   }
   // Each region's modules, in tree order.
   const int depth = o.module_depth >= 0 ? o.module_depth : 2;
@@ -120,7 +123,8 @@ void regions(std::string& out, const ProfileResult& r, const ReportOptions& o) {
                      time_of(r, x.latency_s), flops_to_string(x.flops),
                      x.flops_per_token > 0 ? number_to_string(x.flops_per_token) : "n/a",
                      percent(static_cast<double>(x.flops), static_cast<double>(r.regions[k].flops)),
-                     traffic(x.bytes), utilisation(x.mfu), utilisation(x.mbu));
+                     traffic(x.bytes), utilisation(x.mfu, x.mfu_above_peak),
+                     utilisation(x.mbu, x.mbu_above_peak));
     }
   }
 }
