@@ -808,4 +808,17 @@ TEST(OpInputs, AccessorsAreTotal) {
 }
 
 }  // namespace
+// The one reader of dtype names (the profile reader, the peaks given as text, the peaks cache):
+// every dtype's name reads back as that dtype; other text reads as none.
+TEST(Formulas, EveryDtypeNameReadsBackAndNothingElseDoes) {
+  for (size_t d = 0; d < static_cast<size_t>(flopsprof::DType::kCount); ++d) {
+    const auto dtype = static_cast<flopsprof::DType>(d);
+    EXPECT_EQ(flopsprof::dtype_from_name(flopsprof::dtype_name(dtype)), dtype)
+        << flopsprof::dtype_name(dtype);
+  }
+  EXPECT_EQ(flopsprof::dtype_from_name("fp33"), std::nullopt);
+  EXPECT_EQ(flopsprof::dtype_from_name(""), std::nullopt);
+  EXPECT_EQ(flopsprof::dtype_from_name("FP32"), std::nullopt);  // names are lower case
+}
+
 }  // namespace flopsprof

@@ -39,6 +39,9 @@ enum class DType : uint8_t {
 
 /// Short name of a dtype ("fp32", "bf16", ...). Never null.
 const char* dtype_name(DType dtype) noexcept;
+/// The dtype whose dtype_name() is `name` ("fp32" -> kFloat32), or none (kCount's name, and any
+/// other text, included). Pure.
+std::optional<DType> dtype_from_name(std::string_view name) noexcept;
 
 /// Whether `dtype` is floating point or complex (the dtypes FLOP/s is compared against a peak for).
 constexpr bool is_floating(DType dtype) noexcept {

@@ -141,11 +141,9 @@ RateByDtype parse_peak_flops(const std::string& text) {
                       text, item));
     }
     const std::string name = item.substr(0, eq);
-    size_t d = 0;
-    for (; d < static_cast<size_t>(DType::kCount); ++d) {
-      if (name == dtype_name(static_cast<DType>(d))) break;
-    }
-    if (d == static_cast<size_t>(DType::kCount) || d == 0) {
+    const std::optional<DType> dtype = dtype_from_name(name);
+    const size_t d = dtype ? static_cast<size_t>(*dtype) : 0;
+    if (d == 0) {
       throw Error(
           fmt::format("peak FLOP/s '{}': unknown dtype '{}' (fp64, fp32, fp16, bf16, fp8, "
                       "...)",

@@ -75,17 +75,6 @@ void record_missing(LoadedProfile& lp, const char* what) {
   lp.missing.emplace_back(what);
 }
 
-// The name of a DType or an AttentionConvention written as `name`, or false.
-bool dtype_named(const std::string& name, DType& out) {
-  for (size_t d = 0; d < static_cast<size_t>(DType::kCount); ++d) {
-    if (name == dtype_name(static_cast<DType>(d))) {
-      out = static_cast<DType>(d);
-      return true;
-    }
-  }
-  return false;
-}
-
 // Reads the fields of one object by a table of reports/profile_fields.h, key by key: a key that
 // is absent is refused when required, left at its default otherwise; one of the wrong type or
 // range is refused, naming the object and the key (`where`).
@@ -179,8 +168,10 @@ class FieldReader {
   void dtype(std::string_view k, DType& out, fields::Need n = {}) {
     const json* v = find(k, n);
     if (!v) return;
-    if (!v->is_string() || !dtype_named(v->get<std::string>(), out))
-      fail(fmt::format("{}: \"{}\" is {}, not a dtype's name", where_, k, excerpt(*v)));
+    const std::optional<DType> d =
+        v->is_string() ? dtype_from_name(v->get<std::string>()) : std::nullopt;
+    if (!d) fail(fmt::format("{}: \"{}\" is {}, not a dtype's name", where_, k, excerpt(*v)));
+    out = *d;
   }
   void convention(std::string_view k, AttentionConvention& out) {
     const json* v = find(k, {});
@@ -200,12 +191,11 @@ class FieldReader {
     if (!v->is_object()) fail(fmt::format("{}: \"{}\" is not an object", where_, k));
     FieldReader inner(source_, *v, fmt::format("{}.{}", where_, k), lp_);
     for (auto it = v->begin(); it != v->end(); ++it) {
-      DType d;
-      if (!dtype_named(it.key(), d))
-        fail(fmt::format("{}.{}: \"{}\" is not a dtype's name", where_, k, it.key()));
+      const std::optional<DType> d = dtype_from_name(it.key());
+      if (!d) fail(fmt::format("{}.{}: \"{}\" is not a dtype's name", where_, k, it.key()));
       uint64_t x = 0;
       inner.count(it.key(), x);
-      out[static_cast<size_t>(d)] = static_cast<typename Array::value_type>(x);
+      out[static_cast<size_t>(*d)] = static_cast<typename Array::value_type>(x);
     }
   }
   template <class T>

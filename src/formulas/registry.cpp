@@ -48,6 +48,13 @@ const char* dtype_name(DType dtype) noexcept {
   }
 }
 
+std::optional<DType> dtype_from_name(std::string_view name) noexcept {
+  for (size_t d = 0; d < static_cast<size_t>(DType::kCount); ++d) {
+    if (name == dtype_name(static_cast<DType>(d))) return static_cast<DType>(d);
+  }
+  return std::nullopt;
+}
+
 uint64_t checked_mul(uint64_t a, uint64_t b) {
   uint64_t r;
   if (__builtin_mul_overflow(a, b, &r)) {

@@ -156,13 +156,13 @@ std::map<std::string, PeaksEntry> read_peaks_cache(const std::string& file) {
           e.levels.push_back(l);
         }
       } else {
-        for (size_t d = 1; d < e.flops.size(); ++d) {
-          if (name == dtype_name(static_cast<DType>(d))) {
-            const auto v = cached_rate(value, true);
-            trusted = trusted && v.has_value();
-            e.flops[d] = v.value_or(0);
-            e.tried[name] = true;
-          }
+        const std::optional<DType> dtype = dtype_from_name(name);
+        const size_t d = dtype ? static_cast<size_t>(*dtype) : 0;
+        if (d > 0 && d < e.flops.size()) {
+          const auto v = cached_rate(value, true);
+          trusted = trusted && v.has_value();
+          e.flops[d] = v.value_or(0);
+          e.tried[name] = true;
         }
       }
     }
