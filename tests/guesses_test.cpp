@@ -1335,6 +1335,23 @@ struct YoloLikeImpl : nn::Module {
 };
 TORCH_MODULE(YoloLike);
 
+// YOLOv3's own layout: every layer a Sequential in a ModuleList, the head last in its own.
+struct YoloListImpl : nn::Module {
+  explicit YoloListImpl(bool scoped) : scoped(scoped) {
+    layers = register_module("layers", nn::ModuleList());
+    layers->push_back(nn::Sequential(nn::Conv2d(nn::Conv2dOptions(3, 16, 3).padding(1))));
+    layers->push_back(nn::Sequential(YoloHead(scoped)));
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    MaybeScope s(scoped, this);
+    auto y = layers[0]->as<nn::Sequential>()->forward(x);
+    return layers[1]->as<nn::Sequential>()->forward(y);
+  }
+  bool scoped;
+  nn::ModuleList layers{nullptr};
+};
+TORCH_MODULE(YoloList);
+
 TEST(Guesses, ADetectionHeadThatMakesItsGridWithArangeIsTheModelsOrMarked) {
   // The head on [1,16,8,8] -> r [1,64,16]: sigmoid_ on 64 + add_ 64 + sigmoid_ on 64 x 14 = 896:
   // 1024 FLOPs.
@@ -1354,7 +1371,22 @@ TEST(Guesses, ADetectionHeadThatMakesItsGridWithArangeIsTheModelsOrMarked) {
       expect_equal_or_flagged(p, r);
       // Both are leaves: no line names a submodule of theirs as the other side.
       EXPECT_FALSE(has_problem(p, "a submodule's")) << problems(p);
+      // The never-called placeholder given the head's ops shows a call op order alone made.
+      if (!head_last) {
+        EXPECT_TRUE(has_problem(p, "'route' (Placeholder) (1)")) << problems(p);
+        EXPECT_TRUE(module(p, "route").calls_inferred);
+      }
     }
+  }
+  for (bool grad : {false, true}) {  // the head in a Sequential at the end of a ModuleList
+    SCOPED_TRACE(grad ? "ModuleList, grad" : "ModuleList, no grad");
+    YoloList plain(false), ref(true);
+    const ProfileResult p = profile(
+        plain, [&] { plain->forward(x); }, grad);
+    const ProfileResult r = profile(
+        ref, [&] { ref->forward(x); }, grad);
+    EXPECT_EQ(module(r, "layers.1.0").flops, head);
+    expect_equal_or_flagged(p, r);
   }
 }
 

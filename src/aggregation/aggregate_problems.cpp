@@ -240,7 +240,8 @@ void Aggregator::inference_problems() {
 }
 
 void Aggregator::call_count_problems() {
-  std::vector<std::string> hidden;  // kCallsHidden: one line for all of them
+  std::vector<std::string> hidden;   // kCallsHidden: one line for all of them
+  std::vector<std::string> guessed;  // kCallsGuessed: one line, the first six named
   const std::string fix =
       !in.call_fix.empty()
           ? in.call_fix
@@ -274,12 +275,7 @@ void Aggregator::call_count_problems() {
           "could not be seen; {}",
           who, fix));
     }
-    if (why & kCallsGuessed) {
-      r.problems.push_back(fmt::format(
-          "the call count of {}, {}, rests only on the ops op order gave it (no parameters, no "
-          "observed call): its forward may have run more or less often, or not at all; {}",
-          who, acc[m].calls, fix));
-    }
+    if (why & kCallsGuessed) guessed.push_back(fmt::format("{} ({})", who, acc[m].calls));
     if (why & kCallsHidden) hidden.push_back(who);
     if (may_have_run_uncalled(m)) {
       r.problems.push_back(fmt::format(
@@ -287,6 +283,18 @@ void Aggregator::call_count_problems() {
           "gave to another module: its calls and work may be too small; {}",
           who, acc[m].maybe_missing_ops, acc[m].maybe_missing_flops, fix));
     }
+  }
+  if (!guessed.empty()) {
+    const size_t n = guessed.size();
+    std::string names = fmt::format(
+        "{}", fmt::join(guessed.begin(), guessed.begin() + std::min<size_t>(n, 6), ", "));
+    if (n > 6) names += fmt::format(" and {} more", n - 6);
+    r.problems.push_back(fmt::format(
+        "the call count{} of {} (calls in parentheses) rest{} only on the ops op order gave {} "
+        "(no parameters, no observed call): {} forward may have run more or less often, or not "
+        "at all; {}",
+        n == 1 ? "" : "s", names, n == 1 ? "s" : "", n == 1 ? "it" : "them",
+        n == 1 ? "its" : "each one's", fix));
   }
   if (!hidden.empty()) {
     r.problems.push_back(fmt::format(

@@ -96,7 +96,12 @@ void ThreadAttributor::mark_other_side(ThreadAttribution& out, AlternativeSets& 
     const int m = placed[p];
     if (!items_[p].forward || m < 0 || evidence[p]) continue;
     who.clear();
-    if (items_[p].edge) who.push_back(kOutsideModel);
+    if (items_[p].edge) {  // rule 9's ends of the root's forward: the caller, or its last or
+      who.push_back(kOutsideModel);  // first quiet modules (the op's side is not kept)
+      for (int end : {1, -1}) {
+        for (int k : model_side(end)) who.push_back(k);
+      }
+    }
     // The call of m around p bounds how far its neighbours' calls reach; for an op a container
     // gave to one child, the container's call (the child after it may have run it too: a
     // block's hand-written norm before its first parameter read, in a Sequential of blocks).
@@ -173,7 +178,7 @@ void ThreadAttributor::mark_outside_tail(ThreadAttribution& out,
                                 [](int64_t v, const auto& range) { return v < range.first; });
       if (r == from_model.begin() || e.in_seq >= std::prev(r)->second) continue;
       out.inferred[items_[pos].event] = 1;
-      out.alternative[items_[pos].event] = alternatives.add(model_side());
+      out.alternative[items_[pos].event] = alternatives.add(model_side(1));
       from_model.emplace_back(e.seq_nr, std::max(e.seq_nr + 1, e.seq_end));
     }
   }
@@ -201,7 +206,7 @@ void ThreadAttributor::mark_outside_tail_without_grad(const Call& c, ThreadAttri
                    op))
       break;
     if (out.module[ev] != kOutsideModel || out.inferred[ev]) continue;
-    if (who < 0) who = alternatives.add(model_side());
+    if (who < 0) who = alternatives.add(model_side(1));
     out.inferred[ev] = 1;
     out.alternative[ev] = who;
   }
@@ -230,7 +235,7 @@ void ThreadAttributor::mark_unknown_outside(ThreadAttribution& out,
     if (items_[p].forward && in_model(p)) seen = 1;
     near_model[p] = static_cast<char>(near_model[p] | seen);
   }
-  const int root = alternatives.add(model_side());
+  const int root = alternatives.add(model_side(0));
   std::vector<char> unknown(ni, 0);  // an op of such a call, marked
   for (int p = 0; p < ni; ++p) {
     const int ev = items_[p].event;
@@ -279,17 +284,17 @@ void ThreadAttributor::mark_outside_ends(ThreadAttribution& out,
                                          AlternativeSets& alternatives) const {
   if (scoped_[0]) return;  // the root's calls are observed: outside them is outside
   const int ni = static_cast<int>(items_.size());
-  auto mark = [&](int p, std::string_view ops) {
+  auto mark = [&](int p, std::string_view ops, int end) {
     if (p < 0 || p >= ni || !items_[p].forward) return;
     const int ev = items_[p].event;
     if (out.module[ev] != kOutsideModel || out.inferred[ev]) return;
     if (in_foreign_call(th_.events[ev]) || !op_in_list(ops, item_name(p))) return;
     out.inferred[ev] = 1;
-    out.alternative[ev] = alternatives.add(model_side());
+    out.alternative[ev] = alternatives.add(model_side(end));
   };
   for (const Call& c : calls_) {
     if (c.module != 0) continue;
-    mark(c.last + 1, "to _to_copy type_as");
+    mark(c.last + 1, "to _to_copy type_as", 1);
     // Before: a position range, and the casts and reshapes of it between it and the model's
     // first op (`arange(t).unsqueeze(0).to(dtype)`); casts alone before the forward are the
     // caller's copies of its data.
@@ -302,7 +307,8 @@ void ThreadAttributor::mark_outside_ends(ThreadAttribution& out,
       for (int q = p; q < c.first; ++q)
         mark(q,
              "arange linspace to _to_copy type_as unsqueeze "
-             "view reshape expand");
+             "view reshape expand",
+             -1);
     }
     mark_leading(c, out, alternatives);
   }
@@ -330,7 +336,7 @@ void ThreadAttributor::mark_leading(const Call& c, ThreadAttribution& out,
                    op))
       break;
     if (out.inferred[ev]) continue;  // marked already (a position range)
-    if (root < 0) root = alternatives.add(model_side());
+    if (root < 0) root = alternatives.add(model_side(-1));
     out.inferred[ev] = 1;
     out.alternative[ev] = root;
   }
@@ -351,11 +357,30 @@ std::vector<int> ThreadAttributor::quiet_children(int m) const {
   return out;
 }
 
-// The modules that may lack ops rule 9 left outside: the root, and its quiet children (a
-// detection head called last, whose ops after a grid's `arange` look like the caller's).
-std::vector<int> ThreadAttributor::model_side() const {
+// The modules that may lack ops rule 9 left outside: the root, its quiet children, and (`end`:
+// 1 after the forward, -1 before it) the quiet modules the root's forward would run last (first)
+// in registration order, up to the nearest module with parameters or an observed call, through
+// parameterless containers (a detection head in a Sequential at the end of a ModuleList, whose
+// ops after its grid's `arange` look like the caller's).
+std::vector<int> ThreadAttributor::model_side(int end) const {
   std::vector<int> who = quiet_children(0);
   who.insert(who.begin(), 0);
+  const int nm = static_cast<int>(tree_.nodes.size());
+  // In pre-order, a module's subtree follows it: from the end, a parent after its children.
+  for (int k = end > 0 ? nm - 1 : 1; end != 0 && k >= 1 && k<nm; k += end> 0 ? -1 : 1) {
+    const ModuleNode& n = tree_.nodes[k];
+    if (n.ignored) continue;
+    if (n.calls_observed || scoped_[k]) break;
+    if (n.tensors > 0) {
+      if (n.subtree_end == k + 1 || end > 0) break;  // a module with parameters, or its holder
+      continue;                                      // going forward: its first child comes next
+    }
+    if (!is_quiet(k)) continue;
+    // it, and the containers holding it, would include the op: each may show too little
+    for (int a = k; a > 0; a = tree_.nodes[a].parent) who.push_back(tree_.nodes[a].effective);
+  }
+  std::sort(who.begin(), who.end());
+  who.erase(std::unique(who.begin(), who.end()), who.end());
   return who;
 }
 

@@ -215,7 +215,7 @@ class ThreadAttributor {
   std::vector<int> visible_children(int m) const;
   bool is_quiet(int m) const;
   std::vector<int> quiet_children(int m) const;
-  std::vector<int> model_side() const;
+  std::vector<int> model_side(int end) const;
   void mark_outside_tail_without_grad(const Call& c, ThreadAttribution& out,
                                       AlternativeSets& alternatives) const;
   void partial_calls(std::vector<uint8_t>& calls_inferred) const;
