@@ -925,6 +925,7 @@ TEST(RooflineRun, UtilisationAboveItsPeakIsFlaggedEverywhere) {
   ASSERT_GT(low.mbu, 1.1);
   EXPECT_TRUE(low.mbu_above_peak);
   EXPECT_TRUE(low.mfu_above_peak);
+  EXPECT_TRUE(low.hfu_above_peak);
   EXPECT_TRUE(low.modules[0].mbu_above_peak);
   EXPECT_TRUE(low.modules[0].mfu_above_peak);
   const json j = json::parse(low_json);
@@ -941,6 +942,7 @@ TEST(RooflineRun, UtilisationAboveItsPeakIsFlaggedEverywhere) {
   EXPECT_GT(high.mbu, 0.0);
   EXPECT_FALSE(high.mbu_above_peak);
   EXPECT_FALSE(high.mfu_above_peak);
+  EXPECT_FALSE(high.hfu_above_peak);
   EXPECT_FALSE(high.modules[0].mbu_above_peak);
   EXPECT_EQ(json::parse(high_json)["summary"]["mbu_above_peak"], false);
   EXPECT_EQ(flopsprof::format_text_report(high).find("'!': above the peak"), std::string::npos);

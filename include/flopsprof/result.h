@@ -107,7 +107,7 @@ struct ModuleRegionStats {
   /// Its forward there against the machine's ceilings (0: unknown, or no time): FLOP/s over the
   /// peak of each op's dtype (mfu), bytes/s over the peak bandwidth (mbu).
   double mfu = 0, mbu = 0;
-  /// The ratio above (mfu or hfu; mbu) is above 1 by more than kCeilingTolerance: more than the
+  /// The ratio above (mfu; mbu) is above 1 by more than kCeilingTolerance: more than the
   /// peak it is measured against. mbu counts bytes against the DRAM bandwidth, so work whose bytes
   /// sit in a cache exceeds it (its roofline point is against its level's ceiling); mfu above 1
   /// means a peak measured too low. Shown with "!" in the text, never plain.
@@ -188,11 +188,11 @@ struct ModuleStats {
   /// masked pairs computed in, skipped blocks out: hfu), bytes (fwd + bwd + recompute) over the
   /// bandwidth (mbu). 0: unknown (no peaks, or no time).
   double mfu = 0, hfu = 0, mbu = 0;
-  /// The ratio above (mfu or hfu; mbu) is above 1 by more than kCeilingTolerance: more than the
+  /// The ratio above (mfu; hfu; mbu) is above 1 by more than kCeilingTolerance: more than the
   /// peak it is measured against. mbu counts bytes against the DRAM bandwidth, so work whose bytes
   /// sit in a cache exceeds it (its roofline point is against its level's ceiling); mfu above 1
   /// means a peak measured too low. Shown with "!" in the text, never plain.
-  bool mfu_above_peak = false, mbu_above_peak = false;
+  bool mfu_above_peak = false, hfu_above_peak = false, mbu_above_peak = false;
   /// Bytes of its backward ops (linked to its forward ops), and of forward ops re-run in
   /// backward (activation checkpointing).
   uint64_t bwd_bytes = 0, bwd_bytes_read = 0, bwd_bytes_written = 0;
@@ -256,11 +256,11 @@ struct RegionStats {
   /// the kernels computed in, the blocks they skipped out. mbu: bytes per second over the peak
   /// bandwidth. 0: the peaks are unknown (ProfileResult::machine says where they came from).
   double mfu = 0, hfu = 0, mbu = 0;
-  /// The ratio above (mfu or hfu; mbu) is above 1 by more than kCeilingTolerance: more than the
+  /// The ratio above (mfu; hfu; mbu) is above 1 by more than kCeilingTolerance: more than the
   /// peak it is measured against. mbu counts bytes against the DRAM bandwidth, so work whose bytes
   /// sit in a cache exceeds it (its roofline point is against its level's ceiling); mfu above 1
   /// means a peak measured too low. Shown with "!" in the text, never plain.
-  bool mfu_above_peak = false, mbu_above_peak = false;
+  bool mfu_above_peak = false, hfu_above_peak = false, mbu_above_peak = false;
 };
 
 /// Device activity of a model on a GPU (absent on CPU-only runs). Timing, in fallback order:
@@ -507,11 +507,11 @@ struct ProfileResult {
   /// The model's forward and backward against the machine's ceilings, as ModuleStats::mfu, hfu
   /// and mbu, over the forward and backward time (`duration_s + bwd_latency_s`, or the device's).
   double mfu = 0, hfu = 0, mbu = 0;
-  /// The ratio above (mfu or hfu; mbu) is above 1 by more than kCeilingTolerance: more than the
+  /// The ratio above (mfu; hfu; mbu) is above 1 by more than kCeilingTolerance: more than the
   /// peak it is measured against. mbu counts bytes against the DRAM bandwidth, so work whose bytes
   /// sit in a cache exceeds it (its roofline point is against its level's ceiling); mfu above 1
   /// means a peak measured too low. Shown with "!" in the text, never plain.
-  bool mfu_above_peak = false, mbu_above_peak = false;
+  bool mfu_above_peak = false, hfu_above_peak = false, mbu_above_peak = false;
   uint64_t bwd_bytes = 0, bwd_bytes_read = 0, bwd_bytes_written = 0;  ///< recompute excluded
   uint64_t recompute_bytes = 0;
   uint64_t autograd_bytes = 0;  ///< backward ops linked to no forward op

@@ -352,7 +352,8 @@ void Aggregator::utilisation(S& s, const FlopsByDtype& model, const FlopsByDtype
   s.mbu = in.machine.bytes_per_s > 0 && seconds > 0
               ? static_cast<double>(bytes) / seconds / in.machine.bytes_per_s
               : 0.0;
-  s.mfu_above_peak = above_peak(std::max(s.mfu, s.hfu));
+  s.mfu_above_peak = above_peak(s.mfu);
+  s.hfu_above_peak = above_peak(s.hfu);
   s.mbu_above_peak = above_peak(s.mbu);
 }
 

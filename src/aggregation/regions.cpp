@@ -244,7 +244,8 @@ void split_by_region(const AggregateInput& in, const Analysis& analysis, Profile
     s.hfu = flops_utilisation(a.hardware_by_dtype, s.duration_s, peaks);
     if (peaks.bytes_per_s > 0 && s.duration_s > 0)
       s.mbu = static_cast<double>(s.bytes) / s.duration_s / peaks.bytes_per_s;
-    s.mfu_above_peak = above_peak(std::max(s.mfu, s.hfu));
+    s.mfu_above_peak = above_peak(s.mfu);
+    s.hfu_above_peak = above_peak(s.hfu);
     s.mbu_above_peak = above_peak(s.mbu);
   }
   for (ModuleStats& m : r.modules) {

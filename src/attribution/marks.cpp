@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -362,7 +363,9 @@ std::vector<int> ThreadAttributor::quiet_children(int m) const {
 // in registration order, up to the nearest module with parameters or an observed call, through
 // parameterless containers (a detection head in a Sequential at the end of a ModuleList, whose
 // ops after its grid's `arange` look like the caller's).
-std::vector<int> ThreadAttributor::model_side(int end) const {
+const std::vector<int>& ThreadAttributor::model_side(int end) const {
+  std::optional<std::vector<int>>& cached = model_side_[end + 1];  // one fact, computed once
+  if (cached) return *cached;
   std::vector<int> who = quiet_children(0);
   who.insert(who.begin(), 0);
   const int nm = static_cast<int>(tree_.nodes.size());
@@ -381,7 +384,8 @@ std::vector<int> ThreadAttributor::model_side(int end) const {
   }
   std::sort(who.begin(), who.end());
   who.erase(std::unique(who.begin(), who.end()), who.end());
-  return who;
+  cached = std::move(who);
+  return *cached;
 }
 
 // The called children of `m` whose runs a call of it can be seen to include: children with

@@ -16,6 +16,7 @@
 #include <climits>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -215,7 +216,7 @@ class ThreadAttributor {
   std::vector<int> visible_children(int m) const;
   bool is_quiet(int m) const;
   std::vector<int> quiet_children(int m) const;
-  std::vector<int> model_side(int end) const;
+  const std::vector<int>& model_side(int end) const;
   void mark_outside_tail_without_grad(const Call& c, ThreadAttribution& out,
                                       AlternativeSets& alternatives) const;
   void partial_calls(std::vector<uint8_t>& calls_inferred) const;
@@ -234,6 +235,8 @@ class ThreadAttributor {
   // (parent, child index that ran last + 1) -> the parameterless child chosen out of
   // registration order there (pick_out_of_order)
   std::unordered_map<int64_t, int> after_;
+  // model_side(end) for end -1, 0, 1: computed on first use (the tree does not change)
+  mutable std::optional<std::vector<int>> model_side_[3];
 };
 
 }  // namespace flopsprof::detail::attr

@@ -7,9 +7,10 @@
 // program's search order, every call lands here first: while a profile runs, it opens a scope
 // record of the module (the same record FLOPSPROF_MODULE() writes, without hooks or user scope)
 // and calls libtorch's own definition, found with dlsym(RTLD_NEXT). That is evidence of each call
-// of a built-in module, with its instance, at no cost per op. Without a profile a call costs one
-// relaxed load. Forwards defined inline in headers (BatchNorm, InstanceNorm, Sequential) or with
-// other signatures are not observed; attribution falls back to its rules for them.
+// of a built-in module, with its instance, at no cost per op. Without a profile a call costs two
+// relaxed loads (the second for calibration.h's g_setup_unwarmed). Forwards defined inline in
+// headers (BatchNorm, InstanceNorm, Sequential) or with other signatures are not observed;
+// attribution falls back to its rules for them.
 //
 // Only the signatures `Tensor forward(const Tensor&)` and `Tensor forward(Tensor)` are wrapped;
 // each entry's mangled name is checked at run time (dlsym(RTLD_DEFAULT) must find this

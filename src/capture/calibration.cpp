@@ -61,11 +61,20 @@ CaptureCost measure(bool dispatch) {
     // The Linear's initialisation draws from the default generator: its state is put back, so
     // that the program's random numbers (initialisations, dropout masks) are those it would have
     // drawn without flopsprof.
+    // (Each access under the generator's lock, which the initialisation takes too: numbers another
+    // thread draws between the two are drawn again after the restore.)
     at::Generator gen = at::detail::getDefaultCPUGenerator();
-    const at::Tensor state = gen.get_state();
+    at::Tensor state;
+    {
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      state = gen.get_state();
+    }
     model = torch::nn::Sequential(torch::nn::Identity(), torch::nn::Linear(4, 4),
                                   torch::nn::Softplus());
-    gen.set_state(state);
+    {
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_state(state);
+    }
   }
   const ModelIndex index = build_model_index(*model, {});
   std::shared_ptr<torch::nn::Module> modules[3] = {model[0], model[1], model[2]};
@@ -233,10 +242,10 @@ CaptureCost capture_cost(bool dispatch) {
   } catch (...) {
     return {};  // the path cannot start here: its start will say why
   }
-  note_setup_work(dispatch ? "its own cost on the dispatch path measured"
-                           : "its own cost on the RecordFunction path measured",
-                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                      .count());
+  note_setup_work(
+      dispatch ? "its own cost on the dispatch path measured"
+               : "its own cost on the RecordFunction path measured",
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   return *cached;
 }
 
@@ -256,8 +265,13 @@ void note_setup_work(const char* what, double ms) noexcept {
   try {
     std::lock_guard<std::mutex> lock(g_setup_mu);
     ++g_setup.generation;
-    g_setup.what = what;
-    g_setup.ms = ms;
+    if (g_setup_unwarmed.load(std::memory_order_relaxed)) {  // work since the program last ran
+      g_setup.what += std::string(", ") + what;
+      g_setup.ms += ms;
+    } else {
+      g_setup.what = what;
+      g_setup.ms = ms;
+    }
     g_setup_unwarmed.store(true, std::memory_order_relaxed);
   } catch (...) {  // a lost note: at worst a cold start goes unsaid
   }

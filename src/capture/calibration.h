@@ -32,17 +32,19 @@ struct CaptureCost {
 /// hundred tiny ops and module calls with and without a private profile of this thread, timed
 /// on the host clock, medians of rounds), then cached. Measures only while no profile runs (a
 /// running one would record the measurement's ops): otherwise the cached value, or none
-/// (`calibrated` false). Called when a profile stops, never when one starts: the measurement's
-/// milliseconds would leave the program's caches cold for the first profiled forward (a ViT's
-/// read 2.3 x its unprofiled time, against 1.05-1.1 x in later profiles; bench/RESULTS.md).
-/// Not thread-safe against itself: called under the recording's stop.
+/// (`calibrated` false). Called when a profiler is made (prepare_capture) or, if that could not
+/// measure, when its first profile stops; never when one starts: the measurement's milliseconds
+/// would leave the program's caches cold for the first profiled forward (bench/RESULTS.md, "The
+/// first profile in a process"). Serialised by a lock; a profile started on another thread
+/// while it measures would record its ops (the check for a running profile comes first).
 CaptureCost capture_cost(bool dispatch);
 
 /// The one-off work flopsprof does once per process before its records can be taken and corrected
 /// (installing the interceptor's kernels: registrations that rewrite every operator's dispatch
 /// table; measuring a path's cost): a few milliseconds whose memory traffic evicts the program's
 /// caches, so that ops run right after it read high (bench/RESULTS.md). `generation` counts the
-/// times any of it ran; `what` and `ms` say what the last ran and how long it took. Thread-safe.
+/// times any of it ran; `what` and `ms` say what ran since the program last ran (a profile's
+/// stop, a built-in module's call) and how long it took in all. Thread-safe.
 struct SetupWork {
   uint64_t generation = 0;
   std::string what;

@@ -174,8 +174,9 @@ void register_unboxed(torch::Library& lib) {
 #define FLOPSPROF_UNBOXED_OPS(X)                                                                 \
   X(linear)                                                                                      \
   X(addmm)                                                                                       \
-  X(mm) X(bmm) X(matmul) X(baddbmm) X(conv1d) X(conv2d) X(relu) X(relu_) X(gelu) X(silu)         \
-      X(sigmoid) X(tanh) X(add_Tensor) X(add__Tensor) X(sub_Tensor) X(mul_Tensor) X(mul__Tensor) \
+  X(mm)                                                                                          \
+  X(bmm) X(matmul) X(baddbmm) X(conv1d) X(conv2d) X(relu) X(relu_) X(gelu) X(silu) X(sigmoid)    \
+      X(tanh) X(add_Tensor) X(add__Tensor) X(sub_Tensor) X(mul_Tensor) X(mul__Tensor)            \
           X(mul_Scalar) X(div_Tensor) X(div_Scalar) X(neg) X(exp) X(rsqrt) X(sqrt)               \
               X(pow_Tensor_Scalar) X(layer_norm) X(softmax_int) X(log_softmax_int) X(dropout)    \
                   X(embedding) X(batch_norm) X(max_pool2d) X(adaptive_avg_pool2d) X(mean_dim)    \
@@ -221,9 +222,9 @@ std::string install_interceptor() noexcept {
     const auto t0 = std::chrono::steady_clock::now();
     register_kernels();
     g_installed = true;
-    note_setup_work("its dispatch kernels installed",
-                    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                        .count());
+    note_setup_work(
+        "its dispatch kernels installed",
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     return {};
   } catch (const std::exception& e) {
     // A registration the dispatcher refused (another fallback registered meanwhile); what was

@@ -145,7 +145,11 @@ void Recording::stop() {
   // The path's cost per record, measured now if no earlier profile did: at the first stop, not
   // the first start, so that the measurement's milliseconds do not leave the program's caches
   // cold for the profiled ops (calibration.h). No other profile may run meanwhile.
+  // The profile ran the program: the caches the one-off work evicted are warm again, whether or
+  // not a built-in module's call said so (a model of functional ops only, TorchScript).
+  const uint64_t before = setup_work().generation;
   if (s.host_clock && !cost_.calibrated) cost_ = capture_cost(s.dispatch);
+  if (setup_work().generation == before) g_setup_unwarmed.store(false, std::memory_order_relaxed);
   note_uncorrected(s, /*stopped=*/true);
   c.session = std::move(session_);  // `s` lives on in it
 }
@@ -157,14 +161,16 @@ void Recording::note_cold_start() {
   cold_start_ = fmt::format(
       "the profile started right after flopsprof's one-off work in this process ({}: {:.1f} ms), "
       "with no call of a built-in module between them: that work evicts the program's caches, "
-      "so the first ops' latencies read high (a small ViT's first forward at 2.5 x its time in "
-      "a later profile); make the profiler before the program's warm-up, or profile a later step",
+      "so the first ops' latencies read high (a small ViT's first forward at 1.5-2 x its time "
+      "in a later profile); make the profiler before the program's warm-up, or profile a later "
+      "step",
       w.what, w.ms);
 }
 
 void Recording::note_uncorrected(const Session& s, bool stopped) {
   uncorrected_ =
-      !s.host_clock ? "a custom timer (ProfilerOptions::timer) times the records, not the host clock"
+      !s.host_clock
+          ? "a custom timer (ProfilerOptions::timer) times the records, not the host clock"
       : cost_.calibrated ? ""
       : stopped ? "flopsprof's own cost on this capture path was not measured: another profile was "
                   "running when this one stopped, and no profile before it had measured it"

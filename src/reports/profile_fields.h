@@ -176,6 +176,7 @@ void summary(V& v, R& r) {
   v.known("hfu", r.hfu);
   v.known("mbu", r.mbu);
   v.flag("mfu_above_peak", r.mfu_above_peak);
+  v.flag("hfu_above_peak", r.hfu_above_peak);
   v.flag("mbu_above_peak", r.mbu_above_peak);
   v.count("bwd_bytes", r.bwd_bytes);
   v.count("bwd_bytes_read", r.bwd_bytes_read);
@@ -264,6 +265,7 @@ void module(V& v, S& m) {
   v.known("hfu", m.hfu);
   v.known("mbu", m.mbu);
   v.flag("mfu_above_peak", m.mfu_above_peak);
+  v.flag("hfu_above_peak", m.hfu_above_peak);
   v.flag("mbu_above_peak", m.mbu_above_peak);
   v.roofline("", m.roofline);
   v.count("bwd_bytes", m.bwd_bytes);
@@ -310,6 +312,7 @@ void region(V& v, S& g) {
   v.known("hfu", g.hfu);
   v.known("mbu", g.mbu);
   v.flag("mfu_above_peak", g.mfu_above_peak);
+  v.flag("hfu_above_peak", g.hfu_above_peak);
   v.flag("mbu_above_peak", g.mbu_above_peak);
 }
 

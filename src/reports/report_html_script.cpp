@@ -60,7 +60,7 @@ constexpr const char* kScript = R"JS(
     ['fwd bytes moved', 'fwd_bytes', (x) => num(x, 'B')], ['fwd intensity', 'fwd_intensity', (x) => x.toFixed(2) + ' FLOP/B'],
     ['KV cache read', 'kv_read_bytes', (x) => num(x, 'B')], ['KV cache written', 'kv_write_bytes', (x) => num(x, 'B')],
     ['MFU (fwd + bwd)', 'mfu', (x) => (100 * x).toFixed(1) + '%' + (S.mfu_above_peak ? '!' : '')],
-    ['HFU (as run)', 'hfu', (x) => (100 * x).toFixed(1) + '%' + (S.mfu_above_peak ? '!' : '')],
+    ['HFU (as run)', 'hfu', (x) => (100 * x).toFixed(1) + '%' + (S.hfu_above_peak ? '!' : '')],
     ['MBU (fwd + bwd)', 'mbu', (x) => (100 * x).toFixed(1) + '%' + (S.mbu_above_peak ? '!' : '')]];
   const training = S.bwd_latency_s > 0 || S.step_latency_s > 0;
   for (const [k, key, f] of items) {

@@ -177,7 +177,7 @@ void roofline_summary(std::string& out, const ProfileResult& r) {
          fmt::format("MFU / HFU / MBU ({}, per-dtype peaks)", r.has_backward ? "fwd + bwd" : "fwd"),
          fmt::format("{} / {} / {} (model FLOPs in the {} convention; HFU: as the hardware ran "
                      "them, recompute included{}{})",
-                     known(r.mfu, r.mfu_above_peak), known(r.hfu, r.mfu_above_peak),
+                     known(r.mfu, r.mfu_above_peak), known(r.hfu, r.hfu_above_peak),
                      known(r.mbu, r.mbu_above_peak), convention_name(r.attention),
                      m.bandwidth_by_level.size() > 1
                          ? "; MBU: bytes over the DRAM bandwidth, where a module's roofline "

@@ -102,7 +102,7 @@ void regions(std::string& out, const ProfileResult& r, const ReportOptions& o) {
   if (recompute) {
     for (const RegionStats& g : r.regions)
       fmt::format_to(std::back_inserter(out), "HFU of \"{}\" (recompute included): {}\n", g.name,
-                     utilisation(g.hfu, g.mfu_above_peak));
+                     utilisation(g.hfu, g.hfu_above_peak));
   }
   // Each region's modules, in tree order.
   const int depth = o.module_depth >= 0 ? o.module_depth : 2;
@@ -231,7 +231,8 @@ void tree_node(std::string& out, const ProfileResult& r, const ReportOptions& o,
   if (r.gpu.measured && r.gpu.backend == "cupti") {
     stats += fmt::format(", {} GPU", duration_to_string(m.gpu_busy_s));
     // the aggregation's (the JSON's): fwd + bwd FLOPs over their device time, each dtype's peak
-    if (m.mfu > 0) stats += fmt::format(", {:.1f}% MFU", 100.0 * m.mfu);
+    if (m.mfu > 0)
+      stats += fmt::format(", {:.1f}%{} MFU", 100.0 * m.mfu, m.mfu_above_peak ? "!" : "");
   }
   if (r.has_backward) {
     stats += fmt::format(", {} bwd flops, {} bwd latency", flops_to_string(m.bwd_flops),
