@@ -220,6 +220,73 @@ uint64_t input_bytes(const InputSpec& spec, uint64_t limit_bytes) {
   return bytes;
 }
 
+namespace {
+
+// --threads N: 1 to the CPUs this process may run on.
+int parse_threads(const std::string& v, int64_t cpus) {
+  const int64_t n = parse_int("--threads", v, 1, kIntMax);
+  if (n > cpus)
+    fail(fmt::format("--threads: {} is more than the {} CPUs this process may run on; give 1 to {}",
+                     v, cpus, cpus));
+  return static_cast<int>(n);
+}
+
+// A peak option's value: --peak-flops, or --peak-bandwidth (one figure, or memory levels:
+// L1:32K=400G,...,DRAM=20G). Throws the parser's Error.
+void read_peak(RooflineOptions& r, bool flops, const std::string& v) {
+  if (flops) {
+    r.peak_flops = parse_peak_flops(v);
+  } else if (v.find('=') != std::string::npos) {
+    r.bandwidth_levels = parse_bandwidth_levels(v);
+  } else {
+    r.peak_bandwidth = parse_peak_bandwidth(v);
+  }
+}
+
+// The environment's peaks are options too: refused as --peak-flops and --peak-bandwidth are.
+void check_environment_peaks() {
+  for (const char* var : {"FLOPSPROF_PEAK_FLOPS", "FLOPSPROF_PEAK_BANDWIDTH"}) {
+    const char* v = std::getenv(var);
+    if (v == nullptr || *v == '\0') continue;
+    RooflineOptions unused;
+    try {
+      read_peak(unused, std::string(var) == "FLOPSPROF_PEAK_FLOPS", v);
+    } catch (const Error& e) {
+      fail(std::string(var) + ": " + e.what());
+    }
+  }
+}
+
+AttentionConvention parse_attention(const std::string& v) {
+  if (v == "dense") return AttentionConvention::kDense;
+  if (v != "causal") fail("--attention: '" + v + "' is not a convention; use dense or causal");
+  return AttentionConvention::kCausal;
+}
+
+// --dim NAME=VALUE: a symbol of the exported program and its size, each once.
+void add_dim(std::map<std::string, int64_t>& dims, const std::string& v) {
+  const size_t eq = v.find('=');
+  const std::string name = v.substr(0, eq);
+  if (eq == std::string::npos || name.empty())
+    fail("--dim " + v +
+         ": give NAME=VALUE, a symbol of the exported program and its size (s0=128)");
+  if (dims.count(name)) fail("--dim " + name + " given twice");
+  dims[name] = parse_int("--dim " + name, v.substr(eq + 1), 0, int64_t{1} << 62);
+}
+
+// What no single option can tell: a model given, the environment's peaks, inputs given one way.
+void check_whole(const Options& o) {
+  if (o.model.empty()) fail("no MODEL given; usage: flopsprof MODEL --input 1x3x224x224");
+  check_environment_peaks();
+  if (!o.inputs_file.empty() && !o.inputs.empty()) {
+    fail(
+        "--inputs and --input both given; pass the forward's arguments one way: --input SHAPE "
+        "per argument (random values) or --inputs FILE (saved tensors)");
+  }
+}
+
+}  // namespace
+
 Options parse_args(const std::vector<std::string>& args) {
   Options o;
   const int64_t cpus = usable_cpus();
@@ -259,40 +326,16 @@ Options parse_args(const std::vector<std::string>& args) {
       if (o.device != "cpu" && o.device != "cuda")
         fail("--device: '" + o.device + "' is not a device; use cpu or cuda");
     } else if (a == "--threads") {
-      const std::string v = value();
-      const int64_t n = parse_int(a, v, 1, kIntMax);
-      if (n > cpus)
-        fail(fmt::format(
-            "--threads: {} is more than the {} CPUs this process may run on; give 1 to {}", v, cpus,
-            cpus));
-      o.threads = static_cast<int>(n);
+      o.threads = parse_threads(value(), cpus);
       o.threads_given = true;
-    } else if (a == "--peak-flops") {
+    } else if (a == "--peak-flops" || a == "--peak-bandwidth") {
       try {
-        o.roofline.peak_flops = parse_peak_flops(value());
+        read_peak(o.roofline, a == "--peak-flops", value());
       } catch (const Error& e) {
-        fail(std::string("--peak-flops: ") + e.what());
-      }
-    } else if (a == "--peak-bandwidth") {
-      try {
-        const std::string v = value();
-        if (v.find('=') != std::string::npos) {  // memory levels: L1:32K=400G,...,DRAM=20G
-          o.roofline.bandwidth_levels = parse_bandwidth_levels(v);
-        } else {
-          o.roofline.peak_bandwidth = parse_peak_bandwidth(v);
-        }
-      } catch (const Error& e) {
-        fail(std::string("--peak-bandwidth: ") + e.what());
+        fail(a + ": " + e.what());
       }
     } else if (a == "--attention") {
-      const std::string v = value();
-      if (v == "dense") {
-        o.attention = AttentionConvention::kDense;
-      } else if (v == "causal") {
-        o.attention = AttentionConvention::kCausal;
-      } else {
-        fail("--attention: '" + v + "' is not a convention; use dense or causal");
-      }
+      o.attention = parse_attention(value());
     } else if (a == "--read-masks") {
       o.read_masks = true;
     } else if (a == "--no-roofline") {
@@ -308,14 +351,7 @@ Options parse_args(const std::vector<std::string>& args) {
     } else if (a == "--tokens") {
       o.tokens = static_cast<uint64_t>(integer(1, int64_t{1} << 62));
     } else if (a == "--dim") {
-      const std::string v = value();
-      const size_t eq = v.find('=');
-      const std::string name = v.substr(0, eq);
-      if (eq == std::string::npos || name.empty())
-        fail("--dim " + v +
-             ": give NAME=VALUE, a symbol of the exported program and its size (s0=128)");
-      if (o.dims.count(name)) fail("--dim " + name + " given twice");
-      o.dims[name] = parse_int("--dim " + name, v.substr(eq + 1), 0, int64_t{1} << 62);
+      add_dim(o.dims, value());
     } else if (!a.empty() && a[0] == '-') {
       fail("unknown option '" + a + "' (see flopsprof --help)");
     } else if (a.empty()) {
@@ -326,28 +362,7 @@ Options parse_args(const std::vector<std::string>& args) {
       fail("a second MODEL '" + a + "' (one model per run; see flopsprof --help)");
     }
   }
-  if (o.model.empty()) fail("no MODEL given; usage: flopsprof MODEL --input 1x3x224x224");
-  // The environment's peaks are options too: refused as --peak-flops and --peak-bandwidth are.
-  for (const char* var : {"FLOPSPROF_PEAK_FLOPS", "FLOPSPROF_PEAK_BANDWIDTH"}) {
-    const char* v = std::getenv(var);
-    if (v == nullptr || *v == '\0') continue;
-    try {
-      if (std::string(var) == "FLOPSPROF_PEAK_FLOPS") {
-        parse_peak_flops(v);
-      } else if (std::string(v).find('=') != std::string::npos) {
-        parse_bandwidth_levels(v);
-      } else {
-        parse_peak_bandwidth(v);
-      }
-    } catch (const Error& e) {
-      fail(std::string(var) + ": " + e.what());
-    }
-  }
-  if (!o.inputs_file.empty() && !o.inputs.empty()) {
-    fail(
-        "--inputs and --input both given; pass the forward's arguments one way: --input SHAPE "
-        "per argument (random values) or --inputs FILE (saved tensors)");
-  }
+  check_whole(o);
   return o;
 }
 

@@ -34,6 +34,35 @@ std::string module_who(const ModuleTree& tree, int m) {
                         : fmt::format("'{}' ({})", n.name, n.type);
 }
 
+// Who else may have run module `m`'s guessed ops: the modules that lost them (at most four
+// named), the caller, or by default its parent or a submodule.
+std::string other_side(const ModuleTree& tree, const std::map<int, std::set<int>>& losers, int m) {
+  std::string could;
+  bool caller = false;
+  int named = 0;
+  auto it = losers.find(m);
+  if (it != losers.end()) {
+    for (int k : it->second) {
+      if (k == kOutsideModel) {
+        caller = true;
+      } else if (k >= 0 && named++ < 4) {
+        could += fmt::format("{}'{}' ({})", could.empty() ? "" : ", ", tree.nodes[k].name,
+                             tree.nodes[k].type);
+      }
+    }
+  }
+  if (named > 4) could += fmt::format(" and {} more", named - 4);
+  std::string other;
+  if (!could.empty()) other = "the work of " + could + " (which may show too little)";
+  if (caller) other += other.empty() ? "the caller's" : ", or the caller's";
+  if (other.empty()) {
+    const bool leaf = tree.nodes[m].children.empty();
+    other = m == 0 ? (leaf ? "the caller's" : "a submodule's or the caller's")
+                   : (leaf ? "its parent's" : "a submodule's or its parent's");
+  }
+  return other;
+}
+
 // One problems line per module with forward ops placed by inference (op order), naming the
 // modules that may have run them instead (which may show too little) and what would make them
 // exact; the most FLOPs first. Modules of one type whose guesses are the same (the layers of a
@@ -48,33 +77,6 @@ void placement_problems(const ModuleTree& tree, const std::vector<ModuleAcc>& ac
   std::stable_sort(marked.begin(), marked.end(), [&](int a, int b) {
     return acc[a].own_inferred_flops > acc[b].own_inferred_flops;
   });
-  // Who else may have run a module's guessed ops.
-  auto other_side = [&](int m) {
-    std::string could;
-    bool caller = false;
-    int named = 0;
-    auto it = losers.find(m);
-    if (it != losers.end()) {
-      for (int k : it->second) {
-        if (k == kOutsideModel) {
-          caller = true;
-        } else if (k >= 0 && named++ < 4) {
-          could += fmt::format("{}'{}' ({})", could.empty() ? "" : ", ", tree.nodes[k].name,
-                               tree.nodes[k].type);
-        }
-      }
-    }
-    if (named > 4) could += fmt::format(" and {} more", named - 4);
-    std::string other;
-    if (!could.empty()) other = "the work of " + could + " (which may show too little)";
-    if (caller) other += other.empty() ? "the caller's" : ", or the caller's";
-    if (other.empty()) {
-      const bool leaf = tree.nodes[m].children.empty();
-      other = m == 0 ? (leaf ? "the caller's" : "a submodule's or the caller's")
-                     : (leaf ? "its parent's" : "a submodule's or its parent's");
-    }
-    return other;
-  };
   // The same guess: type, ops, FLOPs, bytes and their backward.
   auto key = [&](int m) {
     const ModuleAcc& a = acc[m];
@@ -104,7 +106,7 @@ void placement_problems(const ModuleTree& tree, const std::vector<ModuleAcc>& ac
           "its forward, or of the method the program calls (and of its submodules'), makes them "
           "exact",
           a.own_inferred_ops, a.own_inferred_flops, a.own_inferred_bytes, backward,
-          module_who(tree, m), other_side(m)));
+          module_who(tree, m), other_side(tree, losers, m)));
       continue;
     }
     std::string names;
@@ -118,7 +120,7 @@ void placement_problems(const ModuleTree& tree, const std::vector<ModuleAcc>& ac
         "forward, or of the method the program calls (and of their submodules'), makes them "
         "exact",
         group.size(), tree.nodes[m].type, names, a.own_inferred_ops, a.own_inferred_flops,
-        a.own_inferred_bytes, backward, other_side(group[0])));
+        a.own_inferred_bytes, backward, other_side(tree, losers, group[0])));
   }
 }
 

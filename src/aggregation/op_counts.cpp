@@ -133,113 +133,146 @@ Tf32Family tf32_family(const std::string& op) {
   return Tf32Family::kNone;
 }
 
-OpCounts count_ops(const std::vector<const ThreadEvents*>& threads, const NameLookup& names,
-                   AttentionConvention convention, Tf32Use tf32) {
-  OpCounts out;
+namespace {
+
+// Each op name's rules, looked up once per profile.
+class RuleCache {
+ public:
   struct Rules {
     FormulaFn formula;
     BytesFn bytes;
     bool metadata = false;
     bool tf32 = false;  ///< its fp32 work runs on TF32 tensor cores in this profile
   };
-  std::unordered_map<uint32_t, Rules> rules;  // by name id
-  auto rules_of = [&](uint32_t id) -> const Rules& {
-    auto it = rules.find(id);
-    if (it == rules.end()) {
-      const std::string& n = names.name(id);
+  RuleCache(const NameLookup& names, Tf32Use tf32) : names_(names), tf32_(tf32) {}
+  const Rules& of(uint32_t id) {
+    auto it = rules_.find(id);
+    if (it == rules_.end()) {
+      const std::string& n = names_.name(id);
       const Tf32Family f = tf32_family(n);
-      const bool on_tf32 = (f == Tf32Family::kCudnn && tf32.convolutions) ||
-                           (f == Tf32Family::kCublas && tf32.matmuls);
-      it = rules
+      const bool on_tf32 = (f == Tf32Family::kCudnn && tf32_.convolutions) ||
+                           (f == Tf32Family::kCublas && tf32_.matmuls);
+      it = rules_
                .emplace(id,
                         Rules{find_formula(n), find_bytes_rule(n), formula_is_constant(n), on_tf32})
                .first;
     }
     return it->second;
-  };
+  }
+
+ private:
+  const NameLookup& names_;
+  const Tf32Use tf32_;
+  std::unordered_map<uint32_t, Rules> rules_;  // by name id
+};
+
+// Which ops have a FLOP-counting op inside them (children follow their parents). A view or
+// metadata op (empty, resize_: a constant formula, no arguments read) moves no bytes, so it does
+// not take the bytes from the op around it: nll_loss2d_forward, whose kernel resizes its output,
+// keeps its own.
+std::vector<uint8_t> counts_inside(const std::vector<RawEvent>& ev, RuleCache& rules) {
+  std::vector<uint8_t> inside(ev.size(), 0);
+  for (size_t i = ev.size(); i-- > 0;) {
+    const int32_t p = ev[i].parent;
+    if (p < 0) continue;
+    const bool moves = (ev[i].flags & kCounted) && !rules.of(ev[i].name_id).metadata;
+    if (moves || inside[i]) inside[p] = 1;
+  }
+  return inside;
+}
+
+// One op's FLOPs from its formula (the causal convention's masked work taken out); a formula
+// that throws is counted in `errors` by message.
+void count_flops(const RuleCache::Rules& r, const std::vector<ArgView>& args,
+                 const std::string& name, AttentionConvention convention, OpCount& c,
+                 std::map<std::string, uint64_t>& errors) {
+  try {
+    std::optional<FlopCount> fc = r.formula(OpInputs(args.data(), args.size()));
+    c.state = fc ? OpCount::kCounted : OpCount::kDeclined;
+    if (fc) c.fc = *fc;
+    if (fc && convention == AttentionConvention::kCausal) {
+      c.fc.flops -= std::min(c.fc.flops, c.fc.masked_flops);
+      c.fc.macs -= std::min(c.fc.macs, c.fc.masked_macs);
+    }
+  } catch (const std::exception& ex) {
+    c.state = OpCount::kFailed;
+    ++errors[fmt::format("{}: {}", name, ex.what())];
+  }
+}
+
+// Writes no rule derives: the bytes allocated while the op (or an op inside it) ran, but kernel
+// workspace (a block freed, matched by address, before the op that allocated it returns: as the
+// memory statistics tell it apart) is no output.
+void writes_from_allocations(const ThreadEvents& th, std::vector<OpCount>& counts) {
+  const std::vector<RawEvent>& ev = th.events;
+  std::vector<uint8_t> workspace(th.memory.size(), 0);
+  std::map<std::pair<int8_t, uint64_t>, size_t> live;  // block -> its allocation's record
+  for (size_t k = 0; k < th.memory.size(); ++k) {
+    const MemRecord& m = th.memory[k];
+    if (m.address == 0 || m.bytes == 0) continue;
+    const std::pair<int8_t, uint64_t> block{m.device_type, m.address};
+    if (m.bytes > 0) {
+      live[block] = k;
+      continue;
+    }
+    auto it = live.find(block);
+    if (it == live.end()) continue;
+    const int32_t op = th.memory[it->second].op;
+    for (int32_t e = m.op; op >= 0 && e >= op && static_cast<size_t>(e) < ev.size();
+         e = ev[e].parent) {
+      if (e == op) {
+        workspace[it->second] = 1;
+        break;
+      }
+    }
+    live.erase(it);
+  }
+  for (size_t k = 0; k < th.memory.size(); ++k) {
+    const MemRecord& m = th.memory[k];
+    if (workspace[k]) continue;
+    if (m.bytes <= 0 || m.op < 0 || static_cast<size_t>(m.op) >= ev.size()) continue;
+    int32_t i = m.op;
+    while (i >= 0 && !counts[i].has_bytes()) i = ev[i].parent;
+    if (i < 0) continue;
+    OpCount& c = counts[i];
+    if (c.bytes == OpCount::kWrittenUnknown) c.bytes = OpCount::kWrittenFromAllocations;
+    if (c.bytes == OpCount::kWrittenFromAllocations) {
+      c.bytes_written = sat_add(c.bytes_written, static_cast<uint64_t>(m.bytes));
+    }
+  }
+}
+
+}  // namespace
+
+OpCounts count_ops(const std::vector<const ThreadEvents*>& threads, const NameLookup& names,
+                   AttentionConvention convention, Tf32Use tf32) {
+  OpCounts out;
+  RuleCache rules(names, tf32);
   out.threads.resize(threads.size());
   for (size_t t = 0; t < threads.size(); ++t) {
     const ThreadEvents& th = *threads[t];
     const std::vector<RawEvent>& ev = th.events;
     std::vector<OpCount>& counts = out.threads[t];
     counts.resize(ev.size());
-    // Which ops have a FLOP-counting op inside them (children follow their parents). A view or
-    // metadata op (empty, resize_: a constant formula, no arguments read) moves no bytes, so it
-    // does not take the bytes from the op around it: nll_loss2d_forward, whose kernel resizes
-    // its output, keeps its own.
-    std::vector<uint8_t> counts_inside(ev.size(), 0);
-    for (size_t i = ev.size(); i-- > 0;) {
-      const int32_t p = ev[i].parent;
-      if (p < 0) continue;
-      const bool moves = (ev[i].flags & kCounted) && !rules_of(ev[i].name_id).metadata;
-      if (moves || counts_inside[i]) counts_inside[p] = 1;
-    }
+    const std::vector<uint8_t> inside = counts_inside(ev, rules);
     for (size_t i = 0; i < ev.size(); ++i) {
       const RawEvent& e = ev[i];
       if (e.kind != EventKind::kOp || (e.flags & kUnderCounted)) continue;
       const bool counted = (e.flags & kCounted) != 0;
       const int32_t p = e.parent;
       const bool outermost = p < 0 || ev[p].kind != EventKind::kOp;
-      const bool byte_op = counted || (!counts_inside[i] && (outermost || counts_inside[p]));
+      const bool byte_op = counted || (!inside[i] && (outermost || inside[p]));
       if (!byte_op) continue;
-      const Rules& r = rules_of(e.name_id);
+      const RuleCache::Rules& r = rules.of(e.name_id);
       OpCount& c = counts[i];
       const std::vector<ArgView> args = arg_views(th, e);
       c.dtype = op_dtype(args);
       if (c.dtype == DType::kFloat32 && r.tf32) c.dtype = DType::kTFloat32;
       count_bytes(names.name(e.name_id), r.bytes, r.metadata, args, c);
-      if (!counted || !r.formula) continue;
-      try {
-        std::optional<FlopCount> fc = r.formula(OpInputs(args.data(), args.size()));
-        c.state = fc ? OpCount::kCounted : OpCount::kDeclined;
-        if (fc) c.fc = *fc;
-        if (fc && convention == AttentionConvention::kCausal) {
-          c.fc.flops -= std::min(c.fc.flops, c.fc.masked_flops);
-          c.fc.macs -= std::min(c.fc.macs, c.fc.masked_macs);
-        }
-      } catch (const std::exception& ex) {
-        c.state = OpCount::kFailed;
-        ++out.errors[fmt::format("{}: {}", names.name(e.name_id), ex.what())];
-      }
+      if (counted && r.formula)
+        count_flops(r, args, names.name(e.name_id), convention, c, out.errors);
     }
-    // Writes no rule derives: the bytes allocated while the op (or an op inside it) ran, but
-    // kernel workspace (a block freed, matched by address, before the op that allocated it
-    // returns: as the memory statistics tell it apart) is no output.
-    std::vector<uint8_t> workspace(th.memory.size(), 0);
-    std::map<std::pair<int8_t, uint64_t>, size_t> live;  // block -> its allocation's record
-    for (size_t k = 0; k < th.memory.size(); ++k) {
-      const MemRecord& m = th.memory[k];
-      if (m.address == 0 || m.bytes == 0) continue;
-      const std::pair<int8_t, uint64_t> block{m.device_type, m.address};
-      if (m.bytes > 0) {
-        live[block] = k;
-        continue;
-      }
-      auto it = live.find(block);
-      if (it == live.end()) continue;
-      const int32_t op = th.memory[it->second].op;
-      for (int32_t e = m.op; op >= 0 && e >= op && static_cast<size_t>(e) < ev.size();
-           e = ev[e].parent) {
-        if (e == op) {
-          workspace[it->second] = 1;
-          break;
-        }
-      }
-      live.erase(it);
-    }
-    for (size_t k = 0; k < th.memory.size(); ++k) {
-      const MemRecord& m = th.memory[k];
-      if (workspace[k]) continue;
-      if (m.bytes <= 0 || m.op < 0 || static_cast<size_t>(m.op) >= ev.size()) continue;
-      int32_t i = m.op;
-      while (i >= 0 && !counts[i].has_bytes()) i = ev[i].parent;
-      if (i < 0) continue;
-      OpCount& c = counts[i];
-      if (c.bytes == OpCount::kWrittenUnknown) c.bytes = OpCount::kWrittenFromAllocations;
-      if (c.bytes == OpCount::kWrittenFromAllocations) {
-        c.bytes_written = sat_add(c.bytes_written, static_cast<uint64_t>(m.bytes));
-      }
-    }
+    writes_from_allocations(th, counts);
   }
   return out;
 }

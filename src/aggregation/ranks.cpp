@@ -210,6 +210,99 @@ RankProfile decode_rank(const std::string& text) {
   return p;
 }
 
+namespace {
+
+// Module `i` across the ranks (same tree on every rank: checked by the header exchange); its
+// fwd + bwd time on each rank appended to `total`.
+RankModuleStats module_across_ranks(const std::vector<RankProfile>& ranks, size_t i,
+                                    std::vector<double>& total) {
+  RankModuleStats m;
+  const RankProfile::Module& m0 = ranks[0].modules[i];
+  m.name = m0.name;
+  m.type = m0.type;
+  m.depth = m0.depth;
+  m.flops = m0.flops;
+  m.fwd_min_s = m.bwd_min_s = 1e300;
+  m.fwd_max_s = m.bwd_max_s = -1;
+  double slowest = -1;
+  for (const RankProfile& p : ranks) {
+    if (i >= p.modules.size()) continue;
+    const RankProfile::Module& x = p.modules[i];
+    m.fwd_min_s = std::min(m.fwd_min_s, x.fwd_s);
+    m.fwd_max_s = std::max(m.fwd_max_s, x.fwd_s);
+    m.bwd_min_s = std::min(m.bwd_min_s, x.bwd_s);
+    m.bwd_max_s = std::max(m.bwd_max_s, x.bwd_s);
+    m.fwd_mean_s += x.fwd_s / static_cast<double>(ranks.size());
+    m.bwd_mean_s += x.bwd_s / static_cast<double>(ranks.size());
+    m.same_flops = m.same_flops && x.flops == m0.flops;
+    total.push_back(x.fwd_s + x.bwd_s);
+    if (x.fwd_s + x.bwd_s > slowest) {
+      slowest = x.fwd_s + x.bwd_s;
+      m.slowest_rank = p.stats.rank;
+    }
+  }
+  return m;
+}
+
+// The modules that account for rank `r`'s excess over each module's median: deepest first (a
+// parent explained by a child is left out), largest first, at most 3.
+std::vector<std::pair<size_t, double>> excess_causes(
+    const std::vector<RankProfile>& ranks, const std::vector<std::vector<double>>& module_total,
+    const std::vector<double>& module_median, size_t r) {
+  const size_t n = module_total.size();
+  std::vector<std::pair<size_t, double>> out;
+  std::vector<double> excess(n, 0);
+  for (size_t i = 1; i < n; ++i) excess[i] = module_total[i][r] - module_median[i];
+  for (size_t i = 1; i < n; ++i) {
+    if (excess[i] <= 0) continue;
+    bool explained = false;
+    for (size_t c = i + 1; c < n && ranks[0].modules[c].depth > ranks[0].modules[i].depth; ++c) {
+      explained = explained || excess[c] >= 0.8 * excess[i];
+    }
+    if (!explained) out.emplace_back(i, excess[i]);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (out.size() > 3) out.resize(3);
+  return out;
+}
+
+// Ranks whose iteration, or one of whose modules, is slower than the median by more than
+// `threshold`, with the modules that explain it.
+void find_stragglers(const std::vector<RankProfile>& ranks,
+                     const std::vector<std::vector<double>>& module_total, double threshold,
+                     DistributedStats& d) {
+  std::vector<double> module_median(module_total.size());
+  for (size_t i = 0; i < module_total.size(); ++i) module_median[i] = lower_median(module_total[i]);
+  std::vector<double> iters;
+  for (const RankProfile& p : ranks) iters.push_back(p.stats.iteration_latency_s);
+  const double median_iter = lower_median(iters);
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const double it = ranks[r].stats.iteration_latency_s;
+    const auto causes = excess_causes(ranks, module_total, module_median, r);
+    if (it > median_iter * (1 + threshold)) {
+      Straggler s{ranks[r].stats.rank, "iteration", it, median_iter, {}};
+      for (const auto& [i, ex] : causes) {  // those that explain a tenth of it or more
+        if (ex >= 0.1 * (it - median_iter)) s.modules.emplace_back(ranks[0].modules[i].name, ex);
+      }
+      d.stragglers.push_back(std::move(s));
+      continue;
+    }
+    for (const auto& [i, ex] : causes) {  // a module markedly slower, the iteration not
+      const double v = module_total[i][r], med = module_median[i];
+      if (v > med * (1 + threshold) && ex >= std::max(0.5 * threshold * median_iter, 200e-6)) {
+        d.stragglers.push_back({ranks[r].stats.rank,
+                                "module " + ranks[0].modules[i].name,
+                                v,
+                                med,
+                                {{ranks[0].modules[i].name, ex}}});
+      }
+    }
+  }
+}
+
+}  // namespace
+
 DistributedStats combine_ranks(std::vector<RankProfile> ranks, double threshold,
                                const std::string& backend) {
   std::sort(ranks.begin(), ranks.end(),
@@ -221,85 +314,11 @@ DistributedStats combine_ranks(std::vector<RankProfile> ranks, double threshold,
   d.threshold = threshold;
   for (const RankProfile& p : ranks) d.ranks.push_back(p.stats);
   if (ranks.empty()) return d;
-
-  // Per module (same tree on every rank: checked by the header exchange).
   const size_t n = ranks[0].modules.size();
   std::vector<std::vector<double>> module_total(n);  // per module, per rank: fwd + bwd
-  for (size_t i = 0; i < n; ++i) {
-    RankModuleStats m;
-    const RankProfile::Module& m0 = ranks[0].modules[i];
-    m.name = m0.name;
-    m.type = m0.type;
-    m.depth = m0.depth;
-    m.flops = m0.flops;
-    m.fwd_min_s = m.bwd_min_s = 1e300;
-    m.fwd_max_s = m.bwd_max_s = -1;
-    double slowest = -1;
-    for (const RankProfile& p : ranks) {
-      if (i >= p.modules.size()) continue;
-      const RankProfile::Module& x = p.modules[i];
-      m.fwd_min_s = std::min(m.fwd_min_s, x.fwd_s);
-      m.fwd_max_s = std::max(m.fwd_max_s, x.fwd_s);
-      m.bwd_min_s = std::min(m.bwd_min_s, x.bwd_s);
-      m.bwd_max_s = std::max(m.bwd_max_s, x.bwd_s);
-      m.fwd_mean_s += x.fwd_s / static_cast<double>(ranks.size());
-      m.bwd_mean_s += x.bwd_s / static_cast<double>(ranks.size());
-      m.same_flops = m.same_flops && x.flops == m0.flops;
-      module_total[i].push_back(x.fwd_s + x.bwd_s);
-      if (x.fwd_s + x.bwd_s > slowest) {
-        slowest = x.fwd_s + x.bwd_s;
-        m.slowest_rank = p.stats.rank;
-      }
-    }
-    d.modules.push_back(m);
-  }
-
-  // The modules that account for rank r's excess: deepest first (a parent explained by a child
-  // is left out), largest first, at most 3.
-  std::vector<double> module_median(n);
-  for (size_t i = 0; i < n; ++i) module_median[i] = lower_median(module_total[i]);
-  auto causes = [&](size_t r) {
-    std::vector<std::pair<size_t, double>> out;
-    std::vector<double> excess(n, 0);
-    for (size_t i = 1; i < n; ++i) excess[i] = module_total[i][r] - module_median[i];
-    for (size_t i = 1; i < n; ++i) {
-      if (excess[i] <= 0) continue;
-      bool explained = false;
-      for (size_t c = i + 1; c < n && ranks[0].modules[c].depth > ranks[0].modules[i].depth; ++c) {
-        explained = explained || excess[c] >= 0.8 * excess[i];
-      }
-      if (!explained) out.emplace_back(i, excess[i]);
-    }
-    std::sort(out.begin(), out.end(),
-              [](const auto& a, const auto& b) { return a.second > b.second; });
-    if (out.size() > 3) out.resize(3);
-    return out;
-  };
-
-  std::vector<double> iters;
-  for (const RankProfile& p : ranks) iters.push_back(p.stats.iteration_latency_s);
-  const double median_iter = lower_median(iters);
-  for (size_t r = 0; r < ranks.size(); ++r) {
-    const double it = ranks[r].stats.iteration_latency_s;
-    if (it > median_iter * (1 + threshold)) {
-      Straggler s{ranks[r].stats.rank, "iteration", it, median_iter, {}};
-      for (const auto& [i, ex] : causes(r)) {  // those that explain a tenth of it or more
-        if (ex >= 0.1 * (it - median_iter)) s.modules.emplace_back(ranks[0].modules[i].name, ex);
-      }
-      d.stragglers.push_back(std::move(s));
-      continue;
-    }
-    for (const auto& [i, ex] : causes(r)) {  // a module markedly slower, the iteration not
-      const double v = module_total[i][r], med = module_median[i];
-      if (v > med * (1 + threshold) && ex >= std::max(0.5 * threshold * median_iter, 200e-6)) {
-        d.stragglers.push_back({ranks[r].stats.rank,
-                                "module " + ranks[0].modules[i].name,
-                                v,
-                                med,
-                                {{ranks[0].modules[i].name, ex}}});
-      }
-    }
-  }
+  for (size_t i = 0; i < n; ++i)
+    d.modules.push_back(module_across_ranks(ranks, i, module_total[i]));
+  find_stragglers(ranks, module_total, threshold, d);
   return d;
 }
 

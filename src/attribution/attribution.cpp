@@ -113,29 +113,24 @@ using attr::is_holder;
 using attr::phase_spans;
 using attr::ThreadAttributor;
 
-Attribution attribute(const AttributionInput& in) {
-  const ModuleTree& tree = *in.tree;
-  const int nm = static_cast<int>(tree.nodes.size());
-  Attribution out;
-  out.scoped.assign(nm, false);
-  out.calls_inferred.assign(nm, 0);
-  AlternativeSets alternatives(out.alternatives);
+namespace {
+
+// The modules scoped on some thread in the forward (by the program or get_model_profile).
+std::vector<bool> scoped_modules(const AttributionInput& in, int nm) {
+  std::vector<bool> scoped(nm, false);
   for (const ThreadEvents* th : in.threads) {
     for (const ScopeRecord& s : th->scopes) {
-      if (s.module >= 0 && s.module < nm && !s.backward && !s.start_only)
-        out.scoped[s.module] = true;
+      if (s.module >= 0 && s.module < nm && !s.backward && !s.start_only) scoped[s.module] = true;
     }
   }
-  out.threads.resize(in.threads.size());
-  for (size_t t = 0; t < in.threads.size(); ++t) {
-    ThreadAttributor(in, out.scoped, static_cast<int>(t))
-        .run(out.threads[t], out.calls, out.calls_inferred, alternatives);
-  }
+  return scoped;
+}
 
-  // Rule 6. A node carries the sequence number the forward op took from its thread's counter; the
-  // op that created it is the one whose run advanced the counter past that number ([seq_nr,
-  // seq_end) covers the nodes its nested ops created). Ops that create no node (zero_grad's
-  // zero_, clone, to, randn) leave the counter where it was and cover nothing.
+// Rule 6. A node carries the sequence number the forward op took from its thread's counter; the
+// op that created it is the one whose run advanced the counter past that number ([seq_nr,
+// seq_end) covers the nodes its nested ops created). Ops that create no node (zero_grad's
+// zero_, clone, to, randn) leave the counter where it was and cover nothing.
+void link_origins(const AttributionInput& in, Attribution& out) {
   std::unordered_map<uint64_t, std::unordered_map<int64_t, Origin>> by_seq;
   for (size_t t = 0; t < in.threads.size(); ++t) {
     const ThreadEvents& th = *in.threads[t];
@@ -152,10 +147,8 @@ Attribution attribute(const AttributionInput& in) {
     }
   }
   out.origin.resize(in.threads.size());
-  std::vector<std::vector<int>> accumulated_after(in.threads.size());
   for (size_t t = 0; t < in.threads.size(); ++t) {
     const ThreadEvents& th = *in.threads[t];
-    ThreadAttribution& ta = out.threads[t];
     const size_t n = th.events.size();
     out.origin[t].assign(n, Origin{});
     for (size_t i = 0; i < n; ++i) {
@@ -166,71 +159,84 @@ Attribution attribute(const AttributionInput& in) {
       auto o = ft->second.find(e.seq_nr);
       if (o != ft->second.end()) out.origin[t][i] = o->second;
     }
-    // Backward ops belong to their innermost autograd node; ops the engine runs in a node's
-    // evaluate_function wrapper after the node (validate_outputs: the reduction of a gradient to
-    // a broadcast input's shape, a cast) belong to that node too. But the add with which the
-    // engine accumulates a tensor's gradients from several uses (InputBuffer, in the wrapper of
-    // the node that produced the later one) is gradient accumulation: "(autograd)".
-    std::vector<int>& node_of = ta.node_of;
-    std::vector<int>& after = accumulated_after[t];  // the node whose wrapper ran the accumulation
-    after.assign(n, -1);
-    for (size_t i = 0; i < n; ++i) {
-      const RawEvent& e = th.events[i];
-      const int p = e.parent;
-      if (e.kind == EventKind::kBackwardNode && !(e.flags & kEngine)) {
-        node_of[i] = static_cast<int>(i);
-        if (p >= 0 && (th.events[p].flags & kEngine)) node_of[p] = static_cast<int>(i);
-      } else if (p >= 0 && e.kind == EventKind::kOp && (th.events[p].flags & kEngine) &&
-                 is_accumulation(in.names->name(e.name_id))) {
-        node_of[i] = -1;
-        after[i] = node_of[p];
-      } else if (p >= 0) {
-        node_of[i] = node_of[p];
-        after[i] = after[p];
-      }
+  }
+}
+
+// Backward ops belong to their innermost autograd node; ops the engine runs in a node's
+// evaluate_function wrapper after the node (validate_outputs: the reduction of a gradient to a
+// broadcast input's shape, a cast) belong to that node too. But the add with which the engine
+// accumulates a tensor's gradients from several uses (InputBuffer, in the wrapper of the node
+// that produced the later one) is gradient accumulation: "(autograd)". Fills `ta.node_of`;
+// returns, per event, the node whose wrapper ran the accumulation it is in (-1: none).
+std::vector<int> link_nodes(const AttributionInput& in, const ThreadEvents& th,
+                            ThreadAttribution& ta) {
+  const size_t n = th.events.size();
+  std::vector<int>& node_of = ta.node_of;
+  std::vector<int> after(n, -1);
+  for (size_t i = 0; i < n; ++i) {
+    const RawEvent& e = th.events[i];
+    const int p = e.parent;
+    if (e.kind == EventKind::kBackwardNode && !(e.flags & kEngine)) {
+      node_of[i] = static_cast<int>(i);
+      if (p >= 0 && (th.events[p].flags & kEngine)) node_of[p] = static_cast<int>(i);
+    } else if (p >= 0 && e.kind == EventKind::kOp && (th.events[p].flags & kEngine) &&
+               is_accumulation(in.names->name(e.name_id))) {
+      node_of[i] = -1;
+      after[i] = node_of[p];
+    } else if (p >= 0) {
+      node_of[i] = node_of[p];
+      after[i] = after[p];
     }
   }
-  for (size_t t = 0; t < in.threads.size(); ++t) {
-    const ThreadEvents& th = *in.threads[t];
-    ThreadAttribution& ta = out.threads[t];
-    int previous_node = -1;  // the last autograd node run on this thread
-    for (size_t i = 0; i < th.events.size(); ++i) {
-      const RawEvent& e = th.events[i];
-      const bool bwd = e.kind == EventKind::kBackwardNode || ta.phase[i] == Phase::kBackward ||
-                       (ta.phase[i] == Phase::kNone && (e.flags & kBackward) && ta.node_of[i] >= 0);
-      if (!bwd) continue;
-      const int nd = ta.node_of[i];
-      int m = kUnlinked;
-      if (nd >= 0) {
-        const Origin o = out.origin[t][nd];
-        if (o.thread >= 0) {
-          const ThreadAttribution& fa = out.threads[o.thread];
-          m = fa.module[o.event];
-          // the backward of a forward op placed by inference is placed by the same guess
-          ta.inferred[i] = fa.inferred[o.event];
-          ta.alternative[i] = fa.alternative[o.event];
-        }
+  return after;
+}
+
+// Each backward event of thread `t` placed in its node's forward op's module (or outside, or
+// unlinked), with the guess that placed that op; `accumulated_after` from link_nodes().
+void place_backward(const Attribution& at, size_t t, const ThreadEvents& th,
+                    const std::vector<int>& accumulated_after, ThreadAttribution& ta) {
+  int previous_node = -1;  // the last autograd node run on this thread
+  for (size_t i = 0; i < th.events.size(); ++i) {
+    const RawEvent& e = th.events[i];
+    const bool bwd = e.kind == EventKind::kBackwardNode || ta.phase[i] == Phase::kBackward ||
+                     (ta.phase[i] == Phase::kNone && (e.flags & kBackward) && ta.node_of[i] >= 0);
+    if (!bwd) continue;
+    const int nd = ta.node_of[i];
+    int m = kUnlinked;
+    if (nd >= 0) {
+      const Origin o = at.origin[t][nd];
+      if (o.thread >= 0) {
+        const ThreadAttribution& fa = at.threads[o.thread];
+        m = fa.module[o.event];
+        // the backward of a forward op placed by inference is placed by the same guess
+        ta.inferred[i] = fa.inferred[o.event];
+        ta.alternative[i] = fa.alternative[o.event];
       }
-      // The engine's work for nodes outside the model (another profiled model's, in a backward
-      // pass that runs both) is outside it, not this model's "(autograd)": an accumulation in
-      // the wrapper of such a node; a node linked to no forward op (AccumulateGrad) that runs
-      // right after one (the engine takes it first: its sequence number is the highest), and
-      // the ops inside such a node.
-      // (A node placed outside by inference, the backward of a guess, may be the model's: its
-      // engine work stays the model's "(autograd)".)
-      auto outside = [&](int node) {
-        return node >= 0 && ta.module[node] == kOutsideModel && !ta.inferred[node];
-      };
-      const int acc = accumulated_after[t][i];
-      if (m == kUnlinked && outside(acc)) m = kOutsideModel;
-      if (m == kUnlinked && nd == static_cast<int>(i) && outside(previous_node)) m = kOutsideModel;
-      if (m == kUnlinked && nd >= 0 && nd != static_cast<int>(i) && ta.module[nd] == kOutsideModel)
-        m = kOutsideModel;
-      ta.module[i] = m;
-      if (nd == static_cast<int>(i)) previous_node = nd;
     }
-    phase_spans(in, static_cast<int>(t), ta, out.origin, out.phase_spans);
+    // The engine's work for nodes outside the model (another profiled model's, in a backward
+    // pass that runs both) is outside it, not this model's "(autograd)": an accumulation in
+    // the wrapper of such a node; a node linked to no forward op (AccumulateGrad) that runs
+    // right after one (the engine takes it first: its sequence number is the highest), and
+    // the ops inside such a node.
+    // (A node placed outside by inference, the backward of a guess, may be the model's: its
+    // engine work stays the model's "(autograd)".)
+    auto outside = [&](int node) {
+      return node >= 0 && ta.module[node] == kOutsideModel && !ta.inferred[node];
+    };
+    const int acc = accumulated_after[i];
+    if (m == kUnlinked && outside(acc)) m = kOutsideModel;
+    if (m == kUnlinked && nd == static_cast<int>(i) && outside(previous_node)) m = kOutsideModel;
+    if (m == kUnlinked && nd >= 0 && nd != static_cast<int>(i) && ta.module[nd] == kOutsideModel)
+      m = kOutsideModel;
+    ta.module[i] = m;
+    if (nd == static_cast<int>(i)) previous_node = nd;
   }
+}
+
+// Modules whose calls op order cannot establish: marked in `out.calls_inferred`.
+void mark_call_gaps(const AttributionInput& in, Attribution& out) {
+  const ModuleTree& tree = *in.tree;
+  const int nm = static_cast<int>(tree.nodes.size());
   // A module with no call while a submodule ran: its children were called directly (or its
   // calls could not be seen): marked.
   std::vector<char> called(nm, 0), below(nm, 0);  // below: a strict descendant has a call
@@ -272,6 +278,30 @@ Attribution attribute(const AttributionInput& in) {
     while (holder > 0 && is_holder(tree, holder)) holder = tree.nodes[holder].parent;
     if (holder >= 0 && called[holder]) out.calls_inferred[m] |= kCallsHidden;
   }
+}
+
+}  // namespace
+
+Attribution attribute(const AttributionInput& in) {
+  const int nm = static_cast<int>(in.tree->nodes.size());
+  Attribution out;
+  out.scoped = scoped_modules(in, nm);
+  out.calls_inferred.assign(nm, 0);
+  AlternativeSets alternatives(out.alternatives);
+  out.threads.resize(in.threads.size());
+  for (size_t t = 0; t < in.threads.size(); ++t) {
+    ThreadAttributor(in, out.scoped, static_cast<int>(t))
+        .run(out.threads[t], out.calls, out.calls_inferred, alternatives);
+  }
+  link_origins(in, out);
+  std::vector<std::vector<int>> accumulated_after(in.threads.size());
+  for (size_t t = 0; t < in.threads.size(); ++t)
+    accumulated_after[t] = link_nodes(in, *in.threads[t], out.threads[t]);
+  for (size_t t = 0; t < in.threads.size(); ++t) {
+    place_backward(out, t, *in.threads[t], accumulated_after[t], out.threads[t]);
+    phase_spans(in, static_cast<int>(t), out.threads[t], out.origin, out.phase_spans);
+  }
+  mark_call_gaps(in, out);
   return out;
 }
 

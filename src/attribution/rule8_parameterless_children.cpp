@@ -319,17 +319,8 @@ void ThreadAttributor::rule8_containers_own_nothing() {
 // open at each position.
 void ThreadAttributor::rule8_parameterless_children() {
   const int n = static_cast<int>(items_.size());
-  // Next anchored item (same forward run) after each position, and next firm one.
-  std::vector<int> next(n + 1, -1), next_firm(n + 1, -1);
-  for (int p = n - 1; p >= 0; --p) {
-    if (!items_[p].forward) {
-      next[p] = next_firm[p] = -1;
-    } else {
-      const bool fwd = p + 1 < n && items_[p + 1].forward;
-      next[p] = (fwd && items_[p + 1].anchor >= 0) ? p + 1 : next[p + 1];
-      next_firm[p] = (fwd && items_[p + 1].firm) ? p + 1 : next_firm[p + 1];
-    }
-  }
+  std::vector<int> next, next_firm;
+  rule8_next_anchored(next, next_firm);
   const int derived = static_cast<int>(calls_.size());
   std::vector<int> order(derived);
   for (int i = 0; i < derived; ++i) order[i] = i;
@@ -377,29 +368,55 @@ void ThreadAttributor::rule8_parameterless_children() {
       it.assigned = it.anchor >= 0 ? it.anchor : kOutsideModel;
       continue;
     }
-    Call& c = calls_[host];
-    int hi = INT_MAX;  // children up to the next anchored one are candidates
-    int q = next[p];
-    if (q >= 0 && !items_[q].firm && tree_.is_ancestor_or_self(items_[q].anchor, c.module)) {
-      q = next_firm[p];  // a scope's op at or above the host says nothing about the order
-    }
-    if (q >= 0) {
-      const int m2 = items_[q].anchor;
-      if (m2 != c.module && tree_.is_ancestor_or_self(c.module, m2)) {
-        int a = m2;
-        while (tree_.nodes[a].parent != c.module) a = tree_.nodes[a].parent;
-        hi = tree_.nodes[a].child_index;
-      }
-    }
-    const int child = pick(c, item_name(p), hi, /*fallback=*/true);
-    if (child < 0) {
-      it.assigned = c.module;
+    rule8_place_in(p, host, next, next_firm);
+  }
+}
+
+// The next anchored item (same forward run) after each position, and the next firm one; -1:
+// none.
+void ThreadAttributor::rule8_next_anchored(std::vector<int>& next,
+                                           std::vector<int>& next_firm) const {
+  const int n = static_cast<int>(items_.size());
+  next.assign(n + 1, -1);
+  next_firm.assign(n + 1, -1);
+  for (int p = n - 1; p >= 0; --p) {
+    if (!items_[p].forward) {
+      next[p] = next_firm[p] = -1;
     } else {
-      const int giver = c.module;  // give() may grow calls_
-      give(child, p);
-      // the call that gave it: its other children may have run it (a wrapper's leading flip)
-      if (it.container < 0) it.container = giver;
+      const bool fwd = p + 1 < n && items_[p + 1].forward;
+      next[p] = (fwd && items_[p + 1].anchor >= 0) ? p + 1 : next[p + 1];
+      next_firm[p] = (fwd && items_[p + 1].firm) ? p + 1 : next_firm[p + 1];
     }
+  }
+}
+
+// Item `p`, unplaced, inside call `host`: to the child of the host's module that may have run
+// it (the candidates up to the next anchored one's), else to the host's module.
+void ThreadAttributor::rule8_place_in(int p, int host, const std::vector<int>& next,
+                                      const std::vector<int>& next_firm) {
+  Item& it = items_[p];
+  Call& c = calls_[host];
+  int hi = INT_MAX;  // children up to the next anchored one are candidates
+  int q = next[p];
+  if (q >= 0 && !items_[q].firm && tree_.is_ancestor_or_self(items_[q].anchor, c.module)) {
+    q = next_firm[p];  // a scope's op at or above the host says nothing about the order
+  }
+  if (q >= 0) {
+    const int m2 = items_[q].anchor;
+    if (m2 != c.module && tree_.is_ancestor_or_self(c.module, m2)) {
+      int a = m2;
+      while (tree_.nodes[a].parent != c.module) a = tree_.nodes[a].parent;
+      hi = tree_.nodes[a].child_index;
+    }
+  }
+  const int child = pick(c, item_name(p), hi, /*fallback=*/true);
+  if (child < 0) {
+    it.assigned = c.module;
+  } else {
+    const int giver = c.module;  // give() may grow calls_
+    give(child, p);
+    // the call that gave it: its other children may have run it (a wrapper's leading flip)
+    if (it.container < 0) it.container = giver;
   }
 }
 

@@ -176,6 +176,17 @@ class ThreadAttributor {
 
   // rule7_user_module_calls.cpp (each definition says what it decides)
   void rule7_user_module_calls();
+  // Rule 7's state while it walks the items: per module its open call and whether its last op
+  // ended it; the open calls; per level of the current op's path, a new call or not and the
+  // scope record it starts at.
+  struct Rule7State {
+    std::vector<int> cur, open, path, recs;
+    std::vector<char> ended, fresh;
+    bool returned = false;  // an op since the last anchored one shows the forward returned
+    std::vector<int> root_kids;
+  };
+  void rule7_fresh_calls(const RawEvent& e, const std::string& op, Rule7State& s);
+  void rule7_open_calls(int p, Rule7State& s);
   bool ran_all(int call, const std::vector<int>& kids) const;
 
   // rule8_parameterless_children.cpp (each definition says what it decides)
@@ -195,6 +206,9 @@ class ThreadAttributor {
   int called_child(int m, int d) const;
   void rule8_containers_own_nothing();
   void rule8_parameterless_children();
+  void rule8_next_anchored(std::vector<int>& next, std::vector<int>& next_firm) const;
+  void rule8_place_in(int p, int host, const std::vector<int>& next,
+                      const std::vector<int>& next_firm);
 
   // rule9_root_ends.cpp (each definition says what it decides)
   void rule9_root_tail();

@@ -46,56 +46,59 @@ double per_call_ns(F&& f, int calls) {
   return static_cast<double>(calibration_clock_ns() - t0) / calls;
 }
 
-// The op and call costs of one path, from rounds that alternate unobserved and observed calls
-// (the machine's clock and load drift alike for both) of three built-in modules known to a
-// private profile, as a model's are: an Identity (a module call's record alone), a Linear (its
-// record and an op with an unboxed kernel, aten::linear, whose nested ops RecordFunction records
-// and the interceptor skips), a Softplus (its record and an op through the boxed fallback).
-CaptureCost measure(bool dispatch) {
-  constexpr int kRounds = 9, kCalls = 48;
+// Three built-in modules known to a private profile, as a model's are: an Identity (a module
+// call's record alone), a Linear (its record and an op with an unboxed kernel, aten::linear, whose
+// nested ops RecordFunction records and the interceptor skips), a Softplus (its record and an op
+// through the boxed fallback).
+struct Probe {
   at::Tensor x;
   torch::nn::Sequential model;
-  {
-    Unobserved unobserved;
-    x = at::ones({1, 4});
-    // The Linear's initialisation draws from the default generator: its state is put back, so
-    // that the program's random numbers (initialisations, dropout masks) are those it would have
-    // drawn without flopsprof.
-    // (Each access under the generator's lock, which the initialisation takes too: numbers another
-    // thread draws between the two are drawn again after the restore.)
-    at::Generator gen = at::detail::getDefaultCPUGenerator();
-    at::Tensor state;
-    {
-      std::lock_guard<std::mutex> lock(gen.mutex());
-      state = gen.get_state();
-    }
-    model = torch::nn::Sequential(torch::nn::Identity(), torch::nn::Linear(4, 4),
-                                  torch::nn::Softplus());
-    {
-      std::lock_guard<std::mutex> lock(gen.mutex());
-      gen.set_state(state);
-    }
-  }
-  const ModelIndex index = build_model_index(*model, {});
-  std::shared_ptr<torch::nn::Module> modules[3] = {model[0], model[1], model[2]};
-  int32_t tree[3];
-  for (int k = 0; k < 3; ++k) tree[k] = index.by_ptr.at(modules[k].get());
-  auto identity = model[0]->as<torch::nn::Identity>();
-  auto linear = model[1]->as<torch::nn::Linear>();
-  auto softplus = model[2]->as<torch::nn::Softplus>();
-  torch::NoGradGuard no_grad;
-  auto call = [&] { (void)identity->forward(x); };
-  auto op = [&] { (void)linear->forward(x); };
-  auto boxed = [&] { (void)softplus->forward(x); };
+  ModelIndex index;
+  int32_t tree[3];  // each module's index in the tree
 
-  Session session;
-  session.id = g_next_calibration_id.fetch_add(1);
-  session.host_clock = true;
-  session.tsc = invariant_tsc();
-  session.owners.build(index.owner_entries);
-  session.module_index = index.by_ptr;
-  session.scope_names = index.scope_names;
-  session.start_clock();
+  Probe() {
+    {
+      Unobserved unobserved;
+      x = at::ones({1, 4});
+      // The Linear's initialisation draws from the default generator: its state is put back, so
+      // that the program's random numbers (initialisations, dropout masks) are those it would
+      // have drawn without flopsprof.
+      // (Each access under the generator's lock, which the initialisation takes too: numbers
+      // another thread draws between the two are drawn again after the restore.)
+      at::Generator gen = at::detail::getDefaultCPUGenerator();
+      at::Tensor state;
+      {
+        std::lock_guard<std::mutex> lock(gen.mutex());
+        state = gen.get_state();
+      }
+      model = torch::nn::Sequential(torch::nn::Identity(), torch::nn::Linear(4, 4),
+                                    torch::nn::Softplus());
+      {
+        std::lock_guard<std::mutex> lock(gen.mutex());
+        gen.set_state(state);
+      }
+    }
+    index = build_model_index(*model, {});
+    for (int k = 0; k < 3; ++k) tree[k] = index.by_ptr.at(model[k].get());
+  }
+};
+
+// Per-call times (ns) of the three modules, one entry per round, unobserved and observed.
+struct Timings {
+  std::vector<double> plain[3], observed[3];
+};
+
+// Rounds that alternate unobserved and observed calls (the machine's clock and load drift alike
+// for both), observed into `session`.
+Timings time_rounds(Probe& p, Session& session, bool dispatch) {
+  constexpr int kRounds = 9, kCalls = 48;
+  auto identity = p.model[0]->as<torch::nn::Identity>();
+  auto linear = p.model[1]->as<torch::nn::Linear>();
+  auto softplus = p.model[2]->as<torch::nn::Softplus>();
+  torch::NoGradGuard no_grad;
+  auto call = [&] { (void)identity->forward(p.x); };
+  auto op = [&] { (void)linear->forward(p.x); };
+  auto boxed = [&] { (void)softplus->forward(p.x); };
   start_observing(&session, /*all_threads=*/false,
                   dispatch ? CaptureRequest::kDispatch : CaptureRequest::kRecordFunction);
   if (ThreadBuffer* b = session.thread_buffer()) {
@@ -104,11 +107,11 @@ CaptureCost measure(bool dispatch) {
     } catch (...) {
     }
   }
-  std::vector<double> plain[3], observed[3];
+  Timings t;
   try {
     auto round = [&](bool record) {
       auto time = [&](int k, auto&& f) {
-        (record ? observed : plain)[k].push_back(per_call_ns(f, kCalls));
+        (record ? t.observed : t.plain)[k].push_back(per_call_ns(f, kCalls));
       };
       if (record) {
         demand_scopes();  // built-in module calls open their records
@@ -125,8 +128,8 @@ CaptureCost measure(bool dispatch) {
     };
     round(false);  // warm-up: caches, the thread's buffer and name cache
     round(true);
-    for (auto& v : plain) v.clear();
-    for (auto& v : observed) v.clear();
+    for (auto& v : t.plain) v.clear();
+    for (auto& v : t.observed) v.clear();
     for (int r = 0; r < kRounds; ++r) {
       round(false);
       round(true);
@@ -136,26 +139,35 @@ CaptureCost measure(bool dispatch) {
     throw;
   }
   stop_observing(&session);
+  return t;
+}
 
-  // Each module call's record and the ops inside it, grouped by call: their spans summed, how
-  // many, and (RecordFunction path) the records LibTorch made of ops nested in them.
-  const double ns_per_tick = session.ns_per_tick();
-  struct PerCall {
-    double span_ns = 0, ops = 0, nested = 0;
-  };
+// One observed module call's record and the ops inside it: their spans summed, how many, and
+// (RecordFunction path) the records LibTorch made of ops nested in them.
+struct PerCall {
+  double span_ns = 0, ops = 0, nested = 0;
+};
+
+// What the records say: the Identity's call spans, and each module's calls with their ops.
+struct Spans {
   std::vector<double> call_spans;
   std::vector<PerCall> calls[3];
+};
+
+Spans read_spans(const Probe& p, const Session& session, bool dispatch) {
+  const double ns_per_tick = session.ns_per_tick();
+  Spans s;
   for (const auto& buffer : session.buffers) {
     std::vector<int> call_of(buffer->scopes.size(), -1);  // scope record -> its slot in calls[k]
     for (size_t i = 0; i < buffer->scopes.size(); ++i) {
       const ScopeRecord& r = buffer->scopes[i];
       if (r.exit_tick == 0) continue;
       for (int k = 0; k < 3; ++k) {
-        if (r.module != tree[k]) continue;
-        call_of[i] = static_cast<int>(calls[k].size());
-        calls[k].push_back(PerCall{});
+        if (r.module != p.tree[k]) continue;
+        call_of[i] = static_cast<int>(s.calls[k].size());
+        s.calls[k].push_back(PerCall{});
         if (k == 0)
-          call_spans.push_back(static_cast<double>(r.exit_tick - r.enter_tick) * ns_per_tick);
+          s.call_spans.push_back(static_cast<double>(r.exit_tick - r.enter_tick) * ns_per_tick);
       }
     }
     for (const RawEvent& e : buffer->events) {
@@ -163,40 +175,44 @@ CaptureCost measure(bool dispatch) {
       const ScopeRecord& r = buffer->scopes[static_cast<size_t>(e.scope)];
       const int slot = call_of[static_cast<size_t>(e.scope)];
       for (int k = 1; k < 3 && slot >= 0; ++k) {
-        if (r.module != tree[k]) continue;
-        PerCall& pc = calls[k][static_cast<size_t>(slot)];
+        if (r.module != p.tree[k]) continue;
+        PerCall& pc = s.calls[k][static_cast<size_t>(slot)];
         pc.span_ns += static_cast<double>(e.end_tick - e.start_tick) * ns_per_tick;
         pc.ops += 1;
         pc.nested += dispatch ? 0.0 : static_cast<double>(e.nested_records);
       }
     }
   }
+  return s;
+}
+
+// The costs from the timings and the records: a module call's is the Identity's, all of it, and
+// inside its span what exceeds the unobserved call; an op's is the Linear's (the Softplus's) call
+// less the Identity's, per op it ran at top level, and inside the ops' spans what exceeds their
+// unobserved time (the module's call less the Identity's).
+CaptureCost solve(const Timings& t, const Spans& s, bool dispatch) {
   auto extra = [&](int k) {
     std::vector<double> d;
-    for (size_t r = 0; r < plain[k].size() && r < observed[k].size(); ++r)
-      d.push_back(observed[k][r] - plain[k][r]);
+    for (size_t r = 0; r < t.plain[k].size() && r < t.observed[k].size(); ++r)
+      d.push_back(t.observed[k][r] - t.plain[k][r]);
     return std::max(0.0, median(d));
   };
   auto field = [&](int k, double PerCall::*f) {
     std::vector<double> v;
-    for (const PerCall& pc : calls[k]) v.push_back(pc.*f);
+    for (const PerCall& pc : s.calls[k]) v.push_back(pc.*f);
     return median(v);
   };
   CaptureCost c;
-  // A module call: the Identity's, all of it; inside its span, what exceeds the unobserved call.
   const double call_total = extra(0);
-  c.call.inner_ns = std::clamp(median(call_spans) - median(plain[0]), 0.0, call_total);
+  c.call.inner_ns = std::clamp(median(s.call_spans) - median(t.plain[0]), 0.0, call_total);
   c.call.outer_ns = call_total - c.call.inner_ns;
-  // Ops: the Linear's (the Softplus's) call less the Identity's, per op it ran at top level;
-  // inside the ops' spans, what exceeds their unobserved time (the module's call less the
-  // Identity's).
   double ops[2], nested[2], inner[2], total[2];
   for (int k = 0; k < 2; ++k) {
     ops[k] = std::max(1.0, field(k + 1, &PerCall::ops));
     nested[k] = field(k + 1, &PerCall::nested);
     total[k] = std::max(0.0, extra(k + 1) - call_total);
-    const double alone = std::max(0.0, median(plain[k + 1]) - median(plain[0]));
-    inner[k] = calls[k + 1].empty()
+    const double alone = std::max(0.0, median(t.plain[k + 1]) - median(t.plain[0]));
+    inner[k] = s.calls[k + 1].empty()
                    ? 0.0
                    : std::clamp(field(k + 1, &PerCall::span_ns) - alone, 0.0, total[k]);
   }
@@ -227,6 +243,21 @@ CaptureCost measure(bool dispatch) {
   }
   c.calibrated = true;
   return c;
+}
+
+// The op and call costs of one path, measured on a Probe in a private session.
+CaptureCost measure(bool dispatch) {
+  Probe p;
+  Session session;
+  session.id = g_next_calibration_id.fetch_add(1);
+  session.host_clock = true;
+  session.tsc = invariant_tsc();
+  session.owners.build(p.index.owner_entries);
+  session.module_index = p.index.by_ptr;
+  session.scope_names = p.index.scope_names;
+  session.start_clock();
+  const Timings t = time_rounds(p, session, dispatch);
+  return solve(t, read_spans(p, session, dispatch), dispatch);
 }
 
 }  // namespace

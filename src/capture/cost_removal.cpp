@@ -22,6 +22,118 @@ int64_t ticks(double ns, double ns_per_tick) {
   return ns_per_tick > 0 ? static_cast<int64_t>(std::llround(ns / ns_per_tick)) : 0;
 }
 
+// A record's cost in ticks: before its first timestamp, after its last, inside its span.
+struct Costs {
+  int64_t pre, post, inner;
+  double nested;  // ticks per nested record (RecordFunction path)
+};
+
+// The calibrated costs in ticks, per kind of record.
+class CostModel {
+ public:
+  CostModel(const CaptureCost& cost, bool dispatch, double ns_per_tick, const NameLookup& names)
+      : dispatch_(dispatch),
+        ns_per_tick_(ns_per_tick),
+        names_(names),
+        op_(split(cost.op)),
+        boxed_(split(cost.boxed_op)),
+        call_(split(cost.call)) {}
+
+  const Costs& call() const { return call_; }
+  bool dispatch() const { return dispatch_; }
+
+  // An op's: on the dispatch path, by whether its name takes an unboxed kernel.
+  const Costs& op(uint32_t name_id) {
+    if (!dispatch_) return op_;
+    auto it = unboxed_.find(name_id);
+    if (it == unboxed_.end())
+      it = unboxed_.emplace(name_id, has_unboxed_kernel(names_.name(name_id))).first;
+    return it->second ? op_ : boxed_;
+  }
+
+ private:
+  Costs split(const RecordCost& c) const {
+    const int64_t outer = ticks(c.outer_ns, ns_per_tick_);
+    return Costs{outer / 2, outer - outer / 2, ticks(c.inner_ns, ns_per_tick_),
+                 ns_per_tick_ > 0 ? c.nested_ns / ns_per_tick_ : 0.0};
+  }
+
+  const bool dispatch_;
+  const double ns_per_tick_;
+  const NameLookup& names_;
+  const Costs op_, boxed_, call_;
+  std::unordered_map<uint32_t, bool> unboxed_;  // by name id (ids seen so far)
+};
+
+// Every timestamp of thread `t` (and of the regions' windows opened on it), with the cost spent
+// around it.
+void collect_points(ThreadEvents& t, std::vector<RegionWindow>& regions, uint64_t thread_id,
+                    CostModel& model, std::vector<Point>& points) {
+  points.clear();
+  int order = 0;
+  auto add = [&](int64_t* at, int64_t before, int64_t after) {
+    if (*at != 0) points.push_back(Point{*at, order++, at, before, after});
+  };
+  const Costs& call = model.call();
+  for (RawEvent& e : t.events) {
+    Costs c{0, 0, 0, 0};
+    int64_t nested = 0;
+    if (e.kind == EventKind::kOp) {
+      c = model.op(e.name_id);
+      if (!model.dispatch())
+        nested = std::llround(c.nested * static_cast<double>(e.nested_records));
+    } else if (!(model.dispatch() && (e.flags & kEngine))) {  // a node's callback, or the engine's
+      c = call;
+    }
+    add(&e.start_tick, c.pre, 0);
+    add(&e.end_tick, c.inner + nested, c.post);
+  }
+  for (ScopeRecord& r : t.scopes) {
+    if (r.window) {  // the call window's bounds are the caller's
+      add(&r.enter_tick, 0, 0);
+      add(&r.exit_tick, 0, 0);
+    } else if (r.start_only) {  // one record, at the call's start
+      add(&r.enter_tick, call.pre, 0);
+      r.exit_tick = r.enter_tick;
+    } else {
+      add(&r.enter_tick, call.pre, 0);
+      add(&r.exit_tick, call.inner, call.post);
+    }
+  }
+  for (StepRecord& s : t.steps) {
+    add(&s.start_tick, 0, 0);
+    add(&s.end_tick, 0, 0);
+  }
+  for (MemRecord& m : t.memory) add(&m.time_tick, 0, 0);
+  for (CollectiveRecord& c : t.collectives) add(&c.start_tick, 0, 0);
+  for (CollectiveEnd& c : t.collective_ends) add(&c.end_tick, 0, 0);
+  for (RegionWindow& w : regions) {
+    if (w.thread != thread_id) continue;
+    add(&w.start_tick, 0, 0);
+    add(&w.end_tick, 0, 0);
+  }
+}
+
+// Walks a thread's timeline, removing the cost spent so far; never back past the previous
+// timestamp (the calibration's estimate can exceed what a short gap held).
+void shift(std::vector<Point>& points) {
+  std::sort(points.begin(), points.end(), [](const Point& a, const Point& b) {
+    return a.tick != b.tick ? a.tick < b.tick : a.order < b.order;
+  });
+  int64_t removed = 0, previous = INT64_MIN;
+  for (const Point& p : points) {
+    removed += p.before;
+    int64_t c = p.tick - removed;
+    if (c < previous) {
+      c = previous;
+      removed = p.tick - c;
+    }
+    *p.at = c;
+    previous = c;
+    removed += p.after;
+  }
+}
+
 }  // namespace
 
 CostRemoved remove_capture_cost(const std::vector<const ThreadEvents*>& threads,
@@ -29,86 +141,12 @@ CostRemoved remove_capture_cost(const std::vector<const ThreadEvents*>& threads,
                                 bool dispatch, double ns_per_tick, const NameLookup& names) {
   CostRemoved out;
   out.regions = regions;
-  struct Costs {
-    int64_t pre, post, inner;
-    double nested;  // ticks per nested record (RecordFunction path)
-  };
-  auto split = [&](const RecordCost& c) {
-    const int64_t outer = ticks(c.outer_ns, ns_per_tick);
-    return Costs{outer / 2, outer - outer / 2, ticks(c.inner_ns, ns_per_tick),
-                 ns_per_tick > 0 ? c.nested_ns / ns_per_tick : 0.0};
-  };
-  const Costs op = split(cost.op), boxed = split(cost.boxed_op), call = split(cost.call);
-  // On the dispatch path, by name: whether its ops take an unboxed kernel (ids seen so far).
-  std::unordered_map<uint32_t, bool> unboxed;
-  auto op_costs = [&](uint32_t name_id) -> const Costs& {
-    if (!dispatch) return op;
-    auto it = unboxed.find(name_id);
-    if (it == unboxed.end())
-      it = unboxed.emplace(name_id, has_unboxed_kernel(names.name(name_id))).first;
-    return it->second ? op : boxed;
-  };
+  CostModel model(cost, dispatch, ns_per_tick, names);
   std::vector<Point> points;
   for (const ThreadEvents* src : threads) {
     auto t = std::make_unique<ThreadEvents>(*src);
-    points.clear();
-    int order = 0;
-    auto add = [&](int64_t* at, int64_t before, int64_t after) {
-      if (*at != 0) points.push_back(Point{*at, order++, at, before, after});
-    };
-    for (RawEvent& e : t->events) {
-      Costs c{0, 0, 0, 0};
-      int64_t nested = 0;
-      if (e.kind == EventKind::kOp) {
-        c = op_costs(e.name_id);
-        if (!dispatch) nested = std::llround(c.nested * static_cast<double>(e.nested_records));
-      } else if (!(dispatch && (e.flags & kEngine))) {  // a node's callback, or the engine's record
-        c = call;
-      }
-      add(&e.start_tick, c.pre, 0);
-      add(&e.end_tick, c.inner + nested, c.post);
-    }
-    for (ScopeRecord& r : t->scopes) {
-      if (r.window) {  // the call window's bounds are the caller's
-        add(&r.enter_tick, 0, 0);
-        add(&r.exit_tick, 0, 0);
-      } else if (r.start_only) {  // one record, at the call's start
-        add(&r.enter_tick, call.pre, 0);
-        r.exit_tick = r.enter_tick;
-      } else {
-        add(&r.enter_tick, call.pre, 0);
-        add(&r.exit_tick, call.inner, call.post);
-      }
-    }
-    for (StepRecord& s : t->steps) {
-      add(&s.start_tick, 0, 0);
-      add(&s.end_tick, 0, 0);
-    }
-    for (MemRecord& m : t->memory) add(&m.time_tick, 0, 0);
-    for (CollectiveRecord& c : t->collectives) add(&c.start_tick, 0, 0);
-    for (CollectiveEnd& c : t->collective_ends) add(&c.end_tick, 0, 0);
-    for (RegionWindow& w : out.regions) {
-      if (w.thread != src->thread_id) continue;
-      add(&w.start_tick, 0, 0);
-      add(&w.end_tick, 0, 0);
-    }
-    std::sort(points.begin(), points.end(), [](const Point& a, const Point& b) {
-      return a.tick != b.tick ? a.tick < b.tick : a.order < b.order;
-    });
-    // Walk the thread's timeline, removing the cost spent so far; never back past the previous
-    // timestamp (the calibration's estimate can exceed what a short gap held).
-    int64_t removed = 0, previous = INT64_MIN;
-    for (const Point& p : points) {
-      removed += p.before;
-      int64_t c = p.tick - removed;
-      if (c < previous) {
-        c = previous;
-        removed = p.tick - c;
-      }
-      *p.at = c;
-      previous = c;
-      removed += p.after;
-    }
+    collect_points(*t, out.regions, src->thread_id, model, points);
+    shift(points);
     // A start-only record's exit is its enter (it encloses nothing).
     for (ScopeRecord& r : t->scopes) {
       if (r.start_only) r.exit_tick = r.enter_tick;

@@ -71,92 +71,18 @@ class Builder {
 
   ExportedRecords build() {
     build_tree();
-    ThreadEvents& th = out_.thread;
-    th.thread_id = 1;
-    std::vector<int> open;  // module indices of the open scopes, outermost first
-    std::vector<int32_t> open_records;
-    std::map<std::string, uint64_t> no_schema, higher_order;
-    int64_t tick = 1;
-    auto close_to = [&](size_t depth) {
-      while (open.size() > depth) {
-        th.scopes[open_records.back()].exit_tick = tick;
-        open.pop_back();
-        open_records.pop_back();
-      }
-    };
-    auto enter = [&](int module) {
-      ScopeRecord s;
-      s.module = module;
-      s.parent = open_records.empty() ? -1 : open_records.back();
-      s.enter_tick = tick;
-      s.exact = true;
-      s.window = module == 0;
-      th.scopes.push_back(s);
-      open.push_back(module);
-      open_records.push_back(static_cast<int32_t>(th.scopes.size() - 1));
-    };
+    out_.thread.thread_id = 1;
     enter(0);
     for (const ExportedNode& n : p_.nodes) {
       if (n.op.empty()) continue;  // getitem and other Python callables: no op
-      if (n.op.rfind("higher_order::", 0) == 0) ++higher_order[n.op];
+      if (n.op.rfind("higher_order::", 0) == 0) ++higher_order_[n.op];
       if (is_export_bookkeeping(n.op)) continue;
-      // The node's module chain: the root, then its stack's modules.
-      std::vector<int> chain{0};
-      for (const auto& [path, type] : n.modules) chain.push_back(index_.at(path));
-      size_t common = 0;
-      while (common < open.size() && common < chain.size() && open[common] == chain[common])
-        ++common;
-      ++tick;
-      close_to(common);
-      for (size_t k = common; k < chain.size(); ++k) enter(chain[k]);
-      ++tick;
-      RawEvent e;
-      e.name_id = out_.names.id(n.op);
-      e.start_tick = e.end_tick = tick;
-      e.scope = open_records.back();
-      e.args_begin = static_cast<uint32_t>(th.args.size());
-      if (find_formula(n.op)) e.flags |= kCounted;
-      const std::optional<c10::FunctionSchema> schema =
-          n.op.rfind("higher_order::", 0) == 0 ? std::nullopt : schema_of(n.op, n.overload);
-      std::set<std::string> seen;
-      if (schema) {
-        const auto& args = schema->arguments();
-        for (const c10::Argument& a : args) {
-          auto it = std::find_if(n.inputs.begin(), n.inputs.end(),
-                                 [&](const ExportedArg& x) { return x.name == a.name(); });
-          if (it != n.inputs.end()) {
-            put(*it, seen);
-          } else {
-            put_default(a);
-          }
-        }
-      } else {
-        if (n.op.rfind("higher_order::", 0) != 0)
-          ++no_schema[n.op + (n.overload.empty() ? "" : "." + n.overload)];
-        for (const ExportedArg& a : n.inputs) put(a, seen);
-      }
-      const size_t count = th.args.size() - e.args_begin;
-      if (count > std::numeric_limits<uint16_t>::max())
-        throw Error(name_ + ": the node " + n.target + " has more arguments than a record holds");
-      e.args_count = static_cast<uint16_t>(count);
-      th.events.push_back(e);
+      add_node(n);
     }
-    ++tick;
+    ++tick_;
     close_to(0);
-    out_.stop_tick = tick + 1;
-    for (const auto& [op, calls] : no_schema) {
-      out_.problems.push_back(fmt::format(
-          "exported program: {} ({} call(s)) is not in this LibTorch's op registry (LibTorch {}): "
-          "its arguments were taken in the order saved, defaults left out; its count may be n/a "
-          "or wrong (profile it with the LibTorch the program was exported from)",
-          op, calls, TORCH_VERSION));
-    }
-    for (const auto& [op, calls] : higher_order) {
-      out_.problems.push_back(fmt::format(
-          "exported program: the higher-order op {} ({} call(s)): the ops of its subgraphs are not "
-          "counted (listed as an op without a formula)",
-          op, calls));
-    }
+    out_.stop_tick = tick_ + 1;
+    add_problems();
     for (const std::string& t : p_.user_inputs) {
       auto it = p_.tensors.find(t);
       if (it == p_.tensors.end()) {
@@ -170,6 +96,96 @@ class Builder {
   }
 
  private:
+  // Closes the scopes deeper than `depth`.
+  void close_to(size_t depth) {
+    while (open_.size() > depth) {
+      out_.thread.scopes[open_records_.back()].exit_tick = tick_;
+      open_.pop_back();
+      open_records_.pop_back();
+    }
+  }
+
+  // Opens a scope of `module` inside the open ones.
+  void enter(int module) {
+    ThreadEvents& th = out_.thread;
+    ScopeRecord s;
+    s.module = module;
+    s.parent = open_records_.empty() ? -1 : open_records_.back();
+    s.enter_tick = tick_;
+    s.exact = true;
+    s.window = module == 0;
+    th.scopes.push_back(s);
+    open_.push_back(module);
+    open_records_.push_back(static_cast<int32_t>(th.scopes.size() - 1));
+  }
+
+  // A node's op, in the scopes of its module chain (the root, then its stack's modules), with
+  // its arguments in its schema's order.
+  void add_node(const ExportedNode& n) {
+    ThreadEvents& th = out_.thread;
+    std::vector<int> chain{0};
+    for (const auto& [path, type] : n.modules) chain.push_back(index_.at(path));
+    size_t common = 0;
+    while (common < open_.size() && common < chain.size() && open_[common] == chain[common])
+      ++common;
+    ++tick_;
+    close_to(common);
+    for (size_t k = common; k < chain.size(); ++k) enter(chain[k]);
+    ++tick_;
+    RawEvent e;
+    e.name_id = out_.names.id(n.op);
+    e.start_tick = e.end_tick = tick_;
+    e.scope = open_records_.back();
+    e.args_begin = static_cast<uint32_t>(th.args.size());
+    if (find_formula(n.op)) e.flags |= kCounted;
+    put_arguments(n);
+    const size_t count = th.args.size() - e.args_begin;
+    if (count > std::numeric_limits<uint16_t>::max())
+      throw Error(name_ + ": the node " + n.target + " has more arguments than a record holds");
+    e.args_count = static_cast<uint16_t>(count);
+    th.events.push_back(e);
+  }
+
+  // A node's arguments: in its schema's order with defaults for those left out, or (an op not in
+  // this LibTorch's registry) in the order saved.
+  void put_arguments(const ExportedNode& n) {
+    const bool higher_order = n.op.rfind("higher_order::", 0) == 0;
+    const std::optional<c10::FunctionSchema> schema =
+        higher_order ? std::nullopt : schema_of(n.op, n.overload);
+    std::set<std::string> seen;
+    if (!schema) {
+      if (!higher_order) ++no_schema_[n.op + (n.overload.empty() ? "" : "." + n.overload)];
+      for (const ExportedArg& a : n.inputs) put(a, seen);
+      return;
+    }
+    for (const c10::Argument& a : schema->arguments()) {
+      auto it = std::find_if(n.inputs.begin(), n.inputs.end(),
+                             [&](const ExportedArg& x) { return x.name == a.name(); });
+      if (it != n.inputs.end()) {
+        put(*it, seen);
+      } else {
+        put_default(a);
+      }
+    }
+  }
+
+  // What the records cannot count: ops not in the registry, higher-order ops' subgraphs.
+  void add_problems() {
+    for (const auto& [op, calls] : no_schema_) {
+      out_.problems.push_back(fmt::format(
+          "exported program: {} ({} call(s)) is not in this LibTorch's op registry (LibTorch {}): "
+          "its arguments were taken in the order saved, defaults left out; its count may be n/a "
+          "or wrong (profile it with the LibTorch the program was exported from)",
+          op, calls, TORCH_VERSION));
+    }
+    for (const auto& [op, calls] : higher_order_) {
+      out_.problems.push_back(fmt::format(
+          "exported program: the higher-order op {} ({} call(s)): the ops of its subgraphs are not "
+          "counted (listed as an op without a formula)",
+          op, calls));
+    }
+  }
+
   static std::string short_type(const std::string& qualified) {
     const size_t dot = qualified.rfind('.');
     return dot == std::string::npos ? qualified : qualified.substr(dot + 1);
@@ -378,6 +394,10 @@ class Builder {
   const std::string& name_;
   ExportedRecords out_;
   std::map<std::string, int> index_;
+  std::vector<int> open_;  // module indices of the open scopes, outermost first
+  std::vector<int32_t> open_records_;
+  std::map<std::string, uint64_t> no_schema_, higher_order_;  // op -> calls
+  int64_t tick_ = 1;
 };
 
 }  // namespace

@@ -169,14 +169,14 @@ std::string describe(const LoadedProfile& p) {
       w.build_type, w.device, w.flopsprof_version);
 }
 
-// The workloads' differences, what a side lacks, and how latency deltas should be read.
-void warnings(ProfileDiff& d, const LoadedProfile& b, const LoadedProfile& n) {
-  auto differ = [&](const std::string& what, const std::string& x, const std::string& y) {
-    if (x != y)
-      d.warnings.push_back(fmt::format("workload differs: {}: {} (base) vs {} (new)", what, x, y));
-  };
-  const ProfileResult& x = b.result;
-  const ProfileResult& y = n.result;
+// A workload field that differs between the sides, as a warning.
+void differ(ProfileDiff& d, const std::string& what, const std::string& x, const std::string& y) {
+  if (x != y)
+    d.warnings.push_back(fmt::format("workload differs: {}: {} (base) vs {} (new)", what, x, y));
+}
+
+// What a side does not record: its workload, backward, bytes, memory.
+void side_lacks(ProfileDiff& d, const LoadedProfile& b, const LoadedProfile& n) {
   for (const LoadedProfile* p : {&b, &n}) {
     const char* side = p == &b ? "base" : "new";
     if (missing(*p, "workload")) {
@@ -196,33 +196,33 @@ void warnings(ProfileDiff& d, const LoadedProfile& b, const LoadedProfile& n) {
     d.warnings.push_back(fmt::format("memory was tracked in {} only: the peak's delta is unknown",
                                      missing(b, "memory") ? "new" : "base"));
   }
-  differ("batch_size", std::to_string(x.batch_size), std::to_string(y.batch_size));
-  const uint64_t xi = x.modules.empty() ? 0 : x.modules[0].calls;
-  const uint64_t yi = y.modules.empty() ? 0 : y.modules[0].calls;
-  differ("iterations (forward calls of the root)", std::to_string(xi), std::to_string(yi));
-  if (!missing(b, "workload") && !missing(n, "workload")) {
-    const Workload& p = x.workload;
-    const Workload& q = y.workload;
-    if (workload_inputs(p) != workload_inputs(q) && p.inputs_source != q.inputs_source) {
-      d.warnings.push_back(fmt::format(
-          "workload may differ: inputs: {} (base, {}) vs {} (new, {}); recorded in different "
-          "ways, the difference may be in the recording, not in the workload",
-          workload_inputs(p), p.inputs_source.empty() ? "not recorded" : p.inputs_source,
-          workload_inputs(q), q.inputs_source.empty() ? "not recorded" : q.inputs_source));
-    } else {
-      differ("inputs", workload_inputs(p), workload_inputs(q));
-    }
-    differ("intra-op threads", std::to_string(p.intra_op_threads),
-           std::to_string(q.intra_op_threads));
-    differ("LibTorch", p.libtorch_version, q.libtorch_version);
-    differ("build type", p.build_type, q.build_type);
-    differ("device", p.device, q.device);
-    differ("flopsprof", p.flopsprof_version, q.flopsprof_version);
-    differ("profiled step", std::to_string(p.profile_step), std::to_string(q.profile_step));
-    if (!p.capture.empty() && !q.capture.empty()) {
-      differ("capture (each path's own cost is in the latencies)", p.capture, q.capture);
-    }
+}
+
+// Both sides' recorded workloads, field by field.
+void workloads(ProfileDiff& d, const Workload& p, const Workload& q) {
+  if (workload_inputs(p) != workload_inputs(q) && p.inputs_source != q.inputs_source) {
+    d.warnings.push_back(fmt::format(
+        "workload may differ: inputs: {} (base, {}) vs {} (new, {}); recorded in different "
+        "ways, the difference may be in the recording, not in the workload",
+        workload_inputs(p), p.inputs_source.empty() ? "not recorded" : p.inputs_source,
+        workload_inputs(q), q.inputs_source.empty() ? "not recorded" : q.inputs_source));
+  } else {
+    differ(d, "inputs", workload_inputs(p), workload_inputs(q));
   }
+  differ(d, "intra-op threads", std::to_string(p.intra_op_threads),
+         std::to_string(q.intra_op_threads));
+  differ(d, "LibTorch", p.libtorch_version, q.libtorch_version);
+  differ(d, "build type", p.build_type, q.build_type);
+  differ(d, "device", p.device, q.device);
+  differ(d, "flopsprof", p.flopsprof_version, q.flopsprof_version);
+  differ(d, "profiled step", std::to_string(p.profile_step), std::to_string(q.profile_step));
+  if (!p.capture.empty() && !q.capture.empty()) {
+    differ(d, "capture (each path's own cost is in the latencies)", p.capture, q.capture);
+  }
+}
+
+// How latency deltas should be read: totals beside regions, or single samples.
+void latency_reading(ProfileDiff& d, const ProfileResult& x, const ProfileResult& y) {
   if (!x.regions.empty() || !y.regions.empty()) {
     d.warnings.push_back(
         "a profile has regions (prefill, decode): latencies are whole-profile totals; per window "
@@ -234,29 +234,45 @@ void warnings(ProfileDiff& d, const LoadedProfile& b, const LoadedProfile& n) {
         "iteration()) or several profiles combined (flopsprof::combine_runs)): run-to-run noise "
         "is not known");
   }
-  // Inputs unknown on a side, and every module's FLOPs scaled by one factor: a batch or a
-  // sequence length changed, most likely, not the model.
-  if (x.workload.inputs.empty() || y.workload.inputs.empty()) {
-    std::unordered_map<std::string, const ModuleStats*> base_by_name;
-    for (const ModuleStats& m : x.modules) base_by_name.emplace(m.name, &m);
-    double factor = 0;
-    size_t matched = 0;
-    bool same = true;
-    for (const ModuleStats& m : y.modules) {
-      auto it = base_by_name.find(m.name);
-      if (it == base_by_name.end() || it->second->flops == 0 || m.flops == 0) continue;
-      const double f = static_cast<double>(m.flops) / static_cast<double>(it->second->flops);
-      if (matched++ == 0) factor = f;
-      same = same && std::fabs(f - factor) <= 1e-9 * factor;
-    }
-    if (same && matched >= 2 && std::fabs(factor - 1) > 1e-9) {
-      d.warnings.push_back(fmt::format(
-          "workload probably differs: every module's FLOPs changed by the same factor (x{:.4g}), "
-          "as a batch or sequence length changes them; the inputs were not recorded on a side "
-          "(pass ProfilerOptions::inputs, or profile with get_model_profile)",
-          factor));
-    }
+}
+
+// Inputs unknown on a side, and every module's FLOPs scaled by one factor: a batch or a sequence
+// length changed, most likely, not the model.
+void scaled_work(ProfileDiff& d, const ProfileResult& x, const ProfileResult& y) {
+  if (!x.workload.inputs.empty() && !y.workload.inputs.empty()) return;
+  std::unordered_map<std::string, const ModuleStats*> base_by_name;
+  for (const ModuleStats& m : x.modules) base_by_name.emplace(m.name, &m);
+  double factor = 0;
+  size_t matched = 0;
+  bool same = true;
+  for (const ModuleStats& m : y.modules) {
+    auto it = base_by_name.find(m.name);
+    if (it == base_by_name.end() || it->second->flops == 0 || m.flops == 0) continue;
+    const double f = static_cast<double>(m.flops) / static_cast<double>(it->second->flops);
+    if (matched++ == 0) factor = f;
+    same = same && std::fabs(f - factor) <= 1e-9 * factor;
   }
+  if (same && matched >= 2 && std::fabs(factor - 1) > 1e-9) {
+    d.warnings.push_back(fmt::format(
+        "workload probably differs: every module's FLOPs changed by the same factor (x{:.4g}), "
+        "as a batch or sequence length changes them; the inputs were not recorded on a side "
+        "(pass ProfilerOptions::inputs, or profile with get_model_profile)",
+        factor));
+  }
+}
+
+// The workloads' differences, what a side lacks, and how latency deltas should be read.
+void warnings(ProfileDiff& d, const LoadedProfile& b, const LoadedProfile& n) {
+  const ProfileResult& x = b.result;
+  const ProfileResult& y = n.result;
+  side_lacks(d, b, n);
+  differ(d, "batch_size", std::to_string(x.batch_size), std::to_string(y.batch_size));
+  const uint64_t xi = x.modules.empty() ? 0 : x.modules[0].calls;
+  const uint64_t yi = y.modules.empty() ? 0 : y.modules[0].calls;
+  differ(d, "iterations (forward calls of the root)", std::to_string(xi), std::to_string(yi));
+  if (!missing(b, "workload") && !missing(n, "workload")) workloads(d, x.workload, y.workload);
+  latency_reading(d, x, y);
+  scaled_work(d, x, y);
 }
 
 void totals(ProfileDiff& d, const LoadedProfile& b, const LoadedProfile& n) {

@@ -87,105 +87,133 @@ int parse_count(const std::string& flag, const std::string& v, int min) {
   return static_cast<int>(x);
 }
 
+// The command line, read.
+struct DiffArgs {
+  bool help = false;
+  std::vector<std::string> files;
+  DiffOptions options;
+  DiffTextOptions text;
+  std::vector<GateRule> rules;
+  std::string json_file, html_file;
+  bool json_file_given = false, html_file_given = false;  // '' given is an error, not "none"
+};
+
+// --rename OLD=NEW, each OLD once.
+void add_rename(DiffOptions& options, const std::string& v) {
+  const size_t eq = v.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
+    throw Usage("--rename '" + v + "': write OLD=NEW (dotted module names)");
+  for (const auto& [from, to] : options.renames) {
+    if (from == v.substr(0, eq))
+      throw Usage(
+          fmt::format("--rename '{}': '{}' is renamed twice (to '{}' already)", v, from, to));
+  }
+  options.renames.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+}
+
+DiffArgs parse_diff_args(const std::vector<std::string>& args) {
+  DiffArgs d;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> const std::string& {
+      if (i + 1 >= args.size()) throw Usage(a + " needs a value (see flopsprof diff --help)");
+      return args[++i];
+    };
+    if (a == "-h" || a == "--help") {
+      d.help = true;
+      return d;
+    } else if (a == "--depth") {
+      d.text.depth = parse_count(a, value(), -1);
+    } else if (a == "--top") {
+      d.text.top = parse_count(a, value(), 1);
+    } else if (a == "--threshold") {
+      parse_threshold(value(), d.text);
+    } else if (a == "--rename") {
+      add_rename(d.options, value());
+    } else if (a == "--no-ops") {
+      d.text.ops = false;
+    } else if (a == "--ops") {
+      d.text.module_ops = true;
+    } else if (a == "--json") {
+      d.json_file = value();
+      d.json_file_given = true;
+    } else if (a == "--html") {
+      d.html_file = value();
+      d.html_file_given = true;
+    } else if (a == "--fail-if") {
+      d.rules.push_back(parse_gate_rule(value()));
+    } else if (a.size() > 1 && a[0] == '-') {
+      throw Usage("unknown option '" + a + "' (see flopsprof diff --help)");
+    } else {
+      d.files.push_back(a);
+    }
+  }
+  if (d.files.size() != 2)
+    throw Usage(
+        fmt::format("give two profiles, BASE.json and NEW.json ({} given); usage: "
+                    "flopsprof diff BASE.json NEW.json",
+                    d.files.size()));
+  return d;
+}
+
+// The gate's lines under the report; false (and the reasons in `err`) when a rule cannot be
+// checked.
+bool gate_lines(const ProfileDiff& d, const std::vector<GateRule>& rules, GateResult& g,
+                std::string& report, std::string& err) {
+  g = check_gate(d, rules);
+  if (!g.unknown.empty()) {  // a rule that cannot be checked: bad input, nothing written
+    for (const std::string& s : g.unknown) err += "flopsprof diff: cannot check " + s + "\n";
+    err += "flopsprof diff: no output file was written\n";
+    return false;
+  }
+  report += "\nGate\n";
+  for (const std::string& s : g.noise)
+    report += "noise:  " + s + " (inside the run-to-run spread: not counted)\n";
+  for (const std::string& s : g.broken) report += "BROKEN: " + s + "\n";
+  if (g.broken.empty()) report += fmt::format("{} rule(s) checked, none broken\n", rules.size());
+  return true;
+}
+
+int run_diff(const DiffArgs& a, std::string& out, std::string& err) {
+  // Every output checked before the profiles are read, written only once all is known.
+  std::vector<detail::OutputFile> outputs;
+  if (a.json_file_given) outputs.push_back({a.json_file, "diff JSON", ""});
+  if (a.html_file_given) outputs.push_back({a.html_file, "diff HTML", ""});
+  const std::vector<detail::InputFile> inputs = {{a.files[0], "BASE"}, {a.files[1], "NEW"}};
+  detail::check_outputs(outputs, inputs);
+  // The two files parsed side by side (parsing is most of a large diff's time).
+  auto next_read = std::async(std::launch::async, [&] { return load_profile_json(a.files[1]); });
+  const LoadedProfile base = load_profile_json(a.files[0]);
+  const LoadedProfile next = next_read.get();
+  const ProfileDiff d = diff(base, next, a.options);
+  std::string report = format_diff_text(d, a.text);
+  GateResult g;
+  if (!a.rules.empty() && !gate_lines(d, a.rules, g, report, err)) return 2;
+  bool on_stdout = false;
+  for (detail::OutputFile& o : outputs) {
+    o.text = o.what == "diff JSON" ? diff_to_json(d) : diff_to_html(d);
+    on_stdout = on_stdout || detail::is_standard_output(o.path);
+  }
+  detail::write_outputs(outputs, inputs);
+  // An output on standard output keeps it for itself: the text goes to standard error.
+  (on_stdout ? err : out) += report;
+  if (!g.broken.empty()) {
+    err += fmt::format("flopsprof diff: {} rule(s) broken\n", g.broken.size());
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int diff_command(const std::vector<std::string>& args, std::string& out, std::string& err) {
   try {
-    std::vector<std::string> files;
-    DiffOptions options;
-    DiffTextOptions text;
-    std::vector<GateRule> rules;
-    std::string json_file, html_file;
-    bool json_file_given = false, html_file_given = false;  // '' given is an error, not "none"
-    for (size_t i = 0; i < args.size(); ++i) {
-      const std::string& a = args[i];
-      auto value = [&]() -> const std::string& {
-        if (i + 1 >= args.size()) throw Usage(a + " needs a value (see flopsprof diff --help)");
-        return args[++i];
-      };
-      if (a == "-h" || a == "--help") {
-        out += kUsage;
-        return 0;
-      } else if (a == "--depth") {
-        text.depth = parse_count(a, value(), -1);
-      } else if (a == "--top") {
-        text.top = parse_count(a, value(), 1);
-      } else if (a == "--threshold") {
-        parse_threshold(value(), text);
-      } else if (a == "--rename") {
-        const std::string& v = value();
-        const size_t eq = v.find('=');
-        if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
-          throw Usage("--rename '" + v + "': write OLD=NEW (dotted module names)");
-        for (const auto& [from, to] : options.renames) {
-          if (from == v.substr(0, eq))
-            throw Usage(
-                fmt::format("--rename '{}': '{}' is renamed twice (to '{}' already)", v, from, to));
-        }
-        options.renames.emplace_back(v.substr(0, eq), v.substr(eq + 1));
-      } else if (a == "--no-ops") {
-        text.ops = false;
-      } else if (a == "--ops") {
-        text.module_ops = true;
-      } else if (a == "--json") {
-        json_file = value();
-        json_file_given = true;
-      } else if (a == "--html") {
-        html_file = value();
-        html_file_given = true;
-      } else if (a == "--fail-if") {
-        rules.push_back(parse_gate_rule(value()));
-      } else if (a.size() > 1 && a[0] == '-') {
-        throw Usage("unknown option '" + a + "' (see flopsprof diff --help)");
-      } else {
-        files.push_back(a);
-      }
+    const DiffArgs a = parse_diff_args(args);
+    if (a.help) {
+      out += kUsage;
+      return 0;
     }
-    if (files.size() != 2)
-      throw Usage(
-          fmt::format("give two profiles, BASE.json and NEW.json ({} given); usage: "
-                      "flopsprof diff BASE.json NEW.json",
-                      files.size()));
-    // Every output checked before the profiles are read, written only once all is known.
-    std::vector<detail::OutputFile> outputs;
-    if (json_file_given) outputs.push_back({json_file, "diff JSON", ""});
-    if (html_file_given) outputs.push_back({html_file, "diff HTML", ""});
-    const std::vector<detail::InputFile> inputs = {{files[0], "BASE"}, {files[1], "NEW"}};
-    detail::check_outputs(outputs, inputs);
-    // The two files parsed side by side (parsing is most of a large diff's time).
-    auto next_read = std::async(std::launch::async, [&] { return load_profile_json(files[1]); });
-    const LoadedProfile base = load_profile_json(files[0]);
-    const LoadedProfile next = next_read.get();
-    const ProfileDiff d = diff(base, next, options);
-    std::string report = format_diff_text(d, text);
-    GateResult g;
-    if (!rules.empty()) {
-      g = check_gate(d, rules);
-      if (!g.unknown.empty()) {  // a rule that cannot be checked: bad input, nothing written
-        for (const std::string& s : g.unknown) err += "flopsprof diff: cannot check " + s + "\n";
-        err += "flopsprof diff: no output file was written\n";
-        return 2;
-      }
-      report += "\nGate\n";
-      for (const std::string& s : g.noise)
-        report += "noise:  " + s + " (inside the run-to-run spread: not counted)\n";
-      for (const std::string& s : g.broken) report += "BROKEN: " + s + "\n";
-      if (g.broken.empty())
-        report += fmt::format("{} rule(s) checked, none broken\n", rules.size());
-    }
-    bool on_stdout = false;
-    for (detail::OutputFile& o : outputs) {
-      o.text = o.what == "diff JSON" ? diff_to_json(d) : diff_to_html(d);
-      on_stdout = on_stdout || detail::is_standard_output(o.path);
-    }
-    detail::write_outputs(outputs, inputs);
-    // An output on standard output keeps it for itself: the text goes to standard error.
-    (on_stdout ? err : out) += report;
-    if (!g.broken.empty()) {
-      err += fmt::format("flopsprof diff: {} rule(s) broken\n", g.broken.size());
-      return 1;
-    }
-    return 0;
+    return run_diff(a, out, err);
   } catch (const Error& e) {
     err += std::string("flopsprof diff: ") + e.what() + "\n";
     return 2;

@@ -46,17 +46,8 @@ tr.added td{background:#dbeafe}tr.removed td{background:#eee;color:#777;text-dec
 .warn{color:#92400e}.legend span{padding:2px 8px;margin-right:6px}
 )";
 
-}  // namespace
-
-std::string diff_to_html(const ProfileDiff& d) {
-  std::string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
-  h += "<title>flopsprof diff</title><style>";
-  h += kDiffStyle;
-  h += "</style></head><body data-ready=\"1\">\n";
-  h += fmt::format("<h1>flopsprof diff: <code>{}</code> (base) &rarr; <code>{}</code> (new)</h1>\n",
-                   html_escape(d.base_source), html_escape(d.new_source));
-  h += fmt::format("<p>base: {}<br>new: {}</p>\n", html_escape(d.base_workload),
-                   html_escape(d.new_workload));
+// The warnings and the totals' table.
+void html_totals(std::string& h, const ProfileDiff& d) {
   h += "<ul id=\"warnings\">";
   for (const std::string& w : d.warnings) h += "<li class=\"warn\">" + html_escape(w) + "</li>";
   h += "</ul>\n<h2>Totals</h2>\n<table id=\"totals\"><tr><th>total</th><th>base</th><th>new</th>"
@@ -80,6 +71,10 @@ std::string diff_to_html(const ProfileDiff& d) {
         "class=\"name\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
         html_escape(t.key), html_escape(t.key), b, n, dl, p);
   }
+}
+
+// The modules' table (closing the one before), with its legend.
+void html_modules(std::string& h, const ProfileDiff& d) {
   h += "</table>\n<h2>Modules</h2>\n<p class=\"legend\"><span "
        "style=\"background:#fde2e1\">slower</span>"
        "<span style=\"background:#e2f5e4\">faster</span><span style=\"background:#fbd9a9\">more "
@@ -111,6 +106,10 @@ std::string diff_to_html(const ProfileDiff& d) {
         count_delta_text(m.flops), both && m.flops.changed() ? percent_text(m.flops.percent()) : "",
         count_delta_text(m.params), count_delta_text(m.calls));
   }
+}
+
+// The regions' table (closing the one before), when there are regions.
+void html_regions(std::string& h, const ProfileDiff& d) {
   if (!d.regions.empty()) {
     h += "</table>\n<h2>Regions</h2>\n<table id=\"regions\"><tr><th>status</th><th "
          "style=\"text-align:left\">region</th><th>windows</th><th>latency</th><th>new</th>"
@@ -132,6 +131,10 @@ std::string diff_to_html(const ProfileDiff& d) {
           rate_text(g.mbu.next, true), count_delta_text(g.flops));
     }
   }
+}
+
+// The ops' table (closing the one before).
+void html_ops(std::string& h, const ProfileDiff& d) {
   h += "</table>\n<h2>Ops</h2>\n<table id=\"ops\"><tr><th>status</th><th "
        "style=\"text-align:left\">op</th>"
        "<th>phase</th><th>latency</th><th>new</th><th>delta</th><th>FLOPs delta</th><th>calls "
@@ -145,6 +148,23 @@ std::string diff_to_html(const ProfileDiff& d) {
         time_side_text(o.latency, o.latency.base), time_side_text(o.latency, o.latency.next),
         time_delta_text(o.latency), count_delta_text(o.flops), count_delta_text(o.calls));
   }
+}
+
+}  // namespace
+
+std::string diff_to_html(const ProfileDiff& d) {
+  std::string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
+  h += "<title>flopsprof diff</title><style>";
+  h += kDiffStyle;
+  h += "</style></head><body data-ready=\"1\">\n";
+  h += fmt::format("<h1>flopsprof diff: <code>{}</code> (base) &rarr; <code>{}</code> (new)</h1>\n",
+                   html_escape(d.base_source), html_escape(d.new_source));
+  h += fmt::format("<p>base: {}<br>new: {}</p>\n", html_escape(d.base_workload),
+                   html_escape(d.new_workload));
+  html_totals(h, d);
+  html_modules(h, d);
+  html_regions(h, d);
+  html_ops(h, d);
   h += "</table>\n</body></html>\n";
   return h;
 }

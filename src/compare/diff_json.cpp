@@ -24,6 +24,15 @@ void time(JsonWriter& w, const char* key, const TimeDelta& t, int side) {
   w.value(side == 0 ? t.base : side == 1 ? t.next : t.delta());
 }
 
+// `key`: `v` when known, else null.
+void known_or_null(JsonWriter& w, const char* key, bool known, double v) {
+  w.key(key);
+  if (known)
+    w.value(v);
+  else
+    w.null();
+}
+
 // Op deltas as "ops": [{ name, (phase), status, base, new, delta }].
 void ops(JsonWriter& w, const std::vector<OpDiff>& list, bool phase) {
   w.key("ops");
@@ -59,11 +68,7 @@ void module_side(JsonWriter& w, const ModuleDiff& m, int side) {
   time(w, "latency_s", m.latency, side);
   time(w, "bwd_latency_s", m.bwd_latency, side);
   if (side == 2) {
-    w.key("latency_pct");
-    if (m.latency.known)
-      w.value(m.latency.percent());
-    else
-      w.null();
+    known_or_null(w, "latency_pct", m.latency.known, m.latency.percent());
     w.member("latency_noise", m.latency.noise);
     w.member("bwd_latency_noise", m.bwd_latency.noise);
     w.key("flops_pct");
@@ -96,30 +101,13 @@ void region_side(JsonWriter& w, const RegionDiff& g, int side) {
   if (side == 2) {
     w.member("latency_medians", g.latency.repeated);
     w.member("latency_noise", g.latency.noise);
-    w.key("tokens_per_s_pct");
-    if (g.tokens_per_s.known())
-      w.value(g.tokens_per_s.percent());
-    else
-      w.null();
+    known_or_null(w, "tokens_per_s_pct", g.tokens_per_s.known(), g.tokens_per_s.percent());
   }
   w.end_object();
 }
 
-}  // namespace
-
-std::string diff_to_json(const ProfileDiff& d, int indent) {
-  JsonWriter w(indent);
-  w.begin_object();
-  w.member("diff_schema_version", detail::kDiffSchemaVersion);
-  w.member("base", d.base_source);
-  w.member("new", d.new_source);
-  w.member("base_workload", d.base_workload);
-  w.member("new_workload", d.new_workload);
-  w.member("latency_statistic", d.statistic);
-  w.key("warnings");
-  w.begin_array();
-  for (const std::string& s : d.warnings) w.value(s);
-  w.end_array();
+// "summary": each total's base, new, delta and its percent (times: medians, noise).
+void json_totals(JsonWriter& w, const ProfileDiff& d) {
   w.key("summary");
   w.begin_object();
   for (const TotalDiff& t : d.totals) {
@@ -129,26 +117,22 @@ std::string diff_to_json(const ProfileDiff& d, int indent) {
       time(w, "base", t.time, 0);
       time(w, "new", t.time, 1);
       time(w, "delta", t.time, 2);
-      w.key("delta_pct");
-      if (t.time.known)
-        w.value(t.time.percent());
-      else
-        w.null();
+      known_or_null(w, "delta_pct", t.time.known, t.time.percent());
       w.member("medians", t.time.repeated);
       w.member("noise", t.time.noise);
     } else {
       count(w, "base", t.count, 0);
       count(w, "new", t.count, 1);
       count(w, "delta", t.count, 2);
-      w.key("delta_pct");
-      if (t.count.known)
-        w.value(t.count.percent());
-      else
-        w.null();
+      known_or_null(w, "delta_pct", t.count.known, t.count.percent());
     }
     w.end_object();
   }
   w.end_object();
+}
+
+// "modules": each module's names, types, status, sides (null where it is absent) and ops.
+void json_modules(JsonWriter& w, const ProfileDiff& d) {
   w.key("modules");
   w.begin_array();
   for (const ModuleDiff& m : d.modules) {
@@ -173,17 +157,15 @@ std::string diff_to_json(const ProfileDiff& d, int indent) {
       module_side(w, m, 1);
     w.key("delta");
     module_side(w, m, 2);
-    w.key("share_of_delta");
-    if (m.share_known) {
-      w.value(m.share_of_delta);
-    } else {
-      w.null();
-    }
+    known_or_null(w, "share_of_delta", m.share_known, m.share_of_delta);
     ops(w, m.ops, false);
     w.end_object();
   }
   w.end_array();
-  ops(w, d.ops, true);
+}
+
+// "regions": each region's status and sides (null where it is absent).
+void json_regions(JsonWriter& w, const ProfileDiff& d) {
   w.key("regions");
   w.begin_array();
   for (const RegionDiff& g : d.regions) {
@@ -205,6 +187,27 @@ std::string diff_to_json(const ProfileDiff& d, int indent) {
     w.end_object();
   }
   w.end_array();
+}
+
+}  // namespace
+
+std::string diff_to_json(const ProfileDiff& d, int indent) {
+  JsonWriter w(indent);
+  w.begin_object();
+  w.member("diff_schema_version", detail::kDiffSchemaVersion);
+  w.member("base", d.base_source);
+  w.member("new", d.new_source);
+  w.member("base_workload", d.base_workload);
+  w.member("new_workload", d.new_workload);
+  w.member("latency_statistic", d.statistic);
+  w.key("warnings");
+  w.begin_array();
+  for (const std::string& s : d.warnings) w.value(s);
+  w.end_array();
+  json_totals(w, d);
+  json_modules(w, d);
+  ops(w, d.ops, true);
+  json_regions(w, d);
   w.end_object();
   return w.take();
 }

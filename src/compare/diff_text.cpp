@@ -56,15 +56,8 @@ double magnitude(const ModuleDiff& m) {
   return std::fabs(m.latency.delta()) + (m.status != ModuleDiff::Status::kSame ? 1e9 : 0);
 }
 
-}  // namespace
-
-std::string format_diff_text(const ProfileDiff& d, const DiffTextOptions& o) {
-  std::string s = fmt::format("flopsprof diff: {} (base) -> {} (new)\n",
-                              detail::printable(d.base_source), detail::printable(d.new_source));
-  // Workloads and warnings quote strings from the files: one line each, whatever they hold.
-  s += fmt::format("  base: {}\n  new:  {}\n", detail::printable(d.base_workload),
-                   detail::printable(d.new_workload));
-  for (const std::string& w : d.warnings) s += "warning: " + detail::printable(w) + "\n";
+// The totals: one line each, time or count.
+void totals_text(const ProfileDiff& d, std::string& s) {
   s += "\nTotals                         base            new          delta        delta %\n";
   for (const TotalDiff& t : d.totals) {
     if (detail::unused_training_total(t)) continue;  // backward and step where a profile has them
@@ -87,6 +80,10 @@ std::string format_diff_text(const ProfileDiff& d, const DiffTextOptions& o) {
                        count_delta_text(c), percent_text(c.percent()));
     }
   }
+}
+
+// The modules: a count of each status, then one line each (with its ops under --module-ops).
+void modules_text(const ProfileDiff& d, const DiffTextOptions& o, std::string& s) {
   size_t n[4] = {0, 0, 0, 0};
   size_t moved = 0, single = 0;  // of the same: latency moved by over 10% (single samples)
   for (const ModuleDiff& m : d.modules) {
@@ -151,49 +148,68 @@ std::string format_diff_text(const ProfileDiff& d, const DiffTextOptions& o) {
           o.top > 0 ? "  " : indent(m->depth) + "  ", detail::printable(op.name));
     }
   }
-  if (!d.regions.empty()) {
-    // Per window (medians) where both sides repeated it, else totals; rates per side.
-    s += "\nRegions (latency per window where both repeated, '~': within the spread)\n";
+}
+
+// Per window (medians) where both sides repeated it, else totals; rates per side.
+void regions_text(const ProfileDiff& d, std::string& s) {
+  if (d.regions.empty()) return;
+  s += "\nRegions (latency per window where both repeated, '~': within the spread)\n";
+  s += fmt::format(
+      "{:<8} {:<12} {:>9} {:>11} {:>11} {:>8} {:>11} {:>11} {:>8} {:>10} {:>10} {:>8} {:>6} "
+      "{:>6} {:>6} {:>6} {:>11}\n",
+      "status", "region", "windows", "latency", "new", "%", "per token", "new", "%", "tokens/s",
+      "new", "%", "MFU", "new", "MBU", "new", "flops delta");
+  for (const RegionDiff& g : d.regions) {
+    const bool both = g.status == DiffStatus::kSame || g.status == DiffStatus::kChanged;
+    const TimeDelta& t = g.latency_per_token;
     s += fmt::format(
         "{:<8} {:<12} {:>9} {:>11} {:>11} {:>8} {:>11} {:>11} {:>8} {:>10} {:>10} {:>8} {:>6} "
         "{:>6} {:>6} {:>6} {:>11}\n",
-        "status", "region", "windows", "latency", "new", "%", "per token", "new", "%", "tokens/s",
-        "new", "%", "MFU", "new", "MBU", "new", "flops delta");
-    for (const RegionDiff& g : d.regions) {
-      const bool both = g.status == DiffStatus::kSame || g.status == DiffStatus::kChanged;
-      const TimeDelta& t = g.latency_per_token;
-      s += fmt::format(
-          "{:<8} {:<12} {:>9} {:>11} {:>11} {:>8} {:>11} {:>11} {:>8} {:>10} {:>10} {:>8} {:>6} "
-          "{:>6} {:>6} {:>6} {:>11}\n",
-          status_name(g.status), detail::printable(g.name),
-          fmt::format("{}->{}", g.windows.base, g.windows.next),
-          g.status == DiffStatus::kAdded ? "-" : time_side_text(g.latency, g.latency.base),
-          g.status == DiffStatus::kRemoved
-              ? "-"
-              : time_side_text(g.latency, g.latency.next) + (g.latency.noise ? " ~" : ""),
-          both ? time_percent_text(g.latency) : "", t.base > 0 ? duration_to_string(t.base) : "n/a",
-          t.next > 0 ? duration_to_string(t.next) : "n/a", t.known ? percent_text(t.percent()) : "",
-          rate_text(g.tokens_per_s.base, false), rate_text(g.tokens_per_s.next, false),
-          rate_percent_text(g.tokens_per_s), rate_text(g.mfu.base, true),
-          rate_text(g.mfu.next, true), rate_text(g.mbu.base, true), rate_text(g.mbu.next, true),
-          count_delta_text(g.flops));
-    }
+        status_name(g.status), detail::printable(g.name),
+        fmt::format("{}->{}", g.windows.base, g.windows.next),
+        g.status == DiffStatus::kAdded ? "-" : time_side_text(g.latency, g.latency.base),
+        g.status == DiffStatus::kRemoved
+            ? "-"
+            : time_side_text(g.latency, g.latency.next) + (g.latency.noise ? " ~" : ""),
+        both ? time_percent_text(g.latency) : "", t.base > 0 ? duration_to_string(t.base) : "n/a",
+        t.next > 0 ? duration_to_string(t.next) : "n/a", t.known ? percent_text(t.percent()) : "",
+        rate_text(g.tokens_per_s.base, false), rate_text(g.tokens_per_s.next, false),
+        rate_percent_text(g.tokens_per_s), rate_text(g.mfu.base, true), rate_text(g.mfu.next, true),
+        rate_text(g.mbu.base, true), rate_text(g.mbu.next, true), count_delta_text(g.flops));
   }
-  if (o.ops && !d.ops.empty()) {
-    s += "\nOps (by name and phase; by latency delta)\n";
-    s += fmt::format("{:<8} {:>11} {:>11} {:>13} {:>11} {:>8}  {}\n", "status", "latency", "new",
-                     "delta", "flops delta", "calls", "op");
-    size_t listed = 0;
-    for (const OpDiff& op : d.ops) {
-      if (op.status == ModuleDiff::Status::kSame && listed >= 10) continue;  // changes always
-      ++listed;
-      s += fmt::format("{:<8} {:>11} {:>11} {:>13} {:>11} {:>8}  {} [{}]\n", status_name(op.status),
-                       time_side_text(op.latency, op.latency.base),
-                       time_side_text(op.latency, op.latency.next), time_delta_text(op.latency),
-                       count_delta_text(op.flops), count_delta_text(op.calls),
-                       detail::printable(op.name), detail::printable(op.phase));
-    }
+}
+
+// The ops by name and phase, changes always, at most ten same.
+void ops_text(const ProfileDiff& d, std::string& s) {
+  if (d.ops.empty()) return;
+  s += "\nOps (by name and phase; by latency delta)\n";
+  s += fmt::format("{:<8} {:>11} {:>11} {:>13} {:>11} {:>8}  {}\n", "status", "latency", "new",
+                   "delta", "flops delta", "calls", "op");
+  size_t listed = 0;
+  for (const OpDiff& op : d.ops) {
+    if (op.status == ModuleDiff::Status::kSame && listed >= 10) continue;  // changes always
+    ++listed;
+    s += fmt::format("{:<8} {:>11} {:>11} {:>13} {:>11} {:>8}  {} [{}]\n", status_name(op.status),
+                     time_side_text(op.latency, op.latency.base),
+                     time_side_text(op.latency, op.latency.next), time_delta_text(op.latency),
+                     count_delta_text(op.flops), count_delta_text(op.calls),
+                     detail::printable(op.name), detail::printable(op.phase));
   }
+}
+
+}  // namespace
+
+std::string format_diff_text(const ProfileDiff& d, const DiffTextOptions& o) {
+  std::string s = fmt::format("flopsprof diff: {} (base) -> {} (new)\n",
+                              detail::printable(d.base_source), detail::printable(d.new_source));
+  // Workloads and warnings quote strings from the files: one line each, whatever they hold.
+  s += fmt::format("  base: {}\n  new:  {}\n", detail::printable(d.base_workload),
+                   detail::printable(d.new_workload));
+  for (const std::string& w : d.warnings) s += "warning: " + detail::printable(w) + "\n";
+  totals_text(d, s);
+  modules_text(d, o, s);
+  regions_text(d, s);
+  if (o.ops) ops_text(d, s);
   return detail::terminal_safe(s);
 }
 

@@ -93,6 +93,95 @@ std::string shown(double v, Shown how) {
   return fmt::format("{:.4g}", v);
 }
 
+// A rule field's values in both profiles, as the rule compares them.
+struct RuleValue {
+  Shown how = Shown::kCount;
+  bool known = true, noise = false;
+  double base = 0, next = 0, delta = 0, pct = 0;
+  const CountDelta* count = nullptr;  // a count's exact values, for its line
+};
+
+RuleValue of_count(const CountDelta& c) {
+  RuleValue v;
+  v.count = &c;
+  v.known = c.known;
+  v.base = static_cast<double>(c.base);
+  v.next = static_cast<double>(c.next);
+  const double magnitude = static_cast<double>(c.abs_delta());
+  v.delta = c.next >= c.base ? magnitude : -magnitude;
+  v.pct = c.percent();
+  return v;
+}
+
+RuleValue of_time(const TimeDelta& t) {
+  RuleValue v;
+  v.how = Shown::kTime;
+  v.known = t.known;
+  v.noise = t.noise;
+  v.base = t.base;
+  v.next = t.next;
+  v.delta = t.delta();
+  v.pct = t.percent();
+  return v;
+}
+
+RuleValue of_rate(const RateDelta& x) {
+  RuleValue v;
+  v.how = Shown::kRate;
+  v.known = x.known();
+  v.base = x.base;
+  v.next = x.next;
+  v.delta = x.delta();
+  v.pct = x.percent();
+  return v;
+}
+
+// A region's field (one that parse_gate_rule accepts for a region).
+RuleValue region_value(const RegionDiff& g, const std::string& n) {
+  if (n == "latency") return of_time(g.latency);
+  if (n == "latency_per_token") return of_time(g.latency_per_token);
+  if (n == "tokens_per_s") return of_rate(g.tokens_per_s);
+  if (n == "mfu") return of_rate(g.mfu);
+  if (n == "mbu") return of_rate(g.mbu);
+  if (n == "flops") return of_count(g.flops);
+  if (n == "bwd_flops") return of_count(g.bwd_flops);
+  if (n == "bytes") return of_count(g.bytes);
+  if (n == "tokens") return of_count(g.tokens);
+  return of_count(g.windows);
+}
+
+// A module's field. A module in one profile only: the other side had none of it (0), known.
+RuleValue module_value(const ModuleDiff& m, const std::string& n) {
+  if (n == "latency") return of_time(m.latency);
+  if (n == "bwd_latency") return of_time(m.bwd_latency);
+  if (n == "flops") return of_count(m.flops);
+  if (n == "macs") return of_count(m.macs);
+  if (n == "bwd_flops") return of_count(m.bwd_flops);
+  if (n == "params") return of_count(m.params);
+  if (n == "calls") return of_count(m.calls);
+  return of_count(m.bytes);
+}
+
+// Whether a known value meets the rule's condition (the rule is broken): an integer rule on a
+// count compares exactly.
+bool breaks(const GateRule& r, const RuleValue& v) {
+  if (v.count != nullptr && !r.percent && r.integer)
+    return holds_order(compare_exact(*v.count, r), r.op);
+  return holds(r.percent ? v.pct : v.delta, r.op, r.value);
+}
+
+// A broken rule's line: both sides, the delta and its percent (counts from their integers).
+std::string broken_line(const GateRule& r, const RuleValue& v) {
+  if (v.count != nullptr) {
+    const CountDelta& c = *v.count;
+    return fmt::format("{}: {} -> {} ({}{}, {:+.2f}%)", r.text, c.base, c.next,
+                       c.next >= c.base ? "+" : "-", c.abs_delta(), v.pct);
+  }
+  return fmt::format("{}: {} -> {} ({}{}, {:+.2f}%)", r.text, shown(v.base, v.how),
+                     shown(v.next, v.how), v.delta >= 0 ? "+" : "-",
+                     shown(std::fabs(v.delta), v.how), v.pct);
+}
+
 }  // namespace
 
 GateRule parse_gate_rule(const std::string& text) {
@@ -163,36 +252,7 @@ GateResult check_gate(const ProfileDiff& d, const std::vector<GateRule>& rules) 
       out.unknown.push_back(r.text + ": unknown field");
       continue;
     }
-    Shown how = Shown::kCount;
-    bool known = true, noise = false;
-    double base = 0, next = 0, delta = 0, pct = 0;
-    const CountDelta* count = nullptr;  // a count's exact values, for its line
-    auto from_count = [&](const CountDelta& c) {
-      count = &c;
-      known = c.known;
-      base = static_cast<double>(c.base);
-      next = static_cast<double>(c.next);
-      const double magnitude = static_cast<double>(c.abs_delta());
-      delta = c.next >= c.base ? magnitude : -magnitude;
-      pct = c.percent();
-    };
-    auto from_time = [&](const TimeDelta& t) {
-      how = Shown::kTime;
-      known = t.known;
-      noise = t.noise;
-      base = t.base;
-      next = t.next;
-      delta = t.delta();
-      pct = t.percent();
-    };
-    auto from_rate = [&](const RateDelta& x) {
-      how = Shown::kRate;
-      known = x.known();
-      base = x.base;
-      next = x.next;
-      delta = x.delta();
-      pct = x.percent();
-    };
+    RuleValue v;
     if (!r.region.empty()) {
       const RegionDiff* g = d.region(r.region);
       if (g == nullptr) {
@@ -200,34 +260,10 @@ GateResult check_gate(const ProfileDiff& d, const std::vector<GateRule>& rules) 
             fmt::format("{}: no region '{}' in either profile", r.text, r.region));
         continue;
       }
-      const std::string& n = r.field;
-      if (n == "latency")
-        from_time(g->latency);
-      else if (n == "latency_per_token")
-        from_time(g->latency_per_token);
-      else if (n == "tokens_per_s")
-        from_rate(g->tokens_per_s);
-      else if (n == "mfu")
-        from_rate(g->mfu);
-      else if (n == "mbu")
-        from_rate(g->mbu);
-      else if (n == "flops")
-        from_count(g->flops);
-      else if (n == "bwd_flops")
-        from_count(g->bwd_flops);
-      else if (n == "bytes")
-        from_count(g->bytes);
-      else if (n == "tokens")
-        from_count(g->tokens);
-      else
-        from_count(g->windows);
+      v = region_value(*g, r.field);
     } else if (r.module.empty()) {
       const TotalDiff* t = d.total(f->total);
-      if (t->is_time) {
-        from_time(t->time);
-      } else {
-        from_count(t->count);
-      }
+      v = t->is_time ? of_time(t->time) : of_count(t->count);
     } else {
       const ModuleDiff* m = d.module(r.module);
       if (m == nullptr) {
@@ -235,26 +271,9 @@ GateResult check_gate(const ProfileDiff& d, const std::vector<GateRule>& rules) 
             fmt::format("{}: no module '{}' in either profile", r.text, r.module));
         continue;
       }
-      // A module in one profile only: the other side had none of it (0), which is known.
-      const std::string& n = r.field;
-      if (n == "latency")
-        from_time(m->latency);
-      else if (n == "bwd_latency")
-        from_time(m->bwd_latency);
-      else if (n == "flops")
-        from_count(m->flops);
-      else if (n == "macs")
-        from_count(m->macs);
-      else if (n == "bwd_flops")
-        from_count(m->bwd_flops);
-      else if (n == "params")
-        from_count(m->params);
-      else if (n == "calls")
-        from_count(m->calls);
-      else
-        from_count(m->bytes);
+      v = module_value(*m, r.field);
     }
-    if (!known) {
+    if (!v.known) {
       out.unknown.push_back(
           r.region.empty()
               ? fmt::format("{}: a profile does not record {} (see the warnings)", r.text, r.field)
@@ -262,17 +281,7 @@ GateResult check_gate(const ProfileDiff& d, const std::vector<GateRule>& rules) 
                             r.text, r.field));
       continue;
     }
-    const double x = r.percent ? pct : delta;
-    const bool exact = count != nullptr && !r.percent && r.integer;
-    if (exact ? !holds_order(compare_exact(*count, r), r.op) : !holds(x, r.op, r.value)) continue;
-    const std::string line =
-        count != nullptr
-            ? fmt::format("{}: {} -> {} ({}{}, {:+.2f}%)", r.text, count->base, count->next,
-                          count->next >= count->base ? "+" : "-", count->abs_delta(), pct)
-            : fmt::format("{}: {} -> {} ({}{}, {:+.2f}%)", r.text, shown(base, how),
-                          shown(next, how), delta >= 0 ? "+" : "-", shown(std::fabs(delta), how),
-                          pct);
-    (noise ? out.noise : out.broken).push_back(line);
+    if (breaks(r, v)) (v.noise ? out.noise : out.broken).push_back(broken_line(r, v));
   }
   return out;
 }

@@ -7,6 +7,67 @@
 namespace flopsprof::detail {
 namespace {
 
+// What an opcode reads after it.
+enum class Operand : uint8_t {
+  kNone,
+  kArg1,
+  kArg2,
+  kArg4,
+  kArg8,  // a little-endian integer of 1, 2, 4, 8 bytes
+  kBytes1,
+  kBytes4,
+  kBytes8,    // that many bytes, counted by an integer of 1, 4, 8 bytes
+  kLine,      // a line (protocol 0)
+  kTwoLines,  // two lines (GLOBAL: module, name)
+};
+
+// Opcodes whose object is opaque: their operand, how many objects they pop, whether they push.
+struct SimpleOp {
+  uint8_t op;
+  Operand operand;
+  uint8_t pops;
+  bool push;
+};
+constexpr SimpleOp kSimpleOps[] = {
+    {0x80, Operand::kArg1, 0, false},    // PROTO
+    {0x95, Operand::kArg8, 0, false},    // FRAME
+    {'}', Operand::kNone, 0, true},      // EMPTY_DICT
+    {']', Operand::kNone, 0, true},      // EMPTY_LIST
+    {')', Operand::kNone, 0, true},      // EMPTY_TUPLE
+    {0x8f, Operand::kNone, 0, true},     // EMPTY_SET
+    {'N', Operand::kNone, 0, true},      // NONE
+    {0x88, Operand::kNone, 0, true},     // NEWTRUE
+    {0x89, Operand::kNone, 0, true},     // NEWFALSE
+    {'T', Operand::kBytes4, 0, true},    // BINSTRING
+    {'B', Operand::kBytes4, 0, true},    // BINBYTES
+    {'U', Operand::kBytes1, 0, true},    // SHORT_BINSTRING
+    {'C', Operand::kBytes1, 0, true},    // SHORT_BINBYTES
+    {0x8e, Operand::kBytes8, 0, true},   // BINBYTES8
+    {0x96, Operand::kBytes8, 0, true},   // BYTEARRAY8
+    {'I', Operand::kLine, 0, true},      // INT
+    {'L', Operand::kLine, 0, true},      // LONG
+    {'F', Operand::kLine, 0, true},      // FLOAT
+    {'J', Operand::kArg4, 0, true},      // BININT
+    {'K', Operand::kArg1, 0, true},      // BININT1
+    {'M', Operand::kArg2, 0, true},      // BININT2
+    {'G', Operand::kArg8, 0, true},      // BINFLOAT
+    {0x8a, Operand::kBytes1, 0, true},   // LONG1
+    {0x8b, Operand::kBytes4, 0, true},   // LONG4
+    {'c', Operand::kTwoLines, 0, true},  // GLOBAL
+    {0x93, Operand::kNone, 2, true},     // STACK_GLOBAL
+    {0x85, Operand::kNone, 1, true},     // TUPLE1
+    {0x86, Operand::kNone, 2, true},     // TUPLE2
+    {0x87, Operand::kNone, 3, true},     // TUPLE3
+    {'R', Operand::kNone, 2, true},      // REDUCE
+    {0x81, Operand::kNone, 2, true},     // NEWOBJ
+    {0x92, Operand::kNone, 3, true},     // NEWOBJ_EX
+    {'Q', Operand::kNone, 1, true},      // BINPERSID
+    {'P', Operand::kLine, 0, true},      // PERSID
+    {'b', Operand::kNone, 1, false},     // BUILD
+    {'a', Operand::kNone, 1, false},     // APPEND
+    {'0', Operand::kNone, 1, false},     // POP
+};
+
 class Scanner {
  public:
   explicit Scanner(std::string_view b) : b_(b) {}
@@ -108,130 +169,93 @@ class Scanner {
     }
   }
 
+  // An opcode that reads its operand, pops `pops` objects and pushes a new one (or not).
   bool step(uint8_t op) {
-    switch (op) {
-      case 0x80:
+    for (const SimpleOp& o : kSimpleOps) {
+      if (o.op != op) continue;
+      operand(o.operand);
+      for (int k = 0; k < o.pops; ++k) pop();
+      if (o.push) push_new();
+      return true;
+    }
+    return structural(op);
+  }
+
+  void operand(Operand o) {
+    switch (o) {
+      case Operand::kNone:
+        return;
+      case Operand::kArg1:
         arg(1);
-        return true;  // PROTO
-      case 0x95:
+        return;
+      case Operand::kArg2:
+        arg(2);
+        return;
+      case Operand::kArg4:
+        arg(4);
+        return;
+      case Operand::kArg8:
         arg(8);
-        return true;  // FRAME
-      case '(':
+        return;
+      case Operand::kBytes1:
+        bytes(arg(1));
+        return;
+      case Operand::kBytes4:
+        bytes(arg(4));
+        return;
+      case Operand::kBytes8:
+        bytes(arg(8));
+        return;
+      case Operand::kLine:
+        line();
+        return;
+      case Operand::kTwoLines:
+        line();
+        line();
+        return;
+    }
+  }
+
+  // The opcodes that mark, memoize, name strings or set items (what identity needs).
+  bool structural(uint8_t op) {
+    switch (op) {
+      case '(':  // MARK
         marks_.push_back(stack_.size());
-        return true;  // MARK
-      case '}':
-      case ']':
-      case ')':
-      case 0x8f:  // EMPTY_DICT, EMPTY_LIST, EMPTY_TUPLE, EMPTY_SET
-      case 'N':
-      case 0x88:
-      case 0x89:  // NONE, NEWTRUE, NEWFALSE
-        push_new();
         return true;
-      case 'q':
+      case 'q':  // BINPUT
         memo_put(arg(1));
-        return true;  // BINPUT
-      case 'r':
+        return true;
+      case 'r':  // LONG_BINPUT
         memo_put(arg(4));
-        return true;  // LONG_BINPUT
-      case 0x94:
+        return true;
+      case 0x94:  // MEMOIZE
         memo_put(memo_.size());
-        return true;  // MEMOIZE
-      case 'h':
+        return true;
+      case 'h':  // BINGET
         memo_get(arg(1));
-        return true;  // BINGET
-      case 'j':
+        return true;
+      case 'j':  // LONG_BINGET
         memo_get(arg(4));
-        return true;  // LONG_BINGET
-      case 'p':
+        return true;
+      case 'p':  // PUT
         memo_put(std::strtoull(std::string(line()).c_str(), nullptr, 10));
         return true;
-      case 'g':
+      case 'g':  // GET
         memo_get(std::strtoull(std::string(line()).c_str(), nullptr, 10));
         return true;
-      case 'X':
+      case 'X':  // BINUNICODE
         string(bytes(arg(4)));
-        return true;  // BINUNICODE
-      case 0x8c:
+        return true;
+      case 0x8c:  // SHORT_BINUNICODE
         string(bytes(arg(1)));
-        return true;  // SHORT_BINUNICODE
-      case 0x8d:
+        return true;
+      case 0x8d:  // BINUNICODE8
         string(bytes(arg(8)));
-        return true;  // BINUNICODE8
-      case 'T':
-      case 'B':
-        bytes(arg(4));
-        push_new();
-        return true;  // BINSTRING, BINBYTES
-      case 'U':
-      case 'C':
-        bytes(arg(1));
-        push_new();
-        return true;  // SHORT_BINSTRING, _BINBYTES
-      case 0x8e:
-      case 0x96:
-        bytes(arg(8));
-        push_new();
-        return true;  // BINBYTES8, BYTEARRAY8
+        return true;
       case 'V':
-      case 'S':
+      case 'S':  // UNICODE, STRING (protocol 0)
         string(line());
-        return true;  // UNICODE, STRING (protocol 0)
-      case 'I':
-      case 'L':
-      case 'F':
-        line();
-        push_new();
-        return true;  // INT, LONG, FLOAT
-      case 'J':
-        arg(4);
-        push_new();
-        return true;  // BININT
-      case 'K':
-        arg(1);
-        push_new();
-        return true;  // BININT1
-      case 'M':
-        arg(2);
-        push_new();
-        return true;  // BININT2
-      case 'G':
-        arg(8);
-        push_new();
-        return true;  // BINFLOAT
-      case 0x8a:
-        bytes(arg(1));
-        push_new();
-        return true;  // LONG1
-      case 0x8b:
-        bytes(arg(4));
-        push_new();
-        return true;  // LONG4
-      case 'c':
-        line();
-        line();
-        push_new();
-        return true;  // GLOBAL
-      case 0x93:
-        pop();
-        pop();
-        push_new();
-        return true;  // STACK_GLOBAL
-      case 0x85:
-        pop();
-        push_new();
-        return true;  // TUPLE1
-      case 0x86:
-        pop();
-        pop();
-        push_new();
-        return true;  // TUPLE2
-      case 0x87:
-        pop();
-        pop();
-        pop();
-        push_new();
-        return true;  // TUPLE3
+        return true;
       case 't':
       case 'l':
       case 'd':
@@ -239,37 +263,11 @@ class Scanner {
         pop_mark();
         push_new();
         return true;
-      case 'R':
-      case 0x81:
-        pop();
-        pop();
-        push_new();
-        return true;  // REDUCE, NEWOBJ
-      case 0x92:
-        pop();
-        pop();
-        pop();
-        push_new();
-        return true;  // NEWOBJ_EX
-      case 'Q':
-        pop();
-        push_new();
-        return true;  // BINPERSID
-      case 'P':
-        line();
-        push_new();
-        return true;  // PERSID
-      case 'b':
-        pop();
-        return true;  // BUILD
-      case 'a':
-        pop();
-        return true;  // APPEND
       case 'e':
-      case 0x90:
+      case 0x90:  // APPENDS, ADDITEMS
         pop_mark();
-        return true;  // APPENDS, ADDITEMS
-      case 's': {     // SETITEM
+        return true;
+      case 's': {  // SETITEM
         const uint64_t v = pop(), k = pop();
         set_items({k, v}, stack_.size() == 1);
         return true;
@@ -279,14 +277,10 @@ class Scanner {
         set_items(kv, stack_.size() == 1);
         return true;
       }
-      case '0':
-        pop();
-        return true;  // POP
-      case '2': {     // DUP
+      case '2':  // DUP
         if (stack_.empty()) return false;
         push(stack_.back());
         return true;
-      }
       default:
         return false;
     }

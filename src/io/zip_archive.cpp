@@ -113,7 +113,15 @@ std::vector<ZipEntry> read_zip_directory(std::string_view data, const std::strin
   return read_zip_directory(MemoryZipSource(data), name);
 }
 
-std::vector<ZipEntry> read_zip_directory(const ZipSource& source, const std::string& name) {
+namespace {
+
+// Where the central directory is: from the end record (or its zip64 form), checked against the
+// data's size and the reading limits.
+struct Directory {
+  uint64_t count, size, offset;
+};
+
+Directory locate_directory(const ZipSource& source, const std::string& name) {
   const uint64_t size = source.size();
   // The tail: the end record, its comment, and the zip64 locator before it.
   const uint64_t tail_len = std::min<uint64_t>(size, kEndSize + 0xffff + kLocatorSize);
@@ -151,49 +159,64 @@ std::vector<ZipEntry> read_zip_directory(const ZipSource& source, const std::str
   if (count > dir_size / kCentralSize)
     tail.fail(
         fmt::format("{} members do not fit a central directory of {} bytes", count, dir_size));
-  const Bytes dir(source.read(dir_offset, dir_size), dir_offset, size, name);
+  return Directory{count, dir_size, dir_offset};
+}
+
+// The central directory's entry at `at`, with its local header's place checked against the
+// directory's.
+ZipEntry read_entry(const ZipSource& source, const Bytes& dir, uint64_t at, uint64_t dir_offset,
+                    const std::string& name) {
+  const uint64_t size = source.size();
+  ZipEntry e;
+  const uint16_t flags = dir.u16(at + 8);
+  e.method = dir.u16(at + 10);
+  e.crc32 = dir.u32(at + 16);
+  const uint32_t csize32 = dir.u32(at + 20), size32 = dir.u32(at + 24);
+  const uint16_t name_len = dir.u16(at + 28), extra_len = dir.u16(at + 30);
+  const uint32_t offset32 = dir.u32(at + 42);
+  e.name = dir.text(at + kCentralSize, name_len);
+  e.compressed_size = csize32;
+  e.size = size32;
+  e.header_offset = offset32;
+  read_zip64_extra(dir, at + kCentralSize + name_len, extra_len, e, size32, csize32, offset32);
+  if (flags & 1) dir.fail(fmt::format("member '{}' is encrypted", e.name));
+  if (e.method != 0 && e.method != 8)
+    dir.fail(
+        fmt::format("member '{}' uses compression method {} (only stored and deflated are "
+                    "read)",
+                    e.name, e.method));
+  if (e.method == 0 && e.size != e.compressed_size)
+    dir.fail(fmt::format("stored member '{}' has two sizes", e.name));
+  // Its local header and data, before the central directory.
+  if (e.header_offset > dir_offset || kLocalSize > dir_offset - e.header_offset)
+    dir.fail(fmt::format("member '{}': no local header where the directory says", e.name));
+  const Bytes local(source.read(e.header_offset, kLocalSize), e.header_offset, size, name);
+  if (local.u32(e.header_offset) != kLocalHeader)
+    dir.fail(fmt::format("member '{}': no local header where the directory says", e.name));
+  e.data_offset = e.header_offset + kLocalSize + local.u16(e.header_offset + 26) +
+                  local.u16(e.header_offset + 28);
+  if (e.data_offset > dir_offset || e.compressed_size > dir_offset - e.data_offset)
+    dir.fail(fmt::format("member '{}' ({} bytes) reaches past its place in the data (truncated?)",
+                         e.name, e.compressed_size));
+  return e;
+}
+
+}  // namespace
+
+std::vector<ZipEntry> read_zip_directory(const ZipSource& source, const std::string& name) {
+  const Directory d = locate_directory(source, name);
+  const Bytes dir(source.read(d.offset, d.size), d.offset, source.size(), name);
   std::vector<ZipEntry> entries;
-  entries.reserve(static_cast<size_t>(count));
-  uint64_t at = dir_offset;
-  const uint64_t stop = dir_offset + dir_size;
-  for (uint64_t i = 0; i < count; ++i) {
+  entries.reserve(static_cast<size_t>(d.count));
+  uint64_t at = d.offset;
+  const uint64_t stop = d.offset + d.size;
+  for (uint64_t i = 0; i < d.count; ++i) {
     if (at + kCentralSize > stop || dir.u32(at) != kCentralHeader)
       dir.fail(fmt::format("central directory entry {} is missing or corrupt", i));
-    ZipEntry e;
-    const uint16_t flags = dir.u16(at + 8);
-    e.method = dir.u16(at + 10);
-    e.crc32 = dir.u32(at + 16);
-    const uint32_t csize32 = dir.u32(at + 20), size32 = dir.u32(at + 24);
-    const uint16_t name_len = dir.u16(at + 28), extra_len = dir.u16(at + 30),
-                   comment_len = dir.u16(at + 32);
-    const uint32_t offset32 = dir.u32(at + 42);
-    const uint64_t record = kCentralSize + uint64_t{name_len} + extra_len + comment_len;
+    const uint64_t record = kCentralSize + uint64_t{dir.u16(at + 28)} + dir.u16(at + 30) +
+                            dir.u16(at + 32);  // name, extra field, comment
     if (at + record > stop) dir.fail(fmt::format("central directory entry {} overruns it", i));
-    e.name = dir.text(at + kCentralSize, name_len);
-    e.compressed_size = csize32;
-    e.size = size32;
-    e.header_offset = offset32;
-    read_zip64_extra(dir, at + kCentralSize + name_len, extra_len, e, size32, csize32, offset32);
-    if (flags & 1) dir.fail(fmt::format("member '{}' is encrypted", e.name));
-    if (e.method != 0 && e.method != 8)
-      dir.fail(
-          fmt::format("member '{}' uses compression method {} (only stored and deflated are "
-                      "read)",
-                      e.name, e.method));
-    if (e.method == 0 && e.size != e.compressed_size)
-      dir.fail(fmt::format("stored member '{}' has two sizes", e.name));
-    // Its local header and data, before the central directory.
-    if (e.header_offset > dir_offset || kLocalSize > dir_offset - e.header_offset)
-      dir.fail(fmt::format("member '{}': no local header where the directory says", e.name));
-    const Bytes local(source.read(e.header_offset, kLocalSize), e.header_offset, size, name);
-    if (local.u32(e.header_offset) != kLocalHeader)
-      dir.fail(fmt::format("member '{}': no local header where the directory says", e.name));
-    e.data_offset = e.header_offset + kLocalSize + local.u16(e.header_offset + 26) +
-                    local.u16(e.header_offset + 28);
-    if (e.data_offset > dir_offset || e.compressed_size > dir_offset - e.data_offset)
-      dir.fail(fmt::format("member '{}' ({} bytes) reaches past its place in the data (truncated?)",
-                           e.name, e.compressed_size));
-    entries.push_back(std::move(e));
+    entries.push_back(read_entry(source, dir, at, d.offset, name));
     at += record;
   }
   return entries;

@@ -67,6 +67,46 @@ double quantile(std::vector<double> v, double q) {
   return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
 }
 
+// The op named 'namespace::name[.overload]' (its name without the overload in `name`).
+c10::OperatorHandle find_op(const std::string& op, std::string& name) {
+  size_t dot = op.find('.', op.find("::") == std::string::npos ? 0 : op.find("::") + 2);
+  name = op.substr(0, dot);
+  std::string overload = dot == std::string::npos ? "" : op.substr(dot + 1);
+  auto handle = c10::Dispatcher::singleton().findSchema(c10::OperatorName(name, overload));
+  if (!handle) {
+    throw Error(
+        fmt::format("profile_op: unknown op '{}'; pass 'namespace::name' or "
+                    "'namespace::name.overload' (e.g. 'aten::mm', 'aten::add.Tensor')",
+                    op));
+  }
+  return *handle;
+}
+
+// One call with allocator reporting: peak growth and the outputs' size (nothing when another
+// profiler holds the thread's reporting).
+template <class Call>
+void measure_memory(Call&& call, OpProfile& p) {
+  auto observer = std::make_shared<PeakObserver>();
+  if (c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE) != nullptr) return;
+  c10::DebugInfoGuard guard(c10::DebugInfoKind::PROFILER_STATE, observer);
+  std::vector<c10::IValue> out = call();
+  p.peak_bytes = observer->peak();
+  for (const c10::IValue& v : out) {
+    if (v.isTensor() && v.toTensor().defined())
+      p.output_bytes += static_cast<int64_t>(v.toTensor().nbytes());
+  }
+  p.workspace_bytes = std::max<int64_t>(0, p.peak_bytes - p.output_bytes);
+}
+
+// FLOPs from the op's formula, through the same argument capture as the observer.
+std::optional<FlopCount> flops_of(const std::string& name, const std::vector<c10::IValue>& args) {
+  detail::ThreadEvents scratch;
+  detail::RawEvent event;
+  detail::capture_args(&scratch, event, c10::ArrayRef<const c10::IValue>(args.data(), args.size()));
+  std::vector<ArgView> views = detail::arg_views(scratch, event);
+  return compute_flops(name, OpInputs(views.data(), views.size()));
+}
+
 }  // namespace
 
 void clear_op_profile_cache() {
@@ -82,16 +122,8 @@ OpProfile profile_op(const std::string& op, const std::vector<c10::IValue>& inpu
     throw Error(
         "profile_op: a profile is running; stop it first (profile_op measures the op alone)");
   }
-  size_t dot = op.find('.', op.find("::") == std::string::npos ? 0 : op.find("::") + 2);
-  std::string name = op.substr(0, dot);
-  std::string overload = dot == std::string::npos ? "" : op.substr(dot + 1);
-  auto handle = c10::Dispatcher::singleton().findSchema(c10::OperatorName(name, overload));
-  if (!handle) {
-    throw Error(
-        fmt::format("profile_op: unknown op '{}'; pass 'namespace::name' or "
-                    "'namespace::name.overload' (e.g. 'aten::mm', 'aten::add.Tensor')",
-                    op));
-  }
+  std::string name;
+  const c10::OperatorHandle handle = find_op(op, name);
   std::vector<c10::IValue> args;
   args.reserve(inputs.size());
   for (const c10::IValue& v : inputs) {
@@ -113,7 +145,7 @@ OpProfile profile_op(const std::string& op, const std::vector<c10::IValue>& inpu
   const bool cuda = device.is_cuda();
   auto call = [&] {
     std::vector<c10::IValue> stack = args;
-    handle->callBoxed(&stack);
+    handle.callBoxed(&stack);
     if (cuda) torch::cuda::synchronize(device.index());
     return stack;
   };
@@ -122,20 +154,7 @@ OpProfile profile_op(const std::string& op, const std::vector<c10::IValue>& inpu
   OpProfile p;
   p.op = op;
   p.device = device.str();
-  // One call with allocator reporting: peak growth and the outputs' size.
-  {
-    auto observer = std::make_shared<PeakObserver>();
-    if (c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE) == nullptr) {
-      c10::DebugInfoGuard guard(c10::DebugInfoKind::PROFILER_STATE, observer);
-      std::vector<c10::IValue> out = call();
-      p.peak_bytes = observer->peak();
-      for (const c10::IValue& v : out) {
-        if (v.isTensor() && v.toTensor().defined())
-          p.output_bytes += static_cast<int64_t>(v.toTensor().nbytes());
-      }
-      p.workspace_bytes = std::max<int64_t>(0, p.peak_bytes - p.output_bytes);
-    }
-  }
+  measure_memory(call, p);
   for (int i = 0; i < repeat; ++i) {
     auto t0 = std::chrono::steady_clock::now();
     call();
@@ -146,12 +165,7 @@ OpProfile profile_op(const std::string& op, const std::vector<c10::IValue>& inpu
   p.p10_s = quantile(p.samples_s, 0.1);
   p.p90_s = quantile(p.samples_s, 0.9);
 
-  // FLOPs from the op's formula, through the same argument capture as the observer.
-  detail::ThreadEvents scratch;
-  detail::RawEvent event;
-  detail::capture_args(&scratch, event, c10::ArrayRef<const c10::IValue>(args.data(), args.size()));
-  std::vector<ArgView> views = detail::arg_views(scratch, event);
-  p.flops = compute_flops(name, OpInputs(views.data(), views.size()));
+  p.flops = flops_of(name, args);
 
   std::lock_guard<std::mutex> lock(g_cache_mu);
   g_cache.emplace(key, p);

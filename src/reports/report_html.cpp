@@ -51,8 +51,6 @@ input[type=search] { padding: 4px 8px; border: 1px solid var(--line); border-rad
 select { padding: 3px 6px; }
 )CSS";
 
-
-
 // The batch-size sweep as a JSON array for the page.
 std::string sweep_json(const std::vector<BatchSweepRow>& rows) {
   std::string out = "[";
@@ -84,6 +82,67 @@ std::string json_for_script(const std::string& json) {
   return out;
 }
 
+// The page's body: its sections, filled by the script from the data.
+constexpr char kPageBody[] =
+    "<main>\n"
+    "<section><h2>Summary</h2><div id=\"summary\"></div></section>\n"
+    "<section id=\"icicle-section\"><h2>Where the work goes: <span id=\"zoomed\"></span></h2>"
+    "<div class=\"controls\"><label>width</label>"
+    "<button class=\"seg on\" data-metric=\"flops\">FLOPs</button>"
+    "<button class=\"seg\" data-metric=\"latency_s\">fwd latency</button>"
+    "<button class=\"seg\" data-metric=\"bwd_latency_s\">bwd latency</button>"
+    "<span id=\"crumbs\"></span></div>"
+    "<div id=\"icicle\"></div>"
+    "<div id=\"legend\"><span>colour: achieved FLOP/s</span><span id=\"legend-lo\"></span>"
+    "<span class=\"bar\" style=\"background:linear-gradient(90deg,hsl(8,62%,72%),"
+    "hsl(69,62%,66%),hsl(130,62%,60%))\"></span><span id=\"legend-hi\"></span></div>"
+    "<p class=\"note\">Width: the module's inclusive value; what its children leave is its own "
+    "work. Click a module to zoom in, a name above to zoom out; hover for numbers. Many FLOPs "
+    "and little time is efficient (green); the reverse (red) is the one to look at.</p>"
+    "</section>\n"
+    "<section id=\"regions-section\" hidden><h2>Regions</h2><p class=\"note\">Ops that began "
+    "in each region's windows (FlopsProfiler::region()), on any thread. MFU: fwd + bwd FLOPs "
+    "per second over the peak of each op's dtype; MBU: bytes per second over the bandwidth; "
+    "KV: of the bytes, a KV cache's (keys and values attention read, the cache's writes); "
+    "n/a: unknown (no tokens, no peaks).</p><div class=\"scroll\"><table id=\"regions\"><thead>"
+    "<tr><th class=\"l\">region</th><th>windows</th><th>time</th><th>per window</th>"
+    "<th>tokens</th><th>tokens/s</th><th>time/token</th><th>FLOPs/token</th><th>fwd FLOPs</th>"
+    "<th>bwd FLOPs</th><th>bytes</th><th>KV read</th><th>KV written</th><th>MFU</th>"
+    "<th>MBU</th></tr></thead><tbody></tbody>"
+    "</table></div><div class=\"controls\" style=\"margin-top:8px\"><label>modules in</label>"
+    "<select id=\"region-pick\"></select></div><div class=\"scroll\"><table "
+    "id=\"region-modules\"><thead><tr><th class=\"l\">module</th><th class=\"l\">type</th>"
+    "<th>calls</th><th>time</th><th>FLOPs</th><th>share</th><th>bytes</th><th>KV read</th>"
+    "<th>KV written</th><th>bwd FLOPs</th>"
+    "<th>MFU</th><th>MBU</th></tr></thead><tbody></tbody></table></div></section>\n"
+    "<section><h2>Modules</h2><div class=\"controls\"><input type=\"search\" id=\"filter\" "
+    "placeholder=\"filter by name or type\"><select id=\"depth\"><option value=\"all\">all "
+    "depths</option></select><span class=\"note\" id=\"shown\"></span></div>"
+    "<div class=\"scroll\"><table id=\"modules\"><thead><tr></tr></thead><tbody></tbody>"
+    "</table></div><p class=\"note\">Click a column to sort (again to reverse), a row to show "
+    "it in the icicle.</p></section>\n"
+    "<section><h2>Ops</h2><p class=\"note\" id=\"ops-note\"></p><div class=\"scroll\">"
+    "<table id=\"ops\"><thead><tr><th class=\"l\">op</th><th class=\"l\">phase</th>"
+    "<th>calls</th><th>FLOPs</th><th>time</th><th>share of phase time</th><th>bytes</th>"
+    "<th>FLOP/B</th><th class=\"l\">bound</th><th>of roof</th></tr></thead>"
+    "<tbody></tbody></table></div></section>\n"
+    "<section id=\"roofline-section\"><h2>Roofline</h2><div class=\"controls\">"
+    "<select id=\"roof-depth\"></select>"
+    "<button class=\"seg roofseg on\" data-phase=\"\">forward</button>"
+    "<button class=\"seg roofseg\" id=\"roof-bwd\" data-phase=\"bwd_\">backward</button>"
+    "<span class=\"note\">selected: <span id=\"roof-selected\">none</span></span></div>"
+    "<div id=\"roofline\"></div><p class=\"note\" id=\"roof-note\"></p><p class=\"note\">"
+    "Each point is a module: its FLOPs per byte moved (x) and the FLOP/s it achieved (y), "
+    "its area its share of the time. Under the blue line (the memory bandwidth) work is "
+    "memory-bound, under the orange one (the peak FLOP/s) compute-bound; the gap to the line "
+    "above a point is what is left. Bytes are compulsory traffic (docs/report.md). Click a "
+    "point to select the module.</p></section>\n"
+    "<section id=\"memory-section\" hidden><h2>Memory footprint</h2><div id=\"memory\"></div>"
+    "</section>\n"
+    "<section id=\"sweep-section\" hidden><h2>Batch-size sweep</h2><div id=\"sweep\"></div>"
+    "</section>\n"
+    "</main>\n<div id=\"tip\"></div>\n";
+
 std::string html_report(const ProfileResult& result, const std::vector<BatchSweepRow>& sweep) {
   std::string out;
   out += "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
@@ -94,71 +153,7 @@ std::string html_report(const ProfileResult& result, const std::vector<BatchSwee
   out +=
       "<header><h1>flopsprof</h1><span class=\"sub\" id=\"model-name\"></span>"
       "<span class=\"sub\">per-module FLOPs, MACs, latency and parameters</span></header>\n";
-  out += "<main>\n";
-  out += "<section><h2>Summary</h2><div id=\"summary\"></div></section>\n";
-  out +=
-      "<section id=\"icicle-section\"><h2>Where the work goes: <span id=\"zoomed\"></span></h2>"
-      "<div class=\"controls\"><label>width</label>"
-      "<button class=\"seg on\" data-metric=\"flops\">FLOPs</button>"
-      "<button class=\"seg\" data-metric=\"latency_s\">fwd latency</button>"
-      "<button class=\"seg\" data-metric=\"bwd_latency_s\">bwd latency</button>"
-      "<span id=\"crumbs\"></span></div>"
-      "<div id=\"icicle\"></div>"
-      "<div id=\"legend\"><span>colour: achieved FLOP/s</span><span id=\"legend-lo\"></span>"
-      "<span class=\"bar\" style=\"background:linear-gradient(90deg,hsl(8,62%,72%),"
-      "hsl(69,62%,66%),hsl(130,62%,60%))\"></span><span id=\"legend-hi\"></span></div>"
-      "<p class=\"note\">Width: the module's inclusive value; what its children leave is its own "
-      "work. Click a module to zoom in, a name above to zoom out; hover for numbers. Many FLOPs "
-      "and little time is efficient (green); the reverse (red) is the one to look at.</p>"
-      "</section>\n";
-  out +=
-      "<section id=\"regions-section\" hidden><h2>Regions</h2><p class=\"note\">Ops that began "
-      "in each region's windows (FlopsProfiler::region()), on any thread. MFU: fwd + bwd FLOPs "
-      "per second over the peak of each op's dtype; MBU: bytes per second over the bandwidth; "
-      "KV: of the bytes, a KV cache's (keys and values attention read, the cache's writes); "
-      "n/a: unknown (no tokens, no peaks).</p><div class=\"scroll\"><table id=\"regions\"><thead>"
-      "<tr><th class=\"l\">region</th><th>windows</th><th>time</th><th>per window</th>"
-      "<th>tokens</th><th>tokens/s</th><th>time/token</th><th>FLOPs/token</th><th>fwd FLOPs</th>"
-      "<th>bwd FLOPs</th><th>bytes</th><th>KV read</th><th>KV written</th><th>MFU</th>"
-      "<th>MBU</th></tr></thead><tbody></tbody>"
-      "</table></div><div class=\"controls\" style=\"margin-top:8px\"><label>modules in</label>"
-      "<select id=\"region-pick\"></select></div><div class=\"scroll\"><table "
-      "id=\"region-modules\"><thead><tr><th class=\"l\">module</th><th class=\"l\">type</th>"
-      "<th>calls</th><th>time</th><th>FLOPs</th><th>share</th><th>bytes</th><th>KV read</th>"
-      "<th>KV written</th><th>bwd FLOPs</th>"
-      "<th>MFU</th><th>MBU</th></tr></thead><tbody></tbody></table></div></section>\n";
-  out +=
-      "<section><h2>Modules</h2><div class=\"controls\"><input type=\"search\" id=\"filter\" "
-      "placeholder=\"filter by name or type\"><select id=\"depth\"><option value=\"all\">all "
-      "depths</option></select><span class=\"note\" id=\"shown\"></span></div>"
-      "<div class=\"scroll\"><table id=\"modules\"><thead><tr></tr></thead><tbody></tbody>"
-      "</table></div><p class=\"note\">Click a column to sort (again to reverse), a row to show "
-      "it in the icicle.</p></section>\n";
-  out +=
-      "<section><h2>Ops</h2><p class=\"note\" id=\"ops-note\"></p><div class=\"scroll\">"
-      "<table id=\"ops\"><thead><tr><th class=\"l\">op</th><th class=\"l\">phase</th>"
-      "<th>calls</th><th>FLOPs</th><th>time</th><th>share of phase time</th><th>bytes</th>"
-      "<th>FLOP/B</th><th class=\"l\">bound</th><th>of roof</th></tr></thead>"
-      "<tbody></tbody></table></div></section>\n";
-  out +=
-      "<section id=\"roofline-section\"><h2>Roofline</h2><div class=\"controls\">"
-      "<select id=\"roof-depth\"></select>"
-      "<button class=\"seg roofseg on\" data-phase=\"\">forward</button>"
-      "<button class=\"seg roofseg\" id=\"roof-bwd\" data-phase=\"bwd_\">backward</button>"
-      "<span class=\"note\">selected: <span id=\"roof-selected\">none</span></span></div>"
-      "<div id=\"roofline\"></div><p class=\"note\" id=\"roof-note\"></p><p class=\"note\">"
-      "Each point is a module: its FLOPs per byte moved (x) and the FLOP/s it achieved (y), "
-      "its area its share of the time. Under the blue line (the memory bandwidth) work is "
-      "memory-bound, under the orange one (the peak FLOP/s) compute-bound; the gap to the line "
-      "above a point is what is left. Bytes are compulsory traffic (docs/report.md). Click a "
-      "point to select the module.</p></section>\n";
-  out +=
-      "<section id=\"memory-section\" hidden><h2>Memory footprint</h2><div id=\"memory\"></div>"
-      "</section>\n";
-  out +=
-      "<section id=\"sweep-section\" hidden><h2>Batch-size sweep</h2><div id=\"sweep\"></div>"
-      "</section>\n";
-  out += "</main>\n<div id=\"tip\"></div>\n";
+  out += kPageBody;
   out += "<script type=\"application/json\" id=\"flopsprof-data\">";
   out += json_for_script(to_json(result, -1));
   out += "</script>\n<script type=\"application/json\" id=\"flopsprof-sweep\">";
