@@ -81,7 +81,11 @@ class Filler {
   }
   template <class T>
   void derived(std::string_view, const T&) {}
-  void extra(std::string_view, const ModuleStats&) {}
+  // Each region's numbers (the regions are filled first).
+  void regions(std::string_view, ModuleStats& m) {
+    m.regions.resize(r_.regions.size());
+    for (ModuleRegionStats& x : m.regions) fields::module_region(*this, x);
+  }
   void parent(std::string_view, int&) {}
   void spread(std::string_view, LatencySpread& s) { fields::spread(*this, s); }
   void roofline(const std::string& prefix, RooflinePoint& p, fields::Need n = {}) {
@@ -161,7 +165,13 @@ class Dumper {
   }
   template <class T>
   void derived(std::string_view, const T&) {}
-  void extra(std::string_view, const ModuleStats&) {}
+  void regions(std::string_view k, const ModuleStats& m) {
+    for (size_t g = 0; g < m.regions.size() && g < r_.regions.size(); ++g) {
+      Dumper inner(r_, fmt::format("{}.{}.{}", where_, k, r_.regions[g].name));
+      fields::module_region(inner, m.regions[g]);
+      append(inner);
+    }
+  }
   void parent(std::string_view, int) {}
   void spread(std::string_view k, const LatencySpread& s) {
     Dumper inner(r_, fmt::format("{}.{}", where_, k));
@@ -219,9 +229,9 @@ ProfileResult filled(bool sparse = false) {
   Filler f(r, false, sparse);
   fields::workload(f, r);
   fields::summary(f, r);
+  f.list("regions", r.regions, [](auto& v, auto& g) { fields::region(v, g); });
   f.list("modules", r.modules, [](auto& v, auto& m) { fields::module(v, m); });
   f.list("ops", r.ops, [](auto& v, auto& o) { fields::op(v, o); });
-  f.list("regions", r.regions, [](auto& v, auto& g) { fields::region(v, g); });
   fields::memory(f, r.memory);
   // What the reader checks: a tree (the root "" at depth 0, its child at 1), a profile that
   // measured a device (the modules' device fields are written then) and memory.
@@ -285,7 +295,7 @@ class Keys {
   void derived(std::string_view k, const T&) {
     add(k);
   }
-  void extra(std::string_view k, const ModuleStats&) { add(k); }
+  void regions(std::string_view k, const ModuleStats&) { add(k); }
   void parent(std::string_view k, int) { add(k); }
   void spread(std::string_view k, const LatencySpread&) { add(k); }
   void roofline(const std::string& prefix, const RooflinePoint& p, fields::Need = {}) {
@@ -326,6 +336,9 @@ TEST(ProfileFields, NoTableSpellsAKeyTwice) {
       "op", [](auto& v, auto& x) { fields::op(v, x); }, r.ops[0], r);
   expect_unique(
       "region", [](auto& v, auto& x) { fields::region(v, x); }, r.regions[0], r);
+  expect_unique(
+      "module_region", [](auto& v, auto& x) { fields::module_region(v, x); },
+      r.modules[0].regions[0], r);
   expect_unique(
       "memory", [](auto& v, auto& x) { fields::memory(v, x); }, r.memory, r);
 }
@@ -371,6 +384,7 @@ TEST(ProfileFields, EveryKeyIsDocumented) {
   fields::module(k, r.modules[1]);
   fields::op(k, r.ops[0]);
   fields::region(k, r.regions[0]);
+  fields::module_region(k, r.modules[1].regions[0]);
   fields::memory(k, r.memory);
   fields::spread(k, r.fwd_spread);
   const KernelStats kernel;
@@ -380,6 +394,27 @@ TEST(ProfileFields, EveryKeyIsDocumented) {
     k.keys.emplace_back(section);
   ASSERT_GT(k.keys.size(), 150u);
   for (const std::string& key : k.keys) EXPECT_TRUE(documented(key)) << key;
+}
+
+// A module's numbers per region are keyed by the region's name: a name no region has is refused,
+// naming the module and the key.
+TEST(ProfileFields, AModuleRegionNamingNoRegionIsRefused) {
+  const ProfileResult r = filled();
+  std::string text = to_json(r, 1);
+  const std::string name = r.regions[1].name;
+  // the module's key (in "regions" of modules[0]), not the region's own "name"
+  const std::string key = fmt::format("\"{}\": {{", name);
+  const size_t at = text.find(key, text.find("\"modules\""));
+  ASSERT_NE(at, std::string::npos) << key;
+  text.replace(at, key.size(), "\"elsewhere\": {");
+  try {
+    profile_from_json(text, "renamed");
+    FAIL() << "read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("modules[0].regions: \"elsewhere\" names no region"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // Profiles written by earlier flopsprofs (the fuzzer's seeds, committed before the tables) read

@@ -413,6 +413,39 @@ TEST(Reports, TextJsonAndHtmlShowTheSameNumbersForEveryModule) {
   EXPECT_EQ(nlohmann::json::parse(data), j);
 }
 
+// The shares the text shows are the aggregation's, each computed once: by hand from make_tree()
+// and small_result() (params 35, 30, 10, 20, 5; MACs fc1 100x100x100, fc2 100x100x50, head
+// 10x100x10; latencies 4, 3, 1, 2, 0.5 ms; cumsum, no formula, 0.5 ms of the root's 4), and the
+// JSON carries the same numbers (the text's lines: TextReport.MatchesLineByLine).
+TEST(Reports, SharesAreComputedOnceInAggregation) {
+  const ProfileResult r = small_result();
+  ASSERT_EQ(r.modules.size(), 5u);  // "", enc, enc.fc1, enc.fc2, head
+  const double macs[5] = {1e6 + 5e5 + 1e4, 1e6 + 5e5, 1e6, 5e5, 1e4};
+  const double params[5] = {35, 30, 10, 20, 5};
+  const double latency_ms[5] = {4, 3, 1, 2, 0.5};
+  const nlohmann::json j = nlohmann::json::parse(to_json(r));
+  for (size_t m = 0; m < 5; ++m) {
+    const ModuleStats& x = r.modules[m];
+    EXPECT_NEAR(x.params_share, params[m] / 35, 1e-12) << x.name;
+    EXPECT_NEAR(x.macs_share, macs[m] / macs[0], 1e-12) << x.name;
+    EXPECT_NEAR(x.latency_share, latency_ms[m] / 4, 1e-9) << x.name;
+    EXPECT_DOUBLE_EQ(j["modules"][m]["params_share"].get<double>(), x.params_share);
+    EXPECT_DOUBLE_EQ(j["modules"][m]["macs_share"].get<double>(), x.macs_share);
+    EXPECT_DOUBLE_EQ(j["modules"][m]["latency_share"].get<double>(), x.latency_share);
+  }
+  EXPECT_EQ(r.no_formula_ops, 1u);
+  EXPECT_EQ(r.no_formula_calls, 1u);
+  EXPECT_EQ(r.no_formula_ops_elsewhere, 0u);
+  EXPECT_NEAR(r.no_formula_share, 0.5 / 4, 1e-9);
+  EXPECT_DOUBLE_EQ(j["summary"]["no_formula_share"].get<double>(), r.no_formula_share);
+  EXPECT_EQ(r.inferred_flops_share, 0.0);  // every op placed by evidence
+  // 2*100*100*100 + 2*100*100*50 + 2*10*100*10 FLOPs in 4 ms, over 100 GFLOP/s
+  EXPECT_NEAR(r.fwd_flops_of_peak, (2e6 + 1e6 + 2e4) / 4e-3 / 100e9, 1e-12);
+  EXPECT_NEAR(r.fwd_bytes_of_peak, static_cast<double>(r.fwd_bytes) / 4e-3 / 10e9, 1e-12);
+  EXPECT_DOUBLE_EQ(j["summary"]["fwd_flops_of_peak"].get<double>(), r.fwd_flops_of_peak);
+  EXPECT_TRUE(j["summary"]["bwd_flops_of_peak"].is_null());  // no backward: no rate
+}
+
 // The modules summed by depth and type are computed in aggregation; the JSON carries them and the
 // text's aggregated profile only picks the top ones. By hand from make_tree() and small_result():
 // fc1 100x100x100 = 1e6 MACs in 1 ms, fc2 100x100x50 = 5e5 in 2 ms, head 10x100x10 = 1e4 in 0.5 ms.

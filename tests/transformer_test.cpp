@@ -219,6 +219,10 @@ TEST(Regions, PrefillAndDecodeSplitTheTotalsAndEveryModule) {
   EXPECT_EQ(root.regions[0].flops, pre.flops);
   EXPECT_EQ(root.regions[1].flops, dec.flops);
   EXPECT_EQ(root.regions[1].calls, static_cast<uint64_t>(steps));
+  // Shares of the region's forward FLOPs: the root's all of it, fc1's its 2 * tokens * d * mlp.
+  EXPECT_DOUBLE_EQ(root.regions[1].flops_share, 1.0);
+  EXPECT_DOUBLE_EQ(fc1.regions[0].flops_share,
+                   static_cast<double>(2u * b * t * d * c.mlp) / static_cast<double>(pre.flops));
   // The attention's QK^T and PV in decode step i: 4 * B * (t + i + 1) * d per layer, in the
   // decode region's share of the attention module (its q, k, v, o Linears: 2 * B * (2 d^2 +
   // 2 d kv) per step).
@@ -253,6 +257,8 @@ TEST(Regions, PrefillAndDecodeSplitTheTotalsAndEveryModule) {
   EXPECT_EQ(dec.kv_write_bytes, c.layers * per_token * 74);
   EXPECT_EQ(attn.regions[1].kv_write_bytes, per_token * 74);  // one layer's
   EXPECT_EQ(r.kv_read_bytes, pre.kv_read_bytes + dec.kv_read_bytes);
+  EXPECT_DOUBLE_EQ(dec.kv_bytes_share, static_cast<double>(dec.kv_read_bytes + dec.kv_write_bytes) /
+                                           static_cast<double>(dec.bytes));
 #else
   EXPECT_EQ(r.kv_read_bytes + r.kv_write_bytes, 0u);
   EXPECT_NE(text.find("KV cache: none recognised"), std::string::npos);

@@ -100,6 +100,7 @@ struct ModuleRegionStats {
   uint64_t bytes = 0;  ///< bytes its forward ops there moved (read + written)
   uint64_t kv_read_bytes = 0, kv_write_bytes = 0;  ///< of those, a KV cache's
   FlopsByDtype flops_by_dtype{};
+  double flops_share = 0;  ///< of its region's forward FLOPs (RegionStats::flops), a fraction
   uint64_t bwd_flops = 0;  ///< backward ops there linked to its forward ops
   /// (flops + bwd_flops) per token of the region (RegionStats::tokens); 0 when its tokens are
   /// unknown.
@@ -137,7 +138,10 @@ struct ModuleStats {
   uint64_t macs = 0;
   double latency_s = 0;      ///< forward latency: sum of the spans of its calls, seconds
   double latency_raw_s = 0;  ///< the same as measured, with flopsprof's own cost in it
-  uint64_t na_ops = 0;       ///< forward op calls in this subtree with no formula
+  /// Of the root's params, MACs and forward latency, as fractions (DeepSpeed's "= 12.5%
+  /// Params"); 0 where the root's is 0 (latency: or the profile has no time).
+  double params_share = 0, macs_share = 0, latency_share = 0;
+  uint64_t na_ops = 0;  ///< forward op calls in this subtree with no formula
   /// Forward ops in this subtree (top-level calls) and their FLOPs whose module was inferred from
   /// op order, not established by evidence (docs/attribution.md, "Rules"); the
   /// problems list names each module concerned and what would make it exact.
@@ -239,6 +243,7 @@ struct RegionStats {
   /// Of the forward's, a KV cache's (docs/report.md, "KV cache"): keys and values the attention
   /// ops read, and the cache's writes.
   uint64_t kv_read_bytes = 0, kv_write_bytes = 0;
+  double kv_bytes_share = 0;  ///< (kv_read_bytes + kv_write_bytes) / bytes; 0: no bytes
   /// Tokens the region processed (0: unknown): given (FlopsProfiler::region's `tokens`,
   /// RegionScope::add_tokens) or, per window without any given, the largest element count among
   /// the indices of its aten::embedding ops on the model's weights (the token ids: batch x
@@ -476,8 +481,16 @@ struct ProfileResult {
   double duration_s = 0;  ///< forward latency of the root module, seconds
   /// `duration_s`, `bwd_latency_s` and `step_latency_s` as measured (LatencyCorrection).
   double duration_raw_s = 0, bwd_latency_raw_s = 0, step_latency_raw_s = 0;
-  LatencyCorrection correction;       ///< what was removed from the host latencies
-  double no_formula_s = 0;            ///< forward time spent in ops without a formula, seconds
+  LatencyCorrection correction;  ///< what was removed from the host latencies
+  double no_formula_s = 0;       ///< forward time spent in ops without a formula, seconds
+  /// Ops without a formula: forward op names and their calls; names in the other phases (or
+  /// outside the model). From `ops`.
+  uint64_t no_formula_ops = 0, no_formula_calls = 0, no_formula_ops_elsewhere = 0;
+  /// Coverage as fractions: the forward time in ops without a formula (of duration_s; 0 without
+  /// time); the forward FLOPs and bytes placed by inference (the root's, of flops and fwd_bytes)
+  /// and their backward's FLOPs (of bwd_flops).
+  double no_formula_share = 0, inferred_flops_share = 0, inferred_bytes_share = 0,
+         inferred_bwd_flops_share = 0;
   uint64_t threads = 0;               ///< threads on which ops were observed
   uint64_t op_events = 0;             ///< op calls observed (all, nested ones included)
   std::string timer;                  ///< name of the timing backend
@@ -525,6 +538,10 @@ struct ProfileResult {
   /// The model's forward, backward (recompute included) and optimizer step on the roofline
   /// (the step over its latency).
   RooflinePoint roofline, bwd_roofline, step_roofline;
+  /// The forward's and the backward's achieved FLOP/s and bytes/s (roofline, bwd_roofline) over
+  /// the peak FLOP/s of `dtype` (fp32 when unknown) and the DRAM bandwidth, as fractions; 0 where
+  /// that peak is unknown.
+  double fwd_flops_of_peak = 0, fwd_bytes_of_peak = 0, bwd_flops_of_peak = 0, bwd_bytes_of_peak = 0;
 
   /// The root's forward latency per call (iteration), backward per pass, step per step; samples
   /// 0 with one only.

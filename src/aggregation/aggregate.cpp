@@ -201,6 +201,7 @@ ProfileResult aggregate(const AggregateInput& in, const Analysis& analysis) {
   a.inference_problems();
   a.op_table();
   a.finish();
+  a.shares();
   split_by_region(in, analysis, a.r);
   return std::move(a.r);
 }

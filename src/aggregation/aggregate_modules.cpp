@@ -406,4 +406,45 @@ void Aggregator::footprint() {
   }
 }
 
+namespace {
+// `part` of `whole`, a fraction; 0 when the whole is.
+double fraction(double part, double whole) { return whole > 0 ? part / whole : 0.0; }
+template <class T>
+double fraction_of(T part, T whole) {
+  return fraction(static_cast<double>(part), static_cast<double>(whole));
+}
+}  // namespace
+
+void Aggregator::shares() {
+  if (!r.modules.empty()) {
+    const ModuleStats& root = r.modules[0];
+    for (ModuleStats& m : r.modules) {
+      m.params_share = fraction_of(m.params, root.params);
+      m.macs_share = fraction_of(m.macs, root.macs);
+      m.latency_share = r.timed ? fraction(m.latency_s, root.latency_s) : 0.0;
+    }
+    r.inferred_flops_share = fraction_of(root.inferred_flops, r.flops);
+    r.inferred_bytes_share = fraction_of(root.inferred_bytes, r.fwd_bytes);
+    r.inferred_bwd_flops_share = fraction_of(root.inferred_bwd_flops, r.bwd_flops);
+  }
+  for (const OpStats& op : r.ops) {
+    if (op.has_formula) continue;
+    if (op.phase != "forward") {
+      ++r.no_formula_ops_elsewhere;
+      continue;
+    }
+    ++r.no_formula_ops;
+    r.no_formula_calls += op.calls;
+  }
+  r.no_formula_share = r.timed ? fraction(r.no_formula_s, r.duration_s) : 0.0;
+  const MachinePeaks& m = r.machine;
+  const DType dt = r.dtype == DType::kUnknown ? DType::kFloat32 : r.dtype;
+  if (m.known(dt)) {
+    r.fwd_flops_of_peak = r.roofline.achieved_flops_per_s / m.peak_flops(dt);
+    r.fwd_bytes_of_peak = r.roofline.achieved_bytes_per_s / m.bytes_per_s;
+    r.bwd_flops_of_peak = r.bwd_roofline.achieved_flops_per_s / m.peak_flops(dt);
+    r.bwd_bytes_of_peak = r.bwd_roofline.achieved_bytes_per_s / m.bytes_per_s;
+  }
+}
+
 }  // namespace flopsprof::detail::agg

@@ -318,6 +318,11 @@ class Aggregator {
   // Formula errors, overflow, and the collectives per module.
   void finish();
 
+  // The shares the reports show, as fractions: each module's of the root's params, MACs and
+  // latency; the coverage (ops without a formula, placements by inference); the forward's and
+  // backward's achieved rates over the peaks. After the module and op tables.
+  void shares();
+
   ProfileResult r;
 
  private:

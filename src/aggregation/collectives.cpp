@@ -78,6 +78,7 @@ std::vector<CollectiveCall> collective_calls(const AggregateInput& in, const Att
       call.completed = it != ends.end();
       call.end = call.completed ? std::max(it->second, c.start_tick) : in.stop_tick;
       call.name = in.names->name(c.name_id);
+      call.short_name = collective_name(call.name);
       // Where it was issued: the op open on its thread when it started, or (a record started on
       // a backend's worker thread) the innermost op running then on another thread.
       Issuer issuer{static_cast<int>(t), c.op};

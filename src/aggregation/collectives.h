@@ -19,9 +19,10 @@ struct CollectiveCall {
   int thread = 0;              ///< the issuing thread (index into AggregateInput::threads)
   int64_t start = 0, end = 0;  ///< timestamp units; end: completion (stop when it never did)
   bool completed = true;
-  std::string name;    ///< "gloo:all_reduce"
-  std::string module;  ///< the module whose work issued it (as in the op table)
-  std::string phase;   ///< "forward", "backward", "step", "outside"
+  std::string name;        ///< "gloo:all_reduce"
+  std::string short_name;  ///< "all_reduce": collective_name(name), kineto's "Collective name"
+  std::string module;      ///< the module whose work issued it (as in the op table)
+  std::string phase;       ///< "forward", "backward", "step", "outside"
   uint64_t numel = 0, bytes = 0;
   uint32_t tensors = 0;
   DType dtype = DType::kUnknown;  ///< the first input's

@@ -75,162 +75,165 @@ double flops_utilisation(const FlopsByDtype& flops_by_dtype, double seconds,
   return any ? at_peak_s / seconds : 0;
 }
 
-void split_by_region(const AggregateInput& in, const Analysis& analysis, ProfileResult& r) {
-  if (in.regions.empty()) return;
-  const double s_per_tick = in.ns_per_tick * 1e-9;
-  const Attribution& at = analysis.attribution;
-  const ModuleTree& tree = *in.tree;
+namespace {
 
-  // Regions in the order first opened; each window's region.
-  std::map<std::string, int> by_name;
-  std::vector<int> region_of(in.regions.size());
-  std::vector<std::vector<double>> window_s;
-  for (size_t k = 0; k < in.regions.size(); ++k) {
-    const RegionWindow& w = in.regions[k];
-    auto [it, added] = by_name.emplace(w.name, static_cast<int>(r.regions.size()));
-    if (added) {
-      RegionStats s;
-      s.name = w.name;
-      r.regions.push_back(std::move(s));
-      window_s.emplace_back();
+// split_by_region's state: the regions, their windows and what each gathers, filled op by op and
+// call by call, then finished into rates and utilisation.
+class RegionSplit {
+ public:
+  RegionSplit(const AggregateInput& in, const Analysis& analysis, ProfileResult& r)
+      : in_(in),
+        analysis_(analysis),
+        r_(r),
+        tree_(*in.tree),
+        s_per_tick_(in.ns_per_tick * 1e-9),
+        windows_(in.regions, in.stop_tick),
+        remap_(result_indices(*in.tree)) {
+    open_regions();
+    for (ModuleStats& m : r_.modules) m.regions.assign(r_.regions.size(), ModuleRegionStats{});
+  }
+
+  void run() {
+    for_each_placed_op(in_, analysis_, [&](const PlacedOp& op) { add_op(op); });
+    add_calls();
+    for (size_t g = 0; g < r_.regions.size(); ++g) finish_region(g);
+    for (ModuleStats& m : r_.modules) finish_module(m);
+  }
+
+ private:
+  // Regions in the order first opened; each window's region and its position among the region's.
+  void open_regions() {
+    std::map<std::string, int> by_name;
+    region_of_.resize(in_.regions.size());
+    slot_.resize(in_.regions.size());
+    for (size_t k = 0; k < in_.regions.size(); ++k) {
+      const RegionWindow& w = in_.regions[k];
+      auto [it, added] = by_name.emplace(w.name, static_cast<int>(r_.regions.size()));
+      if (added) {
+        RegionStats s;
+        s.name = w.name;
+        r_.regions.push_back(std::move(s));
+        window_s_.emplace_back();
+        acc_.emplace_back();
+      }
+      const int g = it->second;
+      region_of_[k] = g;
+      const int64_t end = w.end_tick != 0 ? w.end_tick : in_.stop_tick;
+      window_s_[g].push_back(static_cast<double>(end - w.start_tick) * s_per_tick_);
+      RegionAcc& a = acc_[g];
+      slot_[k] = a.window_tokens.size();
+      a.window_tokens.push_back(w.tokens);
+      a.window_given.push_back(w.tokens > 0);
+      a.window_found.push_back(0);
     }
-    region_of[k] = it->second;
-    const int64_t end = w.end_tick != 0 ? w.end_tick : in.stop_tick;
-    window_s[it->second].push_back(static_cast<double>(end - w.start_tick) * s_per_tick);
   }
-  const size_t n_regions = r.regions.size();
-  std::vector<RegionAcc> acc(n_regions);
-  for (size_t k = 0; k < in.regions.size(); ++k) {
-    RegionAcc& a = acc[region_of[k]];
-    a.window_tokens.push_back(in.regions[k].tokens);
-    a.window_given.push_back(in.regions[k].tokens > 0);
-    a.window_found.push_back(0);
-  }
-  // Each window's position among its region's windows.
-  std::vector<size_t> slot(in.regions.size());
-  {
-    std::vector<size_t> seen(n_regions, 0);
-    for (size_t k = 0; k < in.regions.size(); ++k) slot[k] = seen[region_of[k]]++;
-  }
-  const WindowIndex windows(in.regions, in.stop_tick);
 
-  // Module (tree index) -> result index (ignored ones: none; their work is in their ancestors').
-  const std::vector<int> remap = result_indices(tree);
-  for (ModuleStats& m : r.modules) m.regions.assign(n_regions, ModuleRegionStats{});
-  auto module_region = [&](int m, int region) -> ModuleRegionStats* {
-    const int x = m >= 0 && static_cast<size_t>(m) < remap.size() ? remap[m] : -1;
-    return x >= 0 && static_cast<size_t>(x) < r.modules.size() ? &r.modules[x].regions[region]
-                                                               : nullptr;
-  };
+  // Module (tree index) -> its numbers in region `g` (ignored ones: none; their work is in their
+  // ancestors').
+  ModuleRegionStats* module_region(int m, int g) {
+    const int x = m >= 0 && static_cast<size_t>(m) < remap_.size() ? remap_[m] : -1;
+    return x >= 0 && static_cast<size_t>(x) < r_.modules.size() ? &r_.modules[x].regions[g]
+                                                                : nullptr;
+  }
 
-  // Ops: each into the region of the window it began in, as the totals count it.
-  for_each_placed_op(in, analysis, [&](const PlacedOp& op) {
-    const RawEvent& e = *op.event;
-    const int w = windows.at(e.start_tick);
+  // An op, into the region of the window it began in, as the totals count it.
+  void add_op(const PlacedOp& op) {
+    const int w = windows_.at(op.event->start_tick);
     if (w < 0) return;
-    const int g = region_of[w];
-    RegionStats& s = r.regions[g];
-    RegionAcc& a = acc[g];
-    const Phase ph = op.phase;
-    const int m = op.module;
-    const OpCount& c = *op.count;
+    const int g = region_of_[w];
+    RegionStats& s = r_.regions[g];
     const FlopCount* fc = op.flops;
-    const KvBytes* kv = op.kv;
-    const size_t dt = static_cast<size_t>(c.dtype);
     const uint64_t flops = fc ? fc->flops : 0;
+    const size_t dt = static_cast<size_t>(op.count->dtype);
     if (op.outside) {
       add_sat(s.outside_flops, flops);
       return;
     }
-    if (ph == Phase::kForward) {
-      add_sat(s.flops, flops);
-      add_sat(s.macs, fc ? fc->macs : 0);
-      add_sat(s.flops_by_dtype[dt], flops);
-      add_sat(a.model_by_dtype[dt], flops);
-      for (int p = m; p >= 0; p = tree.nodes[p].parent) {
-        if (ModuleRegionStats* x = module_region(p, g)) {
-          add_sat(x->flops, flops);
-          add_sat(x->macs, fc ? fc->macs : 0);
-          add_sat(x->flops_by_dtype[dt], flops);
-          if (c.has_bytes()) add_sat(x->bytes, c.bytes_total());
-          if (kv) {
-            add_sat(x->kv_read_bytes, kv->read);
-            add_sat(x->kv_write_bytes, kv->written);
-          }
-        }
-      }
-      if (kv && m >= 0) {
-        add_sat(s.kv_read_bytes, kv->read);
-        add_sat(s.kv_write_bytes, kv->written);
-      }
-      // Tokens of a window given none: the largest indices of its embeddings on the model's
-      // weights (token ids, batch x sequence; a position embedding's may be one sequence only).
-      const size_t k = slot[w];
-      if (!a.window_given[k] && m >= 0 && in.names->name(e.name_id) == "aten::embedding") {
-        a.window_tokens[k] = std::max(a.window_tokens[k], indices_numel(*in.threads[op.thread], e));
-        a.window_found[k] = a.window_tokens[k] > 0;
-      }
-    } else if (ph == Phase::kBackward) {
-      if (m == kOutsideModel) return;
+    if (op.phase == Phase::kForward) {
+      add_forward(op, w, g);
+    } else if (op.phase == Phase::kBackward) {
+      if (op.module == kOutsideModel) return;
       add_sat(s.bwd_flops, flops);
-      add_sat(a.model_by_dtype[dt], flops);
-      for (int p = m; p >= 0; p = tree.nodes[p].parent) {
+      add_sat(acc_[g].model_by_dtype[dt], flops);
+      for (int p = op.module; p >= 0; p = tree_.nodes[p].parent) {
         if (ModuleRegionStats* x = module_region(p, g)) add_sat(x->bwd_flops, flops);
       }
-    } else if (ph == Phase::kRecompute) {
+    } else if (op.phase == Phase::kRecompute) {
       add_sat(s.recompute_flops, flops);
     } else {
       return;  // the optimizer step: neither model FLOPs nor the model's bytes
     }
     // What the hardware ran (HFU): the dense count less what the kernels skipped, recompute in.
     if (fc) {
-      add_sat(a.hardware_by_dtype[dt], r.kernel_flops(flops, fc->masked_flops, fc->skipped_flops));
+      add_sat(acc_[g].hardware_by_dtype[dt],
+              r_.kernel_flops(flops, fc->masked_flops, fc->skipped_flops));
     }
-    if (c.has_bytes()) add_sat(s.bytes, c.bytes_total());
-  });
+    if (op.count->has_bytes()) add_sat(s.bytes, op.count->bytes_total());
+  }
 
-  // Module calls: each into the region of the window it began in.
-  for (const CallSpan& c : at.calls) {
-    const int w = windows.at(c.start);
-    if (w < 0) continue;
-    if (ModuleRegionStats* x = module_region(c.module, region_of[w])) {
-      ++x->calls;
-      x->latency_s += static_cast<double>(c.end - c.start) * s_per_tick;
+  // A forward op in window `w` of region `g`: the region's and each enclosing module's numbers.
+  void add_forward(const PlacedOp& op, int w, int g) {
+    RegionStats& s = r_.regions[g];
+    RegionAcc& a = acc_[g];
+    const OpCount& c = *op.count;
+    const FlopCount* fc = op.flops;
+    const KvBytes* kv = op.kv;
+    const size_t dt = static_cast<size_t>(c.dtype);
+    const uint64_t flops = fc ? fc->flops : 0;
+    const uint64_t macs = fc ? fc->macs : 0;
+    add_sat(s.flops, flops);
+    add_sat(s.macs, macs);
+    add_sat(s.flops_by_dtype[dt], flops);
+    add_sat(a.model_by_dtype[dt], flops);
+    for (int p = op.module; p >= 0; p = tree_.nodes[p].parent) {
+      if (ModuleRegionStats* x = module_region(p, g)) {
+        add_sat(x->flops, flops);
+        add_sat(x->macs, macs);
+        add_sat(x->flops_by_dtype[dt], flops);
+        if (c.has_bytes()) add_sat(x->bytes, c.bytes_total());
+        if (kv) {
+          add_sat(x->kv_read_bytes, kv->read);
+          add_sat(x->kv_write_bytes, kv->written);
+        }
+      }
+    }
+    if (kv && op.module >= 0) {
+      add_sat(s.kv_read_bytes, kv->read);
+      add_sat(s.kv_write_bytes, kv->written);
+    }
+    // Tokens of a window given none: the largest indices of its embeddings on the model's
+    // weights (token ids, batch x sequence; a position embedding's may be one sequence only).
+    const size_t k = slot_[w];
+    if (!a.window_given[k] && op.module >= 0 &&
+        in_.names->name(op.event->name_id) == "aten::embedding") {
+      a.window_tokens[k] =
+          std::max(a.window_tokens[k], indices_numel(*in_.threads[op.thread], *op.event));
+      a.window_found[k] = a.window_tokens[k] > 0;
     }
   }
 
-  // Per region: time, tokens, rates, utilisation.
-  const MachinePeaks& peaks = r.machine;
-  for (size_t g = 0; g < n_regions; ++g) {
-    RegionStats& s = r.regions[g];
-    RegionAcc& a = acc[g];
-    const std::vector<double>& ws = window_s[g];
+  // Module calls: each into the region of the window it began in.
+  void add_calls() {
+    for (const CallSpan& c : analysis_.attribution.calls) {
+      const int w = windows_.at(c.start);
+      if (w < 0) continue;
+      if (ModuleRegionStats* x = module_region(c.module, region_of_[w])) {
+        ++x->calls;
+        x->latency_s += static_cast<double>(c.end - c.start) * s_per_tick_;
+      }
+    }
+  }
+
+  // Region `g`'s time, tokens (or the problem of windows without), rates and utilisation.
+  void finish_region(size_t g) {
+    RegionStats& s = r_.regions[g];
+    const RegionAcc& a = acc_[g];
+    const std::vector<double>& ws = window_s_[g];
     s.windows = ws.size();
     for (double x : ws) s.duration_s += x;
     s.first_s = ws.empty() ? 0.0 : ws.front();
     s.spread = spread_of(ws);
-    size_t missing = 0, given = 0, found = 0;
-    uint64_t tokens = 0;
-    for (size_t k = 0; k < a.window_tokens.size(); ++k) {
-      if (a.window_tokens[k] == 0) ++missing;
-      given += a.window_given[k];
-      found += a.window_found[k];
-      add_sat(tokens, a.window_tokens[k]);
-    }
-    if (missing > 0) {
-      if (given + found > 0) {
-        r.problems.push_back(fmt::format(
-            "region \"{}\": {} of {} window(s) have no tokens (none given, no aten::embedding on "
-            "the model's weights in them); its tokens, tokens/s and per-token numbers are not "
-            "shown: give them with region(name, tokens) or RegionScope::add_tokens()",
-            s.name, missing, a.window_tokens.size()));
-      }
-    } else {
-      s.tokens = tokens;
-      s.tokens_source = given > 0 && found > 0 ? "given and embedding indices"
-                        : given > 0            ? "given"
-                                               : "embedding indices";
-    }
+    finish_tokens(s, a);
     uint64_t model_flops = s.flops;
     add_sat(model_flops, s.bwd_flops);
     if (s.tokens > 0) {
@@ -240,6 +243,7 @@ void split_by_region(const AggregateInput& in, const Analysis& analysis, Profile
       }
       s.flops_per_token = static_cast<double>(model_flops) / static_cast<double>(s.tokens);
     }
+    const MachinePeaks& peaks = r_.machine;
     s.mfu = flops_utilisation(a.model_by_dtype, s.duration_s, peaks);
     s.hfu = flops_utilisation(a.hardware_by_dtype, s.duration_s, peaks);
     if (peaks.bytes_per_s > 0 && s.duration_s > 0)
@@ -247,14 +251,47 @@ void split_by_region(const AggregateInput& in, const Analysis& analysis, Profile
     s.mfu_above_peak = above_peak(s.mfu);
     s.hfu_above_peak = above_peak(s.hfu);
     s.mbu_above_peak = above_peak(s.mbu);
+    if (s.bytes > 0) {
+      s.kv_bytes_share =
+          (static_cast<double>(s.kv_read_bytes) + s.kv_write_bytes) / static_cast<double>(s.bytes);
+    }
   }
-  for (ModuleStats& m : r.modules) {
-    for (size_t g = 0; g < m.regions.size() && g < r.regions.size(); ++g) {
+
+  // A region's tokens: every window's, given or found; none (and a problem) when one has none.
+  void finish_tokens(RegionStats& s, const RegionAcc& a) {
+    size_t missing = 0, given = 0, found = 0;
+    uint64_t tokens = 0;
+    for (size_t k = 0; k < a.window_tokens.size(); ++k) {
+      if (a.window_tokens[k] == 0) ++missing;
+      given += a.window_given[k];
+      found += a.window_found[k];
+      add_sat(tokens, a.window_tokens[k]);
+    }
+    if (missing == 0) {
+      s.tokens = tokens;
+      s.tokens_source = given > 0 && found > 0 ? "given and embedding indices"
+                        : given > 0            ? "given"
+                                               : "embedding indices";
+    } else if (given + found > 0) {
+      r_.problems.push_back(fmt::format(
+          "region \"{}\": {} of {} window(s) have no tokens (none given, no aten::embedding on "
+          "the model's weights in them); its tokens, tokens/s and per-token numbers are not "
+          "shown: give them with region(name, tokens) or RegionScope::add_tokens()",
+          s.name, missing, a.window_tokens.size()));
+    }
+  }
+
+  // A module's per-region rates and utilisation, from its calls' time in each region.
+  void finish_module(ModuleStats& m) {
+    const MachinePeaks& peaks = r_.machine;
+    for (size_t g = 0; g < m.regions.size() && g < r_.regions.size(); ++g) {
       ModuleRegionStats& x = m.regions[g];
-      if (r.regions[g].tokens > 0) {  // as the region's: fwd + bwd FLOPs per token
+      if (r_.regions[g].flops > 0)
+        x.flops_share = static_cast<double>(x.flops) / static_cast<double>(r_.regions[g].flops);
+      if (r_.regions[g].tokens > 0) {  // as the region's: fwd + bwd FLOPs per token
         uint64_t flops = x.flops;
         add_sat(flops, x.bwd_flops);
-        x.flops_per_token = static_cast<double>(flops) / static_cast<double>(r.regions[g].tokens);
+        x.flops_per_token = static_cast<double>(flops) / static_cast<double>(r_.regions[g].tokens);
       }
       x.mfu = flops_utilisation(x.flops_by_dtype, x.latency_s, peaks);
       if (peaks.bytes_per_s > 0 && x.latency_s > 0)
@@ -263,6 +300,25 @@ void split_by_region(const AggregateInput& in, const Analysis& analysis, Profile
       x.mbu_above_peak = above_peak(x.mbu);
     }
   }
+
+  const AggregateInput& in_;
+  const Analysis& analysis_;
+  ProfileResult& r_;
+  const ModuleTree& tree_;
+  const double s_per_tick_;
+  const WindowIndex windows_;
+  const std::vector<int> remap_;               // module (tree index) -> result index, -1: ignored
+  std::vector<int> region_of_;                 // window -> region
+  std::vector<size_t> slot_;                   // window -> its position among its region's windows
+  std::vector<std::vector<double>> window_s_;  // region -> its windows' durations
+  std::vector<RegionAcc> acc_;                 // region -> what it gathers
+};
+
+}  // namespace
+
+void split_by_region(const AggregateInput& in, const Analysis& analysis, ProfileResult& r) {
+  if (in.regions.empty()) return;
+  RegionSplit(in, analysis, r).run();
 }
 
 }  // namespace flopsprof::detail

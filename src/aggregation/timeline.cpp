@@ -167,6 +167,8 @@ class TraceBuilder {
       sp.bytes = clamp(count.bytes_total());
       sp.bytes_read = clamp(count.bytes_read);
       sp.bytes_written = clamp(count.bytes_written);
+      if (sp.flops >= 0 && sp.bytes > 0)
+        sp.intensity = static_cast<double>(sp.flops) / static_cast<double>(sp.bytes);
     }
     const std::vector<ArgView> args = arg_views(th, e);
     sp.inputs = format_args(args);

@@ -25,7 +25,8 @@ struct TraceData {
     int64_t flops = -1;  ///< -1: no count (no formula, or not an op)
     int64_t bytes = -1;  ///< bytes read + written (ops that count bytes); -1: none
     int64_t bytes_read = -1, bytes_written = -1;
-    std::string inputs;  ///< "T<768x768xfp32>, 1, [1, 1]" for counted ops
+    double intensity = -1;  ///< FLOPs per byte moved (ops with a FLOP count and bytes); -1: none
+    std::string inputs;     ///< "T<768x768xfp32>, 1, [1, 1]" for counted ops
     // kineto's args (HTA reads them): ops and autograd nodes only.
     uint64_t external_id = 0;                      ///< make_external_id(thread, event); 0: none
     int64_t seq_nr = -1;                           ///< autograd sequence number

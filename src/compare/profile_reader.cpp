@@ -200,7 +200,26 @@ class FieldReader {
   }
   template <class T>
   void derived(std::string_view, const T&) {}  // computed from the fields read
-  void extra(std::string_view, const ModuleStats&) {}
+  // A module's numbers per region, keyed by the region's name (the regions are read first).
+  void regions(std::string_view k, ModuleStats& m) {
+    const json* v = find(k, {});
+    if (!v) return;
+    if (!v->is_object()) fail(fmt::format("{}: \"{}\" is not an object", where_, k));
+    const std::vector<RegionStats>& rs = lp_.result.regions;
+    m.regions.assign(rs.size(), ModuleRegionStats{});
+    for (auto it = v->begin(); it != v->end(); ++it) {
+      size_t g = 0;
+      while (g < rs.size() && rs[g].name != it.key()) ++g;
+      if (g == rs.size())
+        fail(fmt::format("{}.{}: {} names no region of the profile", where_, k,
+                         excerpt(json(it.key()))));
+      if (!it->is_object())
+        fail(fmt::format("{}.{}: {} is not an object", where_, k, excerpt(json(it.key()))));
+      FieldReader inner(source_, *it, fmt::format("{}.{}.{}", where_, k, it.key()), lp_);
+      fields::module_region(inner, m.regions[g]);
+      inner.finish();
+    }
+  }
   void spread(std::string_view k, LatencySpread& out) {
     object(k, out, [](auto& v, auto& x) { fields::spread(v, x); }, {});
   }
@@ -371,6 +390,10 @@ class Reader {
     doc.object(fields::kSummary, r, [](auto& v, auto& x) { fields::summary(v, x); });
     r.has_backward = r.bwd_flops > 0 || r.bwd_latency_s > 0;
     r.has_step = r.step_latency_s > 0;
+    // The regions before the modules: a module's numbers per region are keyed by their names.
+    if (auto it = j.find(fields::kRegions); it != j.end() && !it->is_array())
+      fail(fmt::format("\"{}\" is not an array", fields::kRegions));
+    doc.list(fields::kRegions, r.regions, [](auto& v, auto& g) { fields::region(v, g); });
     modules(array(j, fields::kModules, "the profile"), lp);
     doc.list(
         fields::kOps, r.ops, [](auto& v, auto& o) { fields::op(v, o); }, fields::kRequired);
@@ -380,9 +403,6 @@ class Reader {
     } else {
       record_missing(lp, fields::kMemory);
     }
-    if (auto it = j.find(fields::kRegions); it != j.end() && !it->is_array())
-      fail(fmt::format("\"{}\" is not an array", fields::kRegions));
-    doc.list(fields::kRegions, r.regions, [](auto& v, auto& g) { fields::region(v, g); });
     if (auto it = j.find(fields::kProblems); it != j.end() && it->is_array()) {
       for (const json& p : *it)
         if (p.is_string()) r.problems.push_back(p.get<std::string>());

@@ -21,7 +21,8 @@
 //   list        an array of objects, each by its own table
 //   strings     an array of strings
 //   parent      a module's parent: its name, or null for the root
-//   extra       written by the writer's own code, skipped by the reader (module regions)
+//   regions     a module's numbers per region: an object keyed by the region's name, each by the
+//               module_region table (regions are read before modules)
 #pragma once
 
 #include <string>
@@ -141,6 +142,13 @@ void summary(V& v, R& r) {
   v.count("attention_masks_read_calls", r.attention_masks_read);
   v.count("attention_masks_unread_calls", r.attention_masks_unread);
   v.timed("no_formula_latency_s", r.no_formula_s);
+  v.timed("no_formula_share", r.no_formula_share);
+  v.count("no_formula_ops", r.no_formula_ops);
+  v.count("no_formula_calls", r.no_formula_calls);
+  v.count("no_formula_ops_elsewhere", r.no_formula_ops_elsewhere);
+  v.number("inferred_flops_share", r.inferred_flops_share);
+  v.number("inferred_bytes_share", r.inferred_bytes_share);
+  v.number("inferred_bwd_flops_share", r.inferred_bwd_flops_share);
   v.count("threads", r.threads);
   v.count("op_events", r.op_events);
   v.text("timer", r.timer);
@@ -178,6 +186,10 @@ void summary(V& v, R& r) {
   v.flag("mfu_above_peak", r.mfu_above_peak);
   v.flag("hfu_above_peak", r.hfu_above_peak);
   v.flag("mbu_above_peak", r.mbu_above_peak);
+  v.known("fwd_flops_of_peak", r.fwd_flops_of_peak);
+  v.known("fwd_bytes_of_peak", r.fwd_bytes_of_peak);
+  v.known("bwd_flops_of_peak", r.bwd_flops_of_peak);
+  v.known("bwd_bytes_of_peak", r.bwd_bytes_of_peak);
   v.count("bwd_bytes", r.bwd_bytes);
   v.count("bwd_bytes_read", r.bwd_bytes_read);
   v.count("bwd_bytes_written", r.bwd_bytes_written);
@@ -234,6 +246,9 @@ void module(V& v, S& m) {
   v.count("flops", m.flops, kRequired);
   v.timed("latency_s", m.latency_s, kRequired);
   v.timed("latency_raw_s", m.latency_raw_s);
+  v.number("params_share", m.params_share);
+  v.number("macs_share", m.macs_share);
+  v.timed("latency_share", m.latency_share);
   v.count("na_ops", m.na_ops);
   v.count("inferred_ops", m.inferred_ops);
   v.count("inferred_flops", m.inferred_flops);
@@ -275,7 +290,7 @@ void module(V& v, S& m) {
   v.roofline("bwd_", m.bwd_roofline);
   v.spread("fwd_spread", m.fwd_spread);
   v.spread("bwd_spread", m.bwd_spread);
-  v.extra("regions", m);  // its share of each region, keyed by the region's name
+  v.regions("regions", m);  // its share of each region, keyed by the region's name
   // Its own forward ops, slim: the op table has the rest.
   v.slim_ops("ops", m.ops, lacks(kMissingModuleOps));
   v.seconds("device_fwd_s", m.device_fwd_s, kGpu);
@@ -284,6 +299,25 @@ void module(V& v, S& m) {
   v.seconds("gpu_span_s", m.gpu_span_s, kGpu);
   v.list(
       "top_kernels", m.top_kernels, [](auto& kv, auto& k) { kernel(kv, k); }, kGpu);
+}
+
+/// A module's numbers in one region (ModuleStats::regions), under the region's name.
+template <class V, class S>
+void module_region(V& v, S& x) {
+  v.count("calls", x.calls);
+  v.timed("latency_s", x.latency_s);
+  v.count("flops", x.flops);
+  v.number("flops_share", x.flops_share);
+  v.known("flops_per_token", x.flops_per_token);
+  v.count("macs", x.macs);
+  v.count("bytes", x.bytes);
+  v.count("kv_read_bytes", x.kv_read_bytes);
+  v.count("kv_write_bytes", x.kv_write_bytes);
+  v.count("bwd_flops", x.bwd_flops);
+  v.known("mfu", x.mfu);
+  v.known("mbu", x.mbu);
+  v.flag("mfu_above_peak", x.mfu_above_peak);
+  v.flag("mbu_above_peak", x.mbu_above_peak);
 }
 
 /// A region the caller named (FlopsProfiler::region()).
@@ -303,6 +337,7 @@ void region(V& v, S& g) {
   v.count("bytes", g.bytes, kRequired);
   v.count("kv_read_bytes", g.kv_read_bytes);
   v.count("kv_write_bytes", g.kv_write_bytes);
+  v.number("kv_bytes_share", g.kv_bytes_share);
   v.known_count("tokens", g.tokens);
   v.text("tokens_source", g.tokens_source);
   v.known("tokens_per_s", g.tokens_per_s);

@@ -426,7 +426,7 @@ constexpr const char* kScript = R"JS(
         if (!x || (x.calls === 0 && x.flops === 0 && x.bytes === 0)) return;
         const tr = el('tr');
         const cells = ['\u00a0'.repeat(2 * m.depth) + label(m), m.type, String(x.calls), dur(x.latency_s), num(x.flops),
-          total > 0 ? (100 * x.flops / total).toFixed(1) + '%' : 'n/a', num(x.bytes, 'B'), num(x.kv_read_bytes || 0, 'B'),
+          total > 0 ? (100 * x.flops_share).toFixed(1) + '%' : 'n/a', num(x.bytes, 'B'), num(x.kv_read_bytes || 0, 'B'),
           num(x.kv_write_bytes || 0, 'B'), num(x.bwd_flops), pct(x.mfu) + (x.mfu_above_peak ? '!' : ''),
           pct(x.mbu) + (x.mbu_above_peak ? '!' : '')];
         cells.forEach((c, k) => tr.appendChild(el('td', k < 2 ? 'l name' : '', c)));

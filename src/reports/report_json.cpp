@@ -136,7 +136,7 @@ class FieldWriter {
       w_.null();
     }
   }
-  void extra(std::string_view k, const ModuleStats& m);
+  void regions(std::string_view k, const ModuleStats& m);
   template <class T, class Table>
   void list(std::string_view k, const std::vector<T>& items, Table table, fields::Need n = {},
             bool slim = false) {
@@ -203,28 +203,13 @@ void write_machine(JsonWriter& w, const ProfileResult& r) {
 }
 
 // One module's share of each region, keyed by the region's name.
-void FieldWriter::extra(std::string_view k, const ModuleStats& m) {
+void FieldWriter::regions(std::string_view k, const ModuleStats& m) {
   if (m.regions.empty()) return;
   w_.key(k);
   w_.begin_object();
   for (size_t g = 0; g < m.regions.size() && g < r_.regions.size(); ++g) {
-    const ModuleRegionStats& x = m.regions[g];
     w_.key(r_.regions[g].name);
-    w_.begin_object();
-    count("calls", x.calls);
-    timed("latency_s", x.latency_s);
-    count("flops", x.flops);
-    known("flops_per_token", x.flops_per_token);
-    count("macs", x.macs);
-    count("bytes", x.bytes);
-    count("kv_read_bytes", x.kv_read_bytes);
-    count("kv_write_bytes", x.kv_write_bytes);
-    count("bwd_flops", x.bwd_flops);
-    known("mfu", x.mfu);
-    known("mbu", x.mbu);
-    flag("mfu_above_peak", x.mfu_above_peak);
-    flag("mbu_above_peak", x.mbu_above_peak);
-    w_.end_object();
+    object(m.regions[g], [](auto& v, auto& x) { fields::module_region(v, x); });
   }
   w_.end_object();
 }

@@ -21,20 +21,13 @@ std::string utilisation(double v, bool above) {
   return v > 0 ? share(v) + (above ? "!" : "") : "n/a";
 }
 
-}  // namespace
-
-// The regions the caller named: per region its windows, time, tokens and rates, FLOPs and
-// utilisation; then each region's modules down to `module_depth` (2 when all depths are asked).
-void regions(std::string& out, const ProfileResult& r, const ReportOptions& o) {
-  out += "\n------------------------------- Regions -------------------------------\n";
-  out += "Ops that began in each region's windows (FlopsProfiler::region()), on any thread.\n";
+// The regions' table, one row each.
+void region_rows(std::string& out, const ProfileResult& r) {
   fmt::format_to(std::back_inserter(out),
                  "{:<16}{:>8}{:>12}{:>12}{:>9}{:>12}{:>12}{:>13}{:>11}{:>11}{:>8}{:>8}\n", "region",
                  "windows", "time", "per window", "tokens", "tokens/s", "time/token", "FLOPs/token",
                  "fwd FLOPs", "bwd FLOPs", "MFU", "MBU");
-  bool recompute = false;
   for (const RegionStats& g : r.regions) {
-    recompute = recompute || g.recompute_flops > 0;
     const double per_window = g.spread.samples > 0 ? g.spread.median_s : g.duration_s;
     fmt::format_to(std::back_inserter(out),
                    "{:<16}{:>8}{:>12}{:>12}{:>9}{:>12}{:>12}{:>13}{:>11}{:>11}{:>8}{:>8}\n", g.name,
@@ -46,7 +39,10 @@ void regions(std::string& out, const ProfileResult& r, const ReportOptions& o) {
                    flops_to_string(g.flops), flops_to_string(g.bwd_flops),
                    utilisation(g.mfu, g.mfu_above_peak), utilisation(g.mbu, g.mbu_above_peak));
   }
-  // The KV cache's traffic per region (docs/report.md, "KV cache"), or why none is shown.
+}
+
+// The KV cache's traffic per region (docs/report.md, "KV cache"), or why none is shown.
+void region_kv(std::string& out, const ProfileResult& r) {
   if (r.kv_read_bytes + r.kv_write_bytes == 0) {
     out +=
         "KV cache: none recognised (only scaled_dot_product_attention's keys and values are; "
@@ -56,14 +52,16 @@ void regions(std::string& out, const ProfileResult& r, const ReportOptions& o) {
     if (g.kv_read_bytes + g.kv_write_bytes == 0) continue;
     fmt::format_to(
         std::back_inserter(out), "KV cache in \"{}\": read {}, written {} ({} of its bytes){}\n",
-        g.name, traffic(g.kv_read_bytes), traffic(g.kv_write_bytes),
-        percent(static_cast<double>(g.kv_read_bytes) + g.kv_write_bytes,
-                static_cast<double>(g.bytes)),
+        g.name, traffic(g.kv_read_bytes), traffic(g.kv_write_bytes), percent(g.kv_bytes_share),
         g.tokens > 0
             ? fmt::format("; per token read {}, written {}", traffic(g.kv_read_bytes / g.tokens),
                           traffic(g.kv_write_bytes / g.tokens))
             : "");
   }
+}
+
+// The time to the first token, and where each region's tokens came from.
+void region_tokens(std::string& out, const ProfileResult& r) {
   const RegionStats& first = r.regions.front();
   if (first.tokens > 0 && r.timed) {
     fmt::format_to(
@@ -78,8 +76,12 @@ void regions(std::string& out, const ProfileResult& r, const ReportOptions& o) {
                          ? "each window's largest aten::embedding indices (batch x sequence)"
                          : "given for some windows, the others' largest aten::embedding indices");
   }
+}
+
+// What MFU and MBU are measured against: the peaks of the dtypes the regions computed in, each
+// as MFU uses it; and HFU where the regions recomputed.
+void region_peaks(std::string& out, const ProfileResult& r) {
   const MachinePeaks& m = r.machine;
-  // The peaks of the dtypes the regions computed in, each as MFU uses it.
   std::string peaks;
   for (size_t d = 0; d < static_cast<size_t>(DType::kCount); ++d) {
     bool used = false;
@@ -99,13 +101,17 @@ void regions(std::string& out, const ProfileResult& r, const ReportOptions& o) {
       m.bandwidth_source.empty()
           ? "unknown"
           : fmt::format("{}, {}", bandwidth_to_string(m.bytes_per_s), m.bandwidth_source));
+  bool recompute = false;
+  for (const RegionStats& g : r.regions) recompute = recompute || g.recompute_flops > 0;
   if (recompute) {
     for (const RegionStats& g : r.regions)
       fmt::format_to(std::back_inserter(out), "HFU of \"{}\" (recompute included): {}\n", g.name,
                      utilisation(g.hfu, g.hfu_above_peak));
   }
-  // Each region's modules, in tree order.
-  const int depth = o.module_depth >= 0 ? o.module_depth : 2;
+}
+
+// Each region's modules, in tree order, to `depth`.
+void region_modules(std::string& out, const ProfileResult& r, int depth) {
   for (size_t k = 0; k < r.regions.size(); ++k) {
     fmt::format_to(std::back_inserter(out), "\n{} (modules to depth {}):\n", r.regions[k].name,
                    depth);
@@ -122,11 +128,24 @@ void regions(std::string& out, const ProfileResult& r, const ReportOptions& o) {
                      "    {:<36}{:>8}{:>12}{:>11}{:>13}{:>9}{:>11}{:>8}{:>8}\n", name, x.calls,
                      time_of(r, x.latency_s), flops_to_string(x.flops),
                      x.flops_per_token > 0 ? number_to_string(x.flops_per_token) : "n/a",
-                     percent(static_cast<double>(x.flops), static_cast<double>(r.regions[k].flops)),
-                     traffic(x.bytes), utilisation(x.mfu, x.mfu_above_peak),
+                     percent(x.flops_share), traffic(x.bytes), utilisation(x.mfu, x.mfu_above_peak),
                      utilisation(x.mbu, x.mbu_above_peak));
     }
   }
+}
+
+}  // namespace
+
+// The regions the caller named: per region its windows, time, tokens and rates, FLOPs and
+// utilisation; then each region's modules down to `module_depth` (2 when all depths are asked).
+void regions(std::string& out, const ProfileResult& r, const ReportOptions& o) {
+  out += "\n------------------------------- Regions -------------------------------\n";
+  out += "Ops that began in each region's windows (FlopsProfiler::region()), on any thread.\n";
+  region_rows(out, r);
+  region_kv(out, r);
+  region_tokens(out, r);
+  region_peaks(out, r);
+  region_modules(out, r, o.module_depth >= 0 ? o.module_depth : 2);
 }
 
 namespace {
@@ -215,16 +234,14 @@ std::string inference_mark(const ModuleStats& m) {
 void tree_node(std::string& out, const ProfileResult& r, const ReportOptions& o, int index,
                int indent) {
   const ModuleStats& m = r.modules[index];
-  const ModuleStats& root = r.modules[0];
-  std::string stats = fmt::format(
-      "{} = {} Params, {} = {} MACs, {} = {} latency, {}", params_to_string(m.params),
-      percent(static_cast<double>(m.params), static_cast<double>(root.params)),
-      macs_to_string(m.macs), percent(static_cast<double>(m.macs), static_cast<double>(root.macs)),
-      time_of(r, m.latency_s), r.timed ? percent(m.latency_s, root.latency_s) : "n/a",
-      // achieved FLOPS over its time (the device's when measured): its roofline's
-      (r.gpu.measured ? m.device_fwd_s : m.latency_s) > 0
-          ? flops_per_second_to_string(m.roofline.achieved_flops_per_s)
-          : std::string("n/a"));
+  std::string stats =
+      fmt::format("{} = {} Params, {} = {} MACs, {} = {} latency, {}", params_to_string(m.params),
+                  percent(m.params_share), macs_to_string(m.macs), percent(m.macs_share),
+                  time_of(r, m.latency_s), r.timed ? percent(m.latency_share) : "n/a",
+                  // achieved FLOPS over its time (the device's when measured): its roofline's
+                  (r.gpu.measured ? m.device_fwd_s : m.latency_s) > 0
+                      ? flops_per_second_to_string(m.roofline.achieved_flops_per_s)
+                      : std::string("n/a"));
   if (r.gpu.measured && r.gpu.backend != "cupti") {
     stats += fmt::format(", {} device", duration_to_string(m.device_fwd_s));
   }

@@ -15,7 +15,7 @@ constexpr int kLabelWidth = 62;
 /// "label:" padded to the label column, then `value` and a newline.
 void line(std::string& out, const std::string& label, const std::string& value);
 /// "12.34%" of `whole` (0% when `whole` is 0).
-std::string percent(double part, double whole);
+std::string percent(double fraction);
 /// FLOP/s, or n/a where `seconds` is 0.
 std::string rate(double flops_per_s, double seconds);
 /// Bytes moved, in decimal units as bandwidth is ("1.23 GB").

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <string_view>
 
-#include "aggregation/collectives.h"
 #include "reports/json_writer.h"
 
 namespace flopsprof::detail {
@@ -132,7 +131,7 @@ class ChromeTraceWriter {
       complete(c.name, "user_annotation", c.start, c.end, 1, c.thread + 1);
       w_.key("args");
       w_.begin_object();
-      w_.member("Collective name", collective_name(c.name));
+      w_.member("Collective name", c.short_name);
       w_.member("In msg nelems", c.numel);
       w_.member("In msg size", c.bytes);
       w_.member("dtype", dtype_name(c.dtype));
@@ -244,9 +243,7 @@ class ChromeTraceWriter {
       w_.member("bytes", s.bytes);
       w_.member("bytes read", s.bytes_read);
       w_.member("bytes written", s.bytes_written);
-      // FLOPs per byte moved (ops with a FLOP count)
-      if (s.flops >= 0 && s.bytes > 0)
-        w_.member("intensity", static_cast<double>(s.flops) / static_cast<double>(s.bytes));
+      if (s.intensity >= 0) w_.member("intensity", s.intensity);
     }
     if (!s.inputs.empty()) w_.member("inputs", s.inputs);
     if (s.external_id != 0) {
