@@ -385,6 +385,12 @@ TEST(LossFormula, BinaryCrossEntropyAndNllLoss) {
   EXPECT_EQ(bce(Args().tensor({4, 8}).tensor({4, 8}).none().i(1)), 9u * 32);
   EXPECT_EQ(bce(Args().tensor({4, 8}).tensor({4, 8}).tensor({4, 8}).i(1)), 10u * 32);
   EXPECT_EQ(bce(Args().tensor({4, 8}).tensor({4, 8}).none().i(0)), 8u * 32);
+  // its backward(grad, x, t, weight?, reduction) (pytorch/examples' DCGAN, n/a before): grad (x -
+  // t) / max((1 - x) x, eps): 6 per element, + 1 with a weight, + 1 for the mean's division
+  auto bce_bwd = [](Args a) { return count("aten::binary_cross_entropy_backward", a).flops; };
+  EXPECT_EQ(bce_bwd(Args().tensor({}).tensor({4, 8}).tensor({4, 8}).none().i(1)), 7u * 32);
+  EXPECT_EQ(bce_bwd(Args().tensor({4, 8}).tensor({4, 8}).tensor({4, 8}).tensor({8}).i(0)), 7u * 32);
+  EXPECT_EQ(bce_bwd(Args().tensor({4, 8}).tensor({4, 8}).tensor({4, 8}).none().i(2)), 6u * 32);
   // with logits (the GAN loss of koba-jon/pytorch_cpp's pix2pix, n/a before): (1 - t) x +
   // softplus(-x): 6 per element, + 1 to reduce, + 1 with a weight, + 3 with a pos_weight
   auto logits = [](Args a) { return count("aten::binary_cross_entropy_with_logits", a).flops; };

@@ -291,6 +291,34 @@ TEST(Programs, TwoProfilersOnAGanEachSeeTheirOwnModel) {
   // each sees the other's work as outside its model, never as its own
   EXPECT_GE(d_prof.result().outside.macs, g_macs);
   EXPECT_GE(g_prof.result().outside.macs, 3 * d_macs);
+  // ... nor as possibly its own (pytorch/examples' DCGAN, 2026-11-29: the generator's last
+  // convolution, batch norm and tanh were marked as possibly the discriminator's): the
+  // discriminator is a Sequential from Conv2d to Sigmoid, whose forward runs nothing before its
+  // first child or after its last; the generator's ConvTranspose2d calls are observed, another
+  // profiled model's work.
+  const flopsprof::ProfileResult& d = d_prof.result();
+  EXPECT_EQ(d.outside.inferred_ops, 0u) << fmt::format("{}", fmt::join(d.problems, "\n"));
+  EXPECT_EQ(d.outside.maybe_missing_ops, 0u);
+  EXPECT_EQ(d.modules[0].inferred_ops, 0u);
+  EXPECT_EQ(d.modules[0].maybe_missing_ops, 0u);
+  // The generator's loss backpropagates through the discriminator (its third forward) into the
+  // generator: that pass is both models', and each counts its own nodes' time in it (the
+  // discriminator counted the whole pass, the generator's part too, before).
+  EXPECT_EQ(d.bwd_passes, 3u);
+  EXPECT_EQ(d.bwd_shared_passes, 1u);
+  EXPECT_EQ(g_prof.result().bwd_passes, 1u);
+  EXPECT_EQ(g_prof.result().bwd_shared_passes, 1u);
+  EXPECT_NE(d_prof.model_profile_string().find("1 of 3 backward pass(es) also ran another "
+                                               "profiled model's nodes"),
+            std::string::npos);
+  // The work outside each model that ran in the other's module calls, said so: the generator's
+  // transposed convolutions (no bias: 2 x MACs), the discriminator's convolutions three times
+  // (and its activations, whose calls are observed too).
+  EXPECT_EQ(d.outside.other_model_flops, 2 * g_macs);
+  EXPECT_GE(g_prof.result().outside.other_model_flops, 3 * 2 * d_macs);
+  EXPECT_NE(g_prof.model_profile_string().find(
+                "outside the model (other profiled models, data, loss, updates)"),
+            std::string::npos);
 }
 
 TEST(Programs, LstmLanguageModelWithGradientClipping) {

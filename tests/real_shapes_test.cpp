@@ -69,6 +69,10 @@ TEST(RealShapes, BuiltinForwardsAreObservedInTheTestBinary) {
   EXPECT_TRUE(flopsprof::detail::builtin_calls_interposed());
   EXPECT_TRUE(flopsprof::detail::builtin_calls_observed(*nn::ReLU()));
   EXPECT_TRUE(flopsprof::detail::builtin_calls_observed(*nn::ReflectionPad2d(1)));
+  // forward(input, output_size) (pytorch/examples' DCGAN generator)
+  EXPECT_TRUE(flopsprof::detail::builtin_calls_observed(*nn::ConvTranspose1d(2, 2, 3)));
+  EXPECT_TRUE(flopsprof::detail::builtin_calls_observed(*nn::ConvTranspose2d(2, 2, 3)));
+  EXPECT_TRUE(flopsprof::detail::builtin_calls_observed(*nn::ConvTranspose3d(2, 2, 3)));
   // BatchNorm's and InstanceNorm's forwards are inline in LibTorch's headers: only the start of
   // each call is observed (the virtual input check they begin with)
   EXPECT_FALSE(flopsprof::detail::builtin_calls_observed(*nn::BatchNorm2d(4)));

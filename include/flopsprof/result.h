@@ -350,6 +350,9 @@ struct OutsideStats {
   uint64_t maybe_missing_ops = 0;
   uint64_t maybe_missing_flops = 0;
   uint64_t maybe_missing_bytes = 0;
+  /// Of `ops` and `flops`: the work that ran in calls of another profiled model's built-in
+  /// modules (a GAN's other model, with a profiler of its own): neither data, loss nor updates.
+  uint64_t other_model_ops = 0, other_model_flops = 0;
 };
 
 /// One rank of a multi-rank job (see flopsprof/distributed.h): its own totals.
@@ -502,6 +505,10 @@ struct ProfileResult {
   uint64_t bwd_flops = 0;  ///< measured backward FLOPs (recompute excluded)
   uint64_t bwd_macs = 0;
   double bwd_latency_s = 0;      ///< spans of the backward passes, seconds
+  /// The backward passes that ran a node of this model, and of those the ones that also ran
+  /// another profiled model's nodes (a GAN's generator loss through the discriminator): such a
+  /// pass counts in `bwd_latency_s` with this model's nodes' time only, not its span.
+  uint64_t bwd_passes = 0, bwd_shared_passes = 0;
   uint64_t recompute_flops = 0;  ///< forward ops re-run inside backward
   uint64_t recompute_macs = 0;
   uint64_t autograd_flops = 0;    ///< backward ops linked to no forward op ("(autograd)")

@@ -50,6 +50,8 @@ void Aggregator::count_events() {
     if (p.phase == Phase::kBackward && p.ours) {
       passes.push_back(static_cast<double>(p.shared ? p.own : p.end - p.start) * s_per_tick);
       r.bwd_latency_s += passes.back();
+      ++r.bwd_passes;
+      r.bwd_shared_passes += p.shared;
     }
   }
   r.bwd_spread = spread_of(std::move(passes));
@@ -106,7 +108,8 @@ void Aggregator::count_op(const PlacedOp& p) {
   switch (ph) {
     case Phase::kForward:
       if (out_fwd) {
-        add_outside(e, dur, fc, p.inferred, op_bytes);
+        add_outside(e, dur, fc, p.inferred, op_bytes,
+                    ran_in_foreign_call(*in.threads[p.thread], e));
       } else {
         add_forward(e, m, p.inferred, fc, c.dtype, op_bytes);
       }
@@ -228,17 +231,19 @@ std::vector<std::vector<OpStats>> Aggregator::own_ops() const {
 
 // Forward work outside the model: top-level ops and their time, FLOPs.
 void Aggregator::add_outside(const RawEvent& e, int64_t dur, const FlopCount* fc, bool inferred,
-                             uint64_t bytes) {
+                             uint64_t bytes, bool other_model) {
   if (e.parent < 0) {
     ++outside.ops;
     outside.latency_s += static_cast<double>(dur) * s_per_tick;
     if (inferred) ++outside.inferred_ops;
+    if (other_model) ++outside.other_model_ops;
   }
   if (inferred) add_saturating(outside.inferred_bytes, bytes, overflow);
   if (fc) {
     add_saturating(outside.flops, fc->flops, overflow);
     add_saturating(outside.macs, fc->macs, overflow);
     if (inferred) add_saturating(outside.inferred_flops, fc->flops, overflow);
+    if (other_model) add_saturating(outside.other_model_flops, fc->flops, overflow);
   }
 }
 

@@ -365,7 +365,15 @@ void Aggregator::outside_problems() {
         "or another) makes them exact",
         outside.inferred_ops, outside.inferred_flops, outside.inferred_bytes));
   }
-  if (outside.maybe_missing_ops > 0) {
+  // The caller's side of the ops given to the root at its ends: said once, by the root's own line
+  // (placement_problems: "given to the model ...; its own or the caller's") when that line is
+  // about these ops alone (a generator's `tanh` after its last submodule).
+  const ModuleAcc* root = acc.empty() ? nullptr : &acc[0];
+  const bool said_by_root = root != nullptr &&
+                            root->own_inferred_ops == outside.maybe_missing_ops &&
+                            root->own_inferred_flops == outside.maybe_missing_flops &&
+                            root->own_inferred_bytes == outside.maybe_missing_bytes;
+  if (outside.maybe_missing_ops > 0 && !said_by_root) {
     r.problems.push_back(fmt::format(
         "placement inferred from op order: {} op(s), {} FLOPs, {} B right before or after the "
         "model's "

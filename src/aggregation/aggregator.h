@@ -207,9 +207,10 @@ class Aggregator {
   // Each module's own forward ops, by latency.
   std::vector<std::vector<OpStats>> own_ops() const;
 
-  // Forward work outside the model: top-level ops and their time, FLOPs.
+  // Forward work outside the model: top-level ops and their time, FLOPs (`other_model`: it ran in
+  // a call of another profiled model's module).
   void add_outside(const RawEvent& e, int64_t dur, const FlopCount* fc, bool inferred,
-                   uint64_t bytes);
+                   uint64_t bytes, bool other_model);
 
   // The other side of an inferred placement: each module (or the caller) whose forward may have
   // run the op instead. Counted per module, not up the tree: the list names every module on the

@@ -148,7 +148,8 @@ void ThreadAttributor::mark_other_side(ThreadAttribution& out, AlternativeSets& 
 // are the caller's; a loss or backward()'s seed ends the search.
 void ThreadAttributor::mark_outside_tail(ThreadAttribution& out,
                                          AlternativeSets& alternatives) const {
-  if (scoped_[0]) return;  // FLOPSPROF_MODULE() in the root: its boundaries are exact
+  if (scoped_[0]) return;             // FLOPSPROF_MODULE() in the root: its boundaries are exact
+  if (ends_in_builtin(0, 1)) return;  // its forward ends with its last child's
   const int ni = static_cast<int>(items_.size());
   std::vector<std::pair<int64_t, int64_t>> from_model;  // sequence ranges of the model's results
   for (const Call& c : calls_) {
@@ -220,6 +221,8 @@ void ThreadAttributor::mark_outside_tail_without_grad(const Call& c, ThreadAttri
 void ThreadAttributor::mark_unknown_outside(ThreadAttribution& out,
                                             AlternativeSets& alternatives) const {
   if (scoped_[0]) return;  // the root's calls are observed: outside them is outside
+  // A Sequential of LibTorch modules at both ends runs its registered children only
+  if (ends_in_builtin(0, -1) && ends_in_builtin(0, 1)) return;
   const int ni = static_cast<int>(items_.size());
   auto in_model = [&](int p) { return out.module[items_[p].event] >= 0; };
   auto barrier = [&](int p) {
@@ -293,9 +296,11 @@ void ThreadAttributor::mark_outside_ends(ThreadAttribution& out,
     out.inferred[ev] = 1;
     out.alternative[ev] = alternatives.add(model_side(end));
   };
+  const bool closed_head = ends_in_builtin(0, -1), closed_tail = ends_in_builtin(0, 1);
   for (const Call& c : calls_) {
     if (c.module != 0) continue;
-    mark(c.last + 1, "to _to_copy type_as", 1);
+    if (!closed_tail) mark(c.last + 1, "to _to_copy type_as", 1);
+    if (closed_head) continue;
     // Before: a position range, and the casts and reshapes of it between it and the model's
     // first op (`arange(t).unsqueeze(0).to(dtype)`); casts alone before the forward are the
     // caller's copies of its data.
@@ -341,6 +346,23 @@ void ThreadAttributor::mark_leading(const Call& c, ThreadAttribution& out,
     out.inferred[ev] = 1;
     out.alternative[ev] = root;
   }
+}
+
+// Whether the forward of module `m` provably runs no op of its own before its first child's
+// (`end` -1) or after its last child's (`end` 1): a Sequential (it runs its children in
+// registration order and nothing else) whose first (last) child is a LibTorch module of fixed
+// ops, or such a Sequential. Then the ops next to the root's call are never its own (a GAN's
+// discriminator, Sequential(Conv2d, ..., Sigmoid), called right after the generator's tanh):
+// rule 9 does not extend the call, and nothing next to it is marked as possibly the model's.
+// (The ops such an end child runs before or after its parameters, a Conv2d's pad or a
+// Sequential's trailing Sigmoid, are the child's: rule 8 extends its call to them.)
+bool ThreadAttributor::ends_in_builtin(int m, int end) const {
+  const ModuleNode& n = tree_.nodes[m];
+  const BuiltinSpec* spec = n.builtin;
+  if (spec == nullptr || spec->wildcard || n.ignored) return false;
+  if (!spec->container) return true;
+  if (spec->type != "Sequential" || n.children.empty()) return false;
+  return ends_in_builtin(end < 0 ? n.children.front() : n.children.back(), end);
 }
 
 // A user module with no parameters, buffers or observed call: op order alone places its work.

@@ -18,7 +18,8 @@ namespace flopsprof::detail::attr {
 // outside (targets, data) or from before the call ends it. Without grad, the call continues
 // up to the first op that looks like a loss, a metric, a new tensor or a device copy.
 void ThreadAttributor::rule9_root_tail() {
-  if (scoped_[0]) return;  // FLOPSPROF_MODULE() in the root: its boundaries are exact
+  if (scoped_[0]) return;             // FLOPSPROF_MODULE() in the root: its boundaries are exact
+  if (ends_in_builtin(0, 1)) return;  // a Sequential ending with a built-in: nothing after is its
   for (Call& c : calls_) {
     if (c.module != 0) continue;
     int64_t first_seq = INT64_MAX;
@@ -82,6 +83,7 @@ bool ThreadAttributor::unit_continues_tail(int begin, int end, int64_t first_seq
 // written just before `model->forward(x)` looks the same: these ops are marked as inferred.
 void ThreadAttributor::rule9_root_head() {
   if (scoped_[0]) return;
+  if (ends_in_builtin(0, -1)) return;  // a Sequential starting with a built-in: nothing before
   for (Call& c : calls_) {
     if (c.module != 0) continue;
     // The data the model's first op that reads data reads. Capture holds the tensor of every op

@@ -95,18 +95,6 @@ inline int match(const ModuleTree& tree, int m, const std::string& op) {
   return best;
 }
 
-// Whether op `e` of thread `th` ran inside a call of another profiled model's module (and of
-// none of this model's).
-inline bool ran_in_foreign_call(const ThreadEvents& th, const RawEvent& e) {
-  bool foreign = false;
-  for (int s = e.scope; s >= 0; s = th.scopes[s].parent) {
-    const int m = th.scopes[s].module;
-    if (m >= 0) return false;
-    foreign = foreign || m == kForeignModule;
-  }
-  return foreign;
-}
-
 // A holder with no forward (ModuleList, ModuleDict): its children are called by its parent.
 inline bool is_holder(const ModuleTree& tree, int m) {
   const BuiltinSpec* spec = tree.nodes[m].builtin;
@@ -229,6 +217,7 @@ class ThreadAttributor {
   void mark_leading(const Call& c, ThreadAttribution& out, AlternativeSets& alternatives) const;
   std::vector<int> visible_children(int m) const;
   bool is_quiet(int m) const;
+  bool ends_in_builtin(int m, int end) const;
   std::vector<int> quiet_children(int m) const;
   const std::vector<int>& model_side(int end) const;
   void mark_outside_tail_without_grad(const Call& c, ThreadAttribution& out,

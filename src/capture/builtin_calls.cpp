@@ -12,7 +12,8 @@
 // headers (BatchNorm, InstanceNorm, Sequential) or with other signatures are not observed;
 // attribution falls back to its rules for them.
 //
-// Only the signatures `Tensor forward(const Tensor&)` and `Tensor forward(Tensor)` are wrapped;
+// Only the signatures `Tensor forward(const Tensor&)` and `Tensor forward(Tensor)` are wrapped, and
+// the transposed convolutions' `forward(const Tensor&, const optional<IntArrayRef>& output_size)`;
 // each entry's mangled name is checked at run time (dlsym(RTLD_DEFAULT) must find this
 // definition), so a LibTorch whose symbol differs simply leaves that type unobserved.
 #include "capture/builtin_calls.h"
@@ -47,6 +48,29 @@
 #define FLOPSPROF_ZERO_PADS(X)                                                         \
   X("_ZN5torch2nn13ZeroPad2dImpl7forwardERKN2at6TensorE", 0, torch::nn::ZeroPad2dImpl, \
     torch::nn::ZeroPad2dImpl)
+#endif
+
+// The transposed convolutions' forward(input, output_size): c10::optional is std::optional's alias
+// in LibTorch 2.x, which mangles differently.
+#if TORCH_VERSION_MAJOR >= 2
+#define FLOPSPROF_TRANSPOSED_CONVS(X)                                                            \
+  X("_ZN5torch2nn19ConvTranspose1dImpl7forwardERKN2at6TensorERKSt8optionalIN3c108ArrayRefIlEEE", \
+    torch::nn::ConvTranspose1dImpl)                                                              \
+  X("_ZN5torch2nn19ConvTranspose2dImpl7forwardERKN2at6TensorERKSt8optionalIN3c108ArrayRefIlEEE", \
+    torch::nn::ConvTranspose2dImpl)                                                              \
+  X("_ZN5torch2nn19ConvTranspose3dImpl7forwardERKN2at6TensorERKSt8optionalIN3c108ArrayRefIlEEE", \
+    torch::nn::ConvTranspose3dImpl)
+#else
+#define FLOPSPROF_TRANSPOSED_CONVS(X)                                               \
+  X("_ZN5torch2nn19ConvTranspose1dImpl7forwardERKN2at6TensorERKN3c108optionalINS6_" \
+    "8ArrayRefIlEEEE",                                                              \
+    torch::nn::ConvTranspose1dImpl)                                                 \
+  X("_ZN5torch2nn19ConvTranspose2dImpl7forwardERKN2at6TensorERKN3c108optionalINS6_" \
+    "8ArrayRefIlEEEE",                                                              \
+    torch::nn::ConvTranspose2dImpl)                                                 \
+  X("_ZN5torch2nn19ConvTranspose3dImpl7forwardERKN2at6TensorERKN3c108optionalINS6_" \
+    "8ArrayRefIlEEEE",                                                              \
+    torch::nn::ConvTranspose3dImpl)
 #endif
 
 // X(mangled name, by value?, the module type, the type declaring forward...)
@@ -282,6 +306,20 @@ Fn next_definition(const char* mangled) {
 FLOPSPROF_BUILTIN_FORWARDS(FLOPSPROF_DEFINE)
 #undef FLOPSPROF_DEFINE
 
+#define FLOPSPROF_DEFINE_TRANSPOSED(mangled, type)                                                \
+  at::Tensor FLOPSPROF_CAT(flopsprof_transposed_, __LINE__)(                                      \
+      type * self, const at::Tensor& input,                                                       \
+      const c10::optional<at::IntArrayRef>& output_size) __asm__(mangled);                        \
+  at::Tensor FLOPSPROF_CAT(flopsprof_transposed_, __LINE__)(                                      \
+      type * self, const at::Tensor& input, const c10::optional<at::IntArrayRef>& output_size) {  \
+    using Real = at::Tensor (*)(type*, const at::Tensor&, const c10::optional<at::IntArrayRef>&); \
+    static const Real real = flopsprof::detail::next_definition<Real>(mangled);                   \
+    flopsprof::detail::BuiltinCall call(static_cast<const torch::nn::Module*>(self));             \
+    return real(self, input, output_size);                                                        \
+  }
+FLOPSPROF_TRANSPOSED_CONVS(FLOPSPROF_DEFINE_TRANSPOSED)
+#undef FLOPSPROF_DEFINE_TRANSPOSED
+
 // BatchNorm's and InstanceNorm's forwards are inline in LibTorch's headers; each begins with a
 // virtual `_check_input_dim(input)` defined in libtorch, reached through libtorch's vtable: the
 // start of a call, with its instance.
@@ -354,6 +392,10 @@ const Table& table() {
   if (bound_here(mangled, self)) t.observed.insert(std::type_index(typeid(final_type)));
     FLOPSPROF_BUILTIN_FORWARDS(FLOPSPROF_CHECK)
 #undef FLOPSPROF_CHECK
+#define FLOPSPROF_CHECK_TRANSPOSED(mangled, type) \
+  if (bound_here(mangled, self)) t.observed.insert(std::type_index(typeid(type)));
+    FLOPSPROF_TRANSPOSED_CONVS(FLOPSPROF_CHECK_TRANSPOSED)
+#undef FLOPSPROF_CHECK_TRANSPOSED
 #define FLOPSPROF_CHECK_START(mangled, type) \
   if (bound_here(mangled, self)) t.starts.insert(std::type_index(typeid(type)));
     FLOPSPROF_INPUT_CHECKS(FLOPSPROF_CHECK_START)

@@ -6,6 +6,9 @@
 //   l1_loss_backward(grad, input, target):  subtract, sign, multiply by grad: 3n
 //   binary_cross_entropy(x, t, weight?, reduction): -(t log x + (1 - t) log(1 - x)): log, 1 - x,
 //     log, 1 - t, two products, add, negate: 8n, + n with a weight, + n to reduce (not 'none')
+//   binary_cross_entropy_backward(grad, x, t, weight?, reduction): grad (x - t) / max((1 - x) x,
+//     eps) (ATen's CPU and CUDA kernels): the difference, 1 - x, the product, the max, the
+//     division, the product with grad: 6n, + n with a weight, + n for the mean's division
 //   binary_cross_entropy_with_logits(x, t, weight?, pos_weight?, reduction): (1 - t) x +
 //     softplus(-x): 1 - t, product, negate, exp, log1p, add: 6n, + n with a weight, + 3n with a
 //     pos_weight (its (pw - 1) t + 1 and the product with the softplus), + n to reduce
@@ -56,6 +59,17 @@ std::optional<FlopCount> binary_cross_entropy(const OpInputs& in) {
   return flops_only(checked_mul(per, *n));
 }
 
+std::optional<FlopCount> binary_cross_entropy_backward(const OpInputs& in) {
+  if (!in.is_tensor(1) || !in.is_tensor(2)) return std::nullopt;
+  std::optional<uint64_t> n = broadcast_numel({in.shape(1), in.shape(2)});
+  if (!n) return std::nullopt;
+  const std::optional<int64_t> reduction = in.integer(4);
+  uint64_t per = 6;
+  if (in.is_tensor(3)) ++per;
+  if (reduction && *reduction == kReductionMean) ++per;
+  return flops_only(checked_mul(per, *n));
+}
+
 // (with_logits: the backward's arguments start one later, after grad_output)
 std::optional<FlopCount> bce_with_logits(const OpInputs& in, bool backward) {
   const size_t x = backward ? 1 : 0;
@@ -100,6 +114,7 @@ void register_loss_formulas() {
   for (const char* op : {"aten::nll_loss_backward", "aten::nll_loss2d_backward"})
     add_builtin_formula(op, nll_loss_backward);
   add_builtin_formula("aten::binary_cross_entropy", binary_cross_entropy);
+  add_builtin_formula("aten::binary_cross_entropy_backward", binary_cross_entropy_backward);
   add_builtin_formula("aten::binary_cross_entropy_with_logits",
                       [](const OpInputs& in) { return bce_with_logits(in, false); });
   add_builtin_formula("aten::binary_cross_entropy_with_logits_backward",

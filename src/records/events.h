@@ -231,6 +231,18 @@ inline std::vector<uint64_t> records_fingerprint(const std::vector<const ThreadE
   return f;
 }
 
+/// Whether op `e` of thread `th` ran inside a call of another profiled model's module (a scope
+/// record of kForeignModule) and of none of this model's. Pure.
+inline bool ran_in_foreign_call(const ThreadEvents& th, const RawEvent& e) {
+  bool foreign = false;
+  for (int s = e.scope; s >= 0; s = th.scopes[s].parent) {
+    const int m = th.scopes[s].module;
+    if (m >= 0) return false;
+    foreign = foreign || m == kForeignModule;
+  }
+  return foreign;
+}
+
 /// Op names by id, as interned by the observer.
 struct NameLookup {
   virtual ~NameLookup() = default;

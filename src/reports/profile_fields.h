@@ -161,6 +161,8 @@ void summary(V& v, R& r) {
   v.count("bwd_macs", r.bwd_macs, bwd);
   v.seconds("bwd_latency_s", r.bwd_latency_s, bwd);
   v.seconds("bwd_latency_raw_s", r.bwd_latency_raw_s);
+  v.count("bwd_passes", r.bwd_passes);
+  v.count("bwd_shared_passes", r.bwd_shared_passes);
   v.derived("bwd_flops_estimate", r.estimated_bwd_flops());
   v.count("recompute_flops", r.recompute_flops);
   v.count("recompute_macs", r.recompute_macs);

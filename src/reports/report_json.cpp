@@ -235,6 +235,8 @@ void write_outside_model(JsonWriter& w, const ProfileResult& r) {
   w.member("maybe_missing_ops", r.outside.maybe_missing_ops);
   w.member("maybe_missing_flops", r.outside.maybe_missing_flops);
   w.member("maybe_missing_bytes", r.outside.maybe_missing_bytes);
+  w.member("other_model_ops", r.outside.other_model_ops);
+  w.member("other_model_flops", r.outside.other_model_flops);
   w.key("top_ops");
   w.begin_array();
   for (const OpStats& op : r.outside.top_ops) {

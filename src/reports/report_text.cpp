@@ -327,9 +327,16 @@ void summary_forward(std::string& out, const ProfileResult& r) {
     std::string top;
     for (size_t i = 0; i < o.top_ops.size() && i < 3; ++i)
       top += (i ? ", " : "") + o.top_ops[i].name;
-    line(out, "outside the model (data, loss, metrics, updates)",
-         fmt::format("{} op call(s), {} flops, {}, {} bwd flops{}", o.ops, flops_to_string(o.flops),
-                     macs_to_string(o.macs), flops_to_string(o.bwd_flops),
+    line(out,
+         o.other_model_ops > 0 ? "outside the model (other profiled models, data, loss, updates)"
+                               : "outside the model (data, loss, metrics, updates)",
+         fmt::format("{} op call(s), {} flops, {}, {} bwd flops{}{}", o.ops,
+                     flops_to_string(o.flops), macs_to_string(o.macs), flops_to_string(o.bwd_flops),
+                     o.other_model_ops > 0
+                         ? fmt::format(" ({} op call(s), {} flops in another profiled model's "
+                                       "modules)",
+                                       o.other_model_ops, flops_to_string(o.other_model_flops))
+                         : std::string(),
                      top.empty() ? "" : "; top: " + top));
     line(out, "outside the model latency", duration_to_string(o.latency_s));
     if (o.inferred_ops > 0) {
@@ -348,7 +355,13 @@ void summary_forward(std::string& out, const ProfileResult& r) {
 // Measured backward, DeepSpeed's estimate beside it, recompute and autograd-only work.
 void summary_backward(std::string& out, const ProfileResult& r) {
   if (r.has_backward) {
-    line(out, "bwd latency", duration_to_string(r.bwd_latency_s));
+    line(out, "bwd latency",
+         duration_to_string(r.bwd_latency_s) +
+             (r.bwd_shared_passes > 0
+                  ? fmt::format(" ({} of {} backward pass(es) also ran another profiled model's "
+                                "nodes: this model's nodes' time only)",
+                                r.bwd_shared_passes, r.bwd_passes)
+                  : std::string()));
     line(out, "bwd flops per device (measured)", flops_to_string(r.bwd_flops));
     line(out, "bwd MACs per device (measured)", macs_to_string(r.bwd_macs));
     line(out, "bwd flops, DeepSpeed's estimate (2 * fwd flops + recompute)",
