@@ -417,6 +417,20 @@ TEST(ProfileFields, AModuleRegionNamingNoRegionIsRefused) {
   }
 }
 
+// Region names key the modules' per-region numbers: two regions of one name are refused.
+TEST(ProfileFields, TwoRegionsOfOneNameAreRefused) {
+  ProfileResult r = filled();
+  r.regions[1].name = r.regions[0].name;
+  try {
+    profile_from_json(to_json(r, 1), "twice");
+    FAIL() << "read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("regions[1] has the name of regions[0]"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // Profiles written by earlier flopsprofs (the fuzzer's seeds, committed before the tables) read
 // as they did; a batch size below 0 is refused, as it was.
 TEST(ProfileFields, EarlierProfilesReadAndANegativeBatchIsRefused) {

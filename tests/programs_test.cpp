@@ -317,7 +317,7 @@ TEST(Programs, TwoProfilersOnAGanEachSeeTheirOwnModel) {
   EXPECT_EQ(d.outside.other_model_flops, 2 * g_macs);
   EXPECT_GE(g_prof.result().outside.other_model_flops, 3 * 2 * d_macs);
   EXPECT_NE(g_prof.model_profile_string().find(
-                "outside the model (other profiled models, data, loss, updates)"),
+                "outside the model (other profiled models, data, loss, metrics, updates)"),
             std::string::npos);
 }
 

@@ -444,6 +444,12 @@ TEST(Reports, SharesAreComputedOnceInAggregation) {
   EXPECT_NEAR(r.fwd_bytes_of_peak, static_cast<double>(r.fwd_bytes) / 4e-3 / 10e9, 1e-12);
   EXPECT_DOUBLE_EQ(j["summary"]["fwd_flops_of_peak"].get<double>(), r.fwd_flops_of_peak);
   EXPECT_TRUE(j["summary"]["bwd_flops_of_peak"].is_null());  // no backward: no rate
+  // The op rows' share of their phase's time (the page's column): the three mm calls' 3.5 ms and
+  // the cumsum's 0.5 ms of the forward's 4.
+  for (const OpStats& op : r.ops) {
+    EXPECT_NEAR(op.phase_share, op.name == "aten::mm" ? 3.5 / 4 : 0.5 / 4, 1e-9) << op.name;
+  }
+  ASSERT_EQ(r.ops.size(), 2u);
 }
 
 // The modules summed by depth and type are computed in aggregation; the JSON carries them and the

@@ -81,6 +81,9 @@ struct OpStats {
   /// correction; equal when nothing was removed).
   double latency_raw_s = 0;
   double uncovered_s = 0;  ///< no-formula ops: self time not inside any counted op
+  /// `latency_s` over the summed `latency_s` of the rows of its phase (a fraction; 0 when they
+  /// took no time): the HTML page's "share of phase time".
+  double phase_share = 0;
   /// Bytes of its calls that count bytes (docs/report.md, "Bytes moved"; ops without a formula
   /// too). Calls whose writes no rule derives count their reads only (`written_unknown`), or
   /// with memory tracking the bytes allocated while they ran (`written_from_allocations`).
@@ -504,7 +507,7 @@ struct ProfileResult {
   bool has_step = false;
   uint64_t bwd_flops = 0;  ///< measured backward FLOPs (recompute excluded)
   uint64_t bwd_macs = 0;
-  double bwd_latency_s = 0;      ///< spans of the backward passes, seconds
+  double bwd_latency_s = 0;  ///< spans of the backward passes, seconds
   /// The backward passes that ran a node of this model, and of those the ones that also ran
   /// another profiled model's nodes (a GAN's generator loss through the discriminator): such a
   /// pass counts in `bwd_latency_s` with this model's nodes' time only, not its span.

@@ -461,6 +461,12 @@ void Aggregator::op_table() {
   std::sort(r.ops.begin(), r.ops.end(), [](const OpStats& a, const OpStats& b) {
     return a.latency_s != b.latency_s ? a.latency_s > b.latency_s : a.name < b.name;
   });
+  std::map<std::string, double> phase_s;
+  for (const OpStats& s : r.ops) phase_s[s.phase] += s.latency_s;
+  for (OpStats& s : r.ops) {
+    const double total = phase_s[s.phase];
+    s.phase_share = total > 0 ? s.latency_s / total : 0.0;
+  }
   for (const OpStats& s : r.ops) {
     if (s.phase == "outside" && outside.top_ops.size() < 5) outside.top_ops.push_back(s);
   }

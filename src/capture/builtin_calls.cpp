@@ -50,27 +50,31 @@
     torch::nn::ZeroPad2dImpl)
 #endif
 
-// The transposed convolutions' forward(input, output_size): c10::optional is std::optional's alias
-// in LibTorch 2.x, which mangles differently.
-#if TORCH_VERSION_MAJOR >= 2
-#define FLOPSPROF_TRANSPOSED_CONVS(X)                                                            \
-  X("_ZN5torch2nn19ConvTranspose1dImpl7forwardERKN2at6TensorERKSt8optionalIN3c108ArrayRefIlEEE", \
-    torch::nn::ConvTranspose1dImpl)                                                              \
-  X("_ZN5torch2nn19ConvTranspose2dImpl7forwardERKN2at6TensorERKSt8optionalIN3c108ArrayRefIlEEE", \
-    torch::nn::ConvTranspose2dImpl)                                                              \
-  X("_ZN5torch2nn19ConvTranspose3dImpl7forwardERKN2at6TensorERKSt8optionalIN3c108ArrayRefIlEEE", \
-    torch::nn::ConvTranspose3dImpl)
-#else
-#define FLOPSPROF_TRANSPOSED_CONVS(X)                                               \
+// The transposed convolutions' forward(input, output_size), X(mangled name, type, tag): the
+// optional mangles as c10::optional's in LibTorch 1.x and early 2.x, as std::optional's once
+// c10::optional became its alias (2.2 and later); both are listed for 2.x, and only the one
+// libtorch defines is bound (bound_here).
+#define FLOPSPROF_TRANSPOSED_CONVS_C10(X)                                           \
   X("_ZN5torch2nn19ConvTranspose1dImpl7forwardERKN2at6TensorERKN3c108optionalINS6_" \
     "8ArrayRefIlEEEE",                                                              \
-    torch::nn::ConvTranspose1dImpl)                                                 \
+    torch::nn::ConvTranspose1dImpl, c10_1)                                          \
   X("_ZN5torch2nn19ConvTranspose2dImpl7forwardERKN2at6TensorERKN3c108optionalINS6_" \
     "8ArrayRefIlEEEE",                                                              \
-    torch::nn::ConvTranspose2dImpl)                                                 \
+    torch::nn::ConvTranspose2dImpl, c10_2)                                          \
   X("_ZN5torch2nn19ConvTranspose3dImpl7forwardERKN2at6TensorERKN3c108optionalINS6_" \
     "8ArrayRefIlEEEE",                                                              \
-    torch::nn::ConvTranspose3dImpl)
+    torch::nn::ConvTranspose3dImpl, c10_3)
+#if TORCH_VERSION_MAJOR >= 2
+#define FLOPSPROF_TRANSPOSED_CONVS(X)                                                            \
+  FLOPSPROF_TRANSPOSED_CONVS_C10(X)                                                              \
+  X("_ZN5torch2nn19ConvTranspose1dImpl7forwardERKN2at6TensorERKSt8optionalIN3c108ArrayRefIlEEE", \
+    torch::nn::ConvTranspose1dImpl, std_1)                                                       \
+  X("_ZN5torch2nn19ConvTranspose2dImpl7forwardERKN2at6TensorERKSt8optionalIN3c108ArrayRefIlEEE", \
+    torch::nn::ConvTranspose2dImpl, std_2)                                                       \
+  X("_ZN5torch2nn19ConvTranspose3dImpl7forwardERKN2at6TensorERKSt8optionalIN3c108ArrayRefIlEEE", \
+    torch::nn::ConvTranspose3dImpl, std_3)
+#else
+#define FLOPSPROF_TRANSPOSED_CONVS(X) FLOPSPROF_TRANSPOSED_CONVS_C10(X)
 #endif
 
 // X(mangled name, by value?, the module type, the type declaring forward...)
@@ -306,12 +310,12 @@ Fn next_definition(const char* mangled) {
 FLOPSPROF_BUILTIN_FORWARDS(FLOPSPROF_DEFINE)
 #undef FLOPSPROF_DEFINE
 
-#define FLOPSPROF_DEFINE_TRANSPOSED(mangled, type)                                                \
-  at::Tensor FLOPSPROF_CAT(flopsprof_transposed_, __LINE__)(                                      \
-      type * self, const at::Tensor& input,                                                       \
+#define FLOPSPROF_DEFINE_TRANSPOSED(mangled, type, tag)                                           \
+  at::Tensor flopsprof_transposed_##tag(                                                          \
+      type* self, const at::Tensor& input,                                                        \
       const c10::optional<at::IntArrayRef>& output_size) __asm__(mangled);                        \
-  at::Tensor FLOPSPROF_CAT(flopsprof_transposed_, __LINE__)(                                      \
-      type * self, const at::Tensor& input, const c10::optional<at::IntArrayRef>& output_size) {  \
+  at::Tensor flopsprof_transposed_##tag(type* self, const at::Tensor& input,                      \
+                                        const c10::optional<at::IntArrayRef>& output_size) {      \
     using Real = at::Tensor (*)(type*, const at::Tensor&, const c10::optional<at::IntArrayRef>&); \
     static const Real real = flopsprof::detail::next_definition<Real>(mangled);                   \
     flopsprof::detail::BuiltinCall call(static_cast<const torch::nn::Module*>(self));             \
@@ -376,11 +380,13 @@ struct Table {
 };
 
 // Whether the program binds `mangled` to this library's definition: the symbol's first
-// definition in the global search order is inside libflopsprof (`self`).
+// definition in the global search order is inside libflopsprof (`self`), and libtorch defines it
+// after (a name this LibTorch does not export is no call of it: its type stays unobserved).
 bool bound_here(const char* mangled, const Dl_info& self) {
   void* bound = dlsym(RTLD_DEFAULT, mangled);
   Dl_info where{};
-  return bound != nullptr && dladdr(bound, &where) != 0 && where.dli_fbase == self.dli_fbase;
+  return bound != nullptr && dladdr(bound, &where) != 0 && where.dli_fbase == self.dli_fbase &&
+         dlsym(RTLD_NEXT, mangled) != nullptr;
 }
 
 const Table& table() {
@@ -392,7 +398,7 @@ const Table& table() {
   if (bound_here(mangled, self)) t.observed.insert(std::type_index(typeid(final_type)));
     FLOPSPROF_BUILTIN_FORWARDS(FLOPSPROF_CHECK)
 #undef FLOPSPROF_CHECK
-#define FLOPSPROF_CHECK_TRANSPOSED(mangled, type) \
+#define FLOPSPROF_CHECK_TRANSPOSED(mangled, type, tag) \
   if (bound_here(mangled, self)) t.observed.insert(std::type_index(typeid(type)));
     FLOPSPROF_TRANSPOSED_CONVS(FLOPSPROF_CHECK_TRANSPOSED)
 #undef FLOPSPROF_CHECK_TRANSPOSED

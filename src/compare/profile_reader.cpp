@@ -215,7 +215,8 @@ class FieldReader {
                          excerpt(json(it.key()))));
       if (!it->is_object())
         fail(fmt::format("{}.{}: {} is not an object", where_, k, excerpt(json(it.key()))));
-      FieldReader inner(source_, *it, fmt::format("{}.{}.{}", where_, k, it.key()), lp_);
+      FieldReader inner(source_, *it, fmt::format("{}.{}.{}", where_, k, excerpt(json(it.key()))),
+                        lp_);
       fields::module_region(inner, m.regions[g]);
       inner.finish();
     }
@@ -394,6 +395,13 @@ class Reader {
     if (auto it = j.find(fields::kRegions); it != j.end() && !it->is_array())
       fail(fmt::format("\"{}\" is not an array", fields::kRegions));
     doc.list(fields::kRegions, r.regions, [](auto& v, auto& g) { fields::region(v, g); });
+    for (size_t g = 0; g < r.regions.size(); ++g) {  // names key the modules' regions: unique
+      for (size_t h = 0; h < g; ++h) {
+        if (r.regions[h].name == r.regions[g].name)
+          fail(fmt::format("{}[{}] has the name of {}[{}], {}", fields::kRegions, g,
+                           fields::kRegions, h, excerpt(json(r.regions[g].name))));
+      }
+    }
     modules(array(j, fields::kModules, "the profile"), lp);
     doc.list(
         fields::kOps, r.ops, [](auto& v, auto& o) { fields::op(v, o); }, fields::kRequired);

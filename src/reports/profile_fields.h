@@ -114,9 +114,9 @@ void workload(V& v, R& r) {
   v.text("capture_note", x.capture_note);
 }
 
-/// The summary: totals, latencies, sizes.
+/// The summary's forward: totals, latency, dtypes, the attention convention, coverage, sizes.
 template <class V, class R>
-void summary(V& v, R& r) {
+void summary_forward(V& v, R& r) {
   v.count("params", r.params, kRequired);
   v.count("trainable_params", r.trainable_params);
   v.count("param_bytes", r.param_bytes);
@@ -156,6 +156,11 @@ void summary(V& v, R& r) {
   v.integer("data_parallel_size", r.data_parallel_size);
   v.integer("model_parallel_size", r.model_parallel_size);
   v.count("batch_size", r.batch_size);  // int64_t, never negative
+}
+
+/// The summary's training: backward, recompute, step, the rates.
+template <class V, class R>
+void summary_training(V& v, R& r) {
   constexpr Need bwd = lacks("backward");
   v.count("bwd_flops", r.bwd_flops, bwd);
   v.count("bwd_macs", r.bwd_macs, bwd);
@@ -177,6 +182,11 @@ void summary(V& v, R& r) {
   v.timed_rate("fwd_bwd_flops_per_s", r.fwd_bwd_flops_per_s);
   v.timed_rate("iter_flops_per_s", r.iter_flops_per_s);
   v.timed_rate("samples_per_s", r.samples_per_s);
+}
+
+/// The summary's bytes, utilisation, roofline points and spreads.
+template <class V, class R>
+void summary_bytes(V& v, R& r) {
   v.count("fwd_bytes", r.fwd_bytes, lacks("bytes"));
   v.count("fwd_bytes_read", r.fwd_bytes_read);
   v.count("fwd_bytes_written", r.fwd_bytes_written);
@@ -209,6 +219,14 @@ void summary(V& v, R& r) {
   v.spread("step_spread", r.step_spread);
 }
 
+/// The summary: totals, latencies, sizes (the three parts above, in this order).
+template <class V, class R>
+void summary(V& v, R& r) {
+  summary_forward(v, r);
+  summary_training(v, r);
+  summary_bytes(v, r);
+}
+
 /// A row of the op table (every field), or of a module's own ops (the slim rows: those not
 /// marked `full`, all forward).
 template <class V, class S>
@@ -222,6 +240,7 @@ void op(V& v, S& o) {
   v.timed("latency_s", o.latency_s, kRequired);
   v.timed("latency_raw_s", o.latency_raw_s, kFull);
   v.timed("uncounted_self_latency_s", o.uncovered_s, kFull);
+  v.timed("phase_share", o.phase_share, kFull);
   v.count("bytes", o.bytes);
   v.count("bytes_read", o.bytes_read, kFull);
   v.count("bytes_written", o.bytes_written, kFull);

@@ -40,7 +40,6 @@ constexpr const char* kScript = R"JS(
   const dur = (s) => !Number.isFinite(s) ? 'n/a' : s >= 1e6 ? g3(s) + ' s' : s >= 1 ? fixed2(s) + ' s' : s >= 1e-3 ? fixed2(s * 1e3) + ' ms' : fixed2(s * 1e6) + ' us';
   const bytes = (b) => { const a = Math.abs(b); return a >= 2 ** 30 ? fixed2(b / 2 ** 30) + ' GiB' : a >= 2 ** 20 ? fixed2(b / 2 ** 20) + ' MiB' : a >= 1024 ? fixed2(b / 1024) + ' KiB' : b + ' B'; };
   window.flopsprofFormat = { num, dur, bytes };
-  const rate = (f, s) => s > 0 ? f / s : 0;
   const label = (m) => m.name === '' ? '(root)' : m.name;
 
   // Tree.
@@ -121,10 +120,10 @@ constexpr const char* kScript = R"JS(
   // 1. Icicle.
   let metric = 'flops', zoom = 0;
   const icicle = document.getElementById('icicle'), tip = document.getElementById('tip');
-  const rates = M.map((m) => rate(m.flops, m.latency_s)).filter((r) => r > 0);
+  const rates = M.map((m) => (m.achieved_flops_per_s || 0)).filter((r) => r > 0);
   const lo = rates.length ? Math.log10(Math.min(...rates)) : 0, hi = rates.length ? Math.log10(Math.max(...rates)) : 1;
   const color = (m) => {
-    const r = rate(m.flops, m.latency_s);
+    const r = (m.achieved_flops_per_s || 0);
     if (!(r > 0)) return '#d5d9e0';
     const t = hi > lo ? (Math.log10(r) - lo) / (hi - lo) : 0.5;  // slow (red) .. fast (green)
     return 'hsl(' + Math.round(8 + t * 122) + ', 62%, ' + Math.round(72 - t * 12) + '%)';
@@ -143,7 +142,7 @@ constexpr const char* kScript = R"JS(
   let V = widths(metric);
   const tipText = (m) => [label(m) + ' (' + m.type + ')', 'calls ' + m.calls + ', params ' + num(m.params),
     'MACs ' + num(m.macs) + ', FLOPs ' + num(m.flops), 'fwd ' + dur(m.latency_s) + ', bwd ' + dur(m.bwd_latency_s || 0),
-    'achieved ' + num(rate(m.flops, m.latency_s), 'FLOP/s')].join('\n');
+    'achieved ' + num((m.achieved_flops_per_s || 0), 'FLOP/s')].join('\n');
   function drawIcicle() {
     icicle.textContent = '';
     const W = icicle.clientWidth || 1000, H = 22;
@@ -198,7 +197,7 @@ constexpr const char* kScript = R"JS(
     ['name', 'module', (m) => label(m), 'l'], ['type', 'type', (m) => m.type, 'l'], ['depth', 'depth', (m) => m.depth],
     ['calls', 'calls', (m) => m.calls], ['params', 'params', (m) => m.params, '', num], ['macs', 'MACs', (m) => m.macs, '', num],
     ['flops', 'FLOPs', (m) => m.flops, '', num], ['latency_s', 'fwd latency', (m) => m.latency_s, '', dur],
-    ['rate', 'FLOP/s', (m) => rate(m.flops, m.latency_s), '', num]];
+    ['rate', 'FLOP/s', (m) => (m.achieved_flops_per_s || 0), '', num]];
   if (M.some((m) => m.bwd_latency_s > 0)) cols.splice(8, 0, ['bwd_latency_s', 'bwd latency', (m) => m.bwd_latency_s || 0, '', dur], ['bwd_flops', 'bwd FLOPs', (m) => m.bwd_flops || 0, '', num]);
   if (hasDev) cols.push(['device_fwd_s', 'device fwd', (m) => m.device_fwd_s || 0, '', dur]);
   const pct = (x) => (x === null || x === undefined) ? 'n/a' : (100 * x).toFixed(1) + '%';
@@ -250,8 +249,6 @@ constexpr const char* kScript = R"JS(
 
   // 3. Op table.
   const ops = D.ops || [];
-  const phaseTime = {};
-  for (const o of ops) phaseTime[o.phase] = (phaseTime[o.phase] || 0) + o.latency_s;
   const obody = document.querySelector('#ops tbody');
   for (const o of ops) {
     const tr = el('tr', o.has_formula ? '' : 'na');
@@ -262,7 +259,7 @@ constexpr const char* kScript = R"JS(
     tr.appendChild(el('td', '', String(o.calls)));
     tr.appendChild(el('td', '', o.has_formula ? num(o.flops) : 'n/a'));
     tr.appendChild(el('td', '', dur(o.latency_s)));
-    tr.appendChild(el('td', '', phaseTime[o.phase] > 0 ? (100 * o.latency_s / phaseTime[o.phase]).toFixed(1) + '%' : ''));
+    tr.appendChild(el('td', '', o.phase_share != null ? (100 * o.phase_share).toFixed(1) + '%' : ''));
     tr.appendChild(el('td', '', num(o.bytes || 0, 'B') + (o.written_unknown_calls > 0 ? ' (writes unknown)' : '')));
     tr.appendChild(el('td', '', o.has_formula ? (o.intensity || 0).toFixed(2) : 'n/a'));
     tr.appendChild(el('td', 'l', o.bound || ''));

@@ -14,7 +14,7 @@ constexpr int kLabelWidth = 62;
 
 /// "label:" padded to the label column, then `value` and a newline.
 void line(std::string& out, const std::string& label, const std::string& value);
-/// "12.34%" of `whole` (0% when `whole` is 0).
+/// A fraction as a percentage with two decimals ("12.34%").
 std::string percent(double fraction);
 /// FLOP/s, or n/a where `seconds` is 0.
 std::string rate(double flops_per_s, double seconds);
@@ -32,6 +32,10 @@ std::string level_of(const RooflinePoint& p, const MachinePeaks& m);
 std::string point_text(const RooflinePoint& p, const MachinePeaks& m);
 /// A point's bound and share in a row: "memory L2 45.0%"; "!" after a share above its ceiling.
 std::string bound_share(const RooflinePoint& p, const MachinePeaks& m);
+
+/// The summary's roofline lines: bytes per phase, intensity, the ceilings and their sources, and
+/// the share of them the model reached (report_text_roofline.cpp).
+void roofline_summary(std::string& out, const ProfileResult& r);
 
 // The tables, in the order format_text_report writes them.
 void regions(std::string& out, const ProfileResult& r, const ReportOptions& o);
