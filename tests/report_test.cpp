@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <sstream>
 
 #include "aggregation/aggregate.h"
@@ -401,16 +402,55 @@ TEST(Reports, TextJsonAndHtmlShowTheSameNumbersForEveryModule) {
     ++checked;
   }
   EXPECT_EQ(checked, r.modules.size());
-  // The HTML page carries the profile as that JSON (its script reads every number from it).
+  // The HTML page's data: each module's cells are the JSON's values and their texts in the same
+  // formatters (its script formats nothing but axis ticks), and each summary box names the JSON
+  // key of its value.
   const std::string html = to_html(r);
-  const std::string open = "<script type=\"application/json\" id=\"flopsprof-data\">";
-  const size_t a = html.find(open) + open.size();
-  std::string data = html.substr(a, html.find("</script>", a) - a);
+  const std::string open = "<script type=\"application/json\" id=\"flopsprof-page\">";
+  const size_t a = html.find(open);
+  ASSERT_NE(a, std::string::npos);
+  std::string data = html.substr(a + open.size(), html.find("</script>", a) - a - open.size());
   for (auto [from, to] :
        {std::pair<std::string, std::string>{"\\u003c", "<"}, {"\\u003e", ">"}, {"\\u0026", "&"}}) {
     for (size_t k; (k = data.find(from)) != std::string::npos;) data.replace(k, from.size(), to);
   }
-  EXPECT_EQ(nlohmann::json::parse(data), j);
+  const nlohmann::json page = nlohmann::json::parse(data);
+  std::map<std::string, size_t> col;
+  for (size_t c = 0; c < page["columns"].size(); ++c) col[page["columns"][c]["id"]] = c;
+  ASSERT_EQ(page["modules"].size(), j["modules"].size());
+  for (size_t i = 0; i < j["modules"].size(); ++i) {
+    const auto& m = j["modules"][i];
+    const auto& cells = page["modules"][i]["cells"];
+    auto shows = [&](const char* id, const nlohmann::json& value, const std::string& shown) {
+      EXPECT_EQ(cells[col.at(id)][0], value) << id << " of " << m["name"];
+      EXPECT_EQ(cells[col.at(id)][1], shown) << id << " of " << m["name"];
+    };
+    shows("params", m["params"], params_to_string(m["params"].get<uint64_t>()));
+    shows("macs", m["macs"], number_to_string(m["macs"].get<double>()));
+    shows("flops", m["flops"], number_to_string(m["flops"].get<double>()));
+    shows("latency_s", m["latency_s"], duration_to_string(m["latency_s"].get<double>()));
+    shows("rate", m["achieved_flops_per_s"],
+          number_to_string(m["achieved_flops_per_s"].get<double>()));
+    shows("bytes", m["bytes"], traffic(m["bytes"].get<uint64_t>()));
+    shows("intensity", m["intensity"], fmt::format("{:.2f}", m["intensity"].get<double>()));
+    shows("bound", m["bound"], m["bound"].get<std::string>());
+    shows("roofline_share", m["roofline_share"],
+          fmt::format("{:.1f}%", 100 * m["roofline_share"].get<double>()));
+  }
+  size_t keyed = 0;
+  for (const auto& item : page["summary"]) {
+    const std::string key = item["key"];
+    if (key.empty()) continue;
+    nlohmann::json at = j;  // a summary key, or a path from the top ("machine.peak_bytes_per_s")
+    if (key.find('.') == std::string::npos) at = at["summary"];
+    for (size_t from = 0, dot; from <= key.size(); from = dot + 1) {
+      dot = std::min(key.find('.', from), key.size());
+      at = at.at(key.substr(from, dot - from));
+    }
+    EXPECT_EQ(item["value"], at) << key;
+    ++keyed;
+  }
+  EXPECT_GE(keyed, 8u);
 }
 
 // The shares the text shows are the aggregation's, each computed once: by hand from make_tree()

@@ -17,6 +17,8 @@
 //   dtype       a DType by its name ("fp32"); by_dtype, an object of them
 //   spread      a LatencySpread, an object written when it has samples
 //   roofline    a RooflinePoint, its keys after a prefix ("fwd_", "bwd_" or "")
+//   rates       rates per dtype (doubles), an object of the non-zero ones by dtype name
+//   text_if_any a string written only when not empty
 //   derived     a number computed from other fields: written, never read
 //   list        an array of objects, each by its own table
 //   strings     an array of strings
@@ -60,6 +62,8 @@ constexpr const char* kModules = "modules";
 constexpr const char* kOps = "ops";
 constexpr const char* kRegions = "regions";
 constexpr const char* kMemory = "memory";
+constexpr const char* kMachine = "machine";
+constexpr const char* kOutside = "outside_model";
 constexpr const char* kProblems = "problems";
 constexpr const char* kSchemaVersion = "schema_version";
 /// What the loaded profile records when a section is absent.
@@ -386,6 +390,65 @@ void memory(V& v, S& m) {
   v.integer("peak_reserved_bytes", m.peak_reserved_bytes);
   v.count("allocations", m.allocations);
   v.count("frees", m.frees);
+}
+
+/// A memory level of the machine (MachinePeaks::bandwidth_by_level).
+template <class V, class S>
+void bandwidth_level(V& v, S& l) {
+  v.text("name", l.name);
+  v.count("capacity_bytes", l.capacity_bytes);
+  v.number("bytes_per_s", l.bytes_per_s);
+}
+
+/// The machine's ceilings and where they came from (written, not read: a diff compares work).
+template <class V, class S>
+void machine(V& v, S& m) {
+  v.text("device", m.device);
+  v.integer("threads", m.threads);
+  v.rates("peak_flops_per_s", m.flops_per_s);
+  v.number("peak_bytes_per_s", m.bytes_per_s);
+  v.list("bandwidth_by_level", m.bandwidth_by_level,
+         [](auto& lv, auto& l) { bandwidth_level(lv, l); });
+  v.text("flops_source", m.flops_source);
+  v.text("bandwidth_source", m.bandwidth_source);
+  v.text("detail", m.detail);
+  v.text_if_any("doubt", m.doubt);
+  v.seconds("measure_s", m.measure_s);
+  v.text("cache_file", m.cache_file);
+}
+
+/// One of the top ops outside the model (OutsideStats::top_ops).
+template <class V, class S>
+void outside_op(V& v, S& o) {
+  v.text("name", o.name);
+  v.count("calls", o.calls);
+  v.count("flops", o.flops);
+  v.seconds("latency_s", o.latency_s);
+}
+
+/// Work outside the model's forward (written, not read).
+template <class V, class S>
+void outside(V& v, S& o) {
+  v.count("ops", o.ops);
+  v.count("flops", o.flops);
+  v.count("macs", o.macs);
+  v.seconds("latency_s", o.latency_s);
+  v.count("bytes", o.bytes);
+  v.count("bwd_bytes", o.bwd_bytes);
+  v.count("bwd_flops", o.bwd_flops);
+  v.count("bwd_macs", o.bwd_macs);
+  v.seconds("bwd_latency_s", o.bwd_latency_s);
+  v.count("inferred_ops", o.inferred_ops);
+  v.count("inferred_flops", o.inferred_flops);
+  v.count("inferred_bytes", o.inferred_bytes);
+  v.count("inferred_bwd_flops", o.inferred_bwd_flops);
+  v.count("inferred_bwd_bytes", o.inferred_bwd_bytes);
+  v.count("maybe_missing_ops", o.maybe_missing_ops);
+  v.count("maybe_missing_flops", o.maybe_missing_flops);
+  v.count("maybe_missing_bytes", o.maybe_missing_bytes);
+  v.count("other_model_ops", o.other_model_ops);
+  v.count("other_model_flops", o.other_model_flops);
+  v.list("top_ops", o.top_ops, [](auto& ov, auto& x) { outside_op(ov, x); });
 }
 
 }  // namespace flopsprof::detail::fields

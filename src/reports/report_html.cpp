@@ -51,19 +51,6 @@ input[type=search] { padding: 4px 8px; border: 1px solid var(--line); border-rad
 select { padding: 3px 6px; }
 )CSS";
 
-// The batch-size sweep as a JSON array for the page.
-std::string sweep_json(const std::vector<BatchSweepRow>& rows) {
-  std::string out = "[";
-  for (const BatchSweepRow& r : rows) {
-    out += fmt::format(
-        "{}{{\"batch_size\":{},\"fwd_peak_bytes\":{},\"train_peak_bytes\":{},\"fwd_flops\":{},"
-        "\"fwd_latency_s\":{}}}",
-        out.size() > 1 ? "," : "", r.batch_size, r.fwd_peak_bytes, r.train_peak_bytes, r.fwd_flops,
-        r.fwd_latency_s);
-  }
-  return out + "]";
-}
-
 }  // namespace
 
 std::string json_for_script(const std::string& json) {
@@ -128,8 +115,8 @@ constexpr char kPageBody[] =
     "<tbody></tbody></table></div></section>\n"
     "<section id=\"roofline-section\"><h2>Roofline</h2><div class=\"controls\">"
     "<select id=\"roof-depth\"></select>"
-    "<button class=\"seg roofseg on\" data-phase=\"\">forward</button>"
-    "<button class=\"seg roofseg\" id=\"roof-bwd\" data-phase=\"bwd_\">backward</button>"
+    "<button class=\"seg roofseg on\" data-phase=\"0\">forward</button>"
+    "<button class=\"seg roofseg\" id=\"roof-bwd\" data-phase=\"1\">backward</button>"
     "<span class=\"note\">selected: <span id=\"roof-selected\">none</span></span></div>"
     "<div id=\"roofline\"></div><p class=\"note\" id=\"roof-note\"></p><p class=\"note\">"
     "Each point is a module: its FLOPs per byte moved (x) and the FLOP/s it achieved (y), "
@@ -154,16 +141,10 @@ std::string html_report(const ProfileResult& result, const std::vector<BatchSwee
       "<header><h1>flopsprof</h1><span class=\"sub\" id=\"model-name\"></span>"
       "<span class=\"sub\">per-module FLOPs, MACs, latency and parameters</span></header>\n";
   out += kPageBody;
-  out += "<script type=\"application/json\" id=\"flopsprof-data\">";
-  out += json_for_script(to_json(result, -1));
-  out += "</script>\n<script type=\"application/json\" id=\"flopsprof-sweep\">";
-  out += json_for_script(sweep_json(sweep));
+  out += "<script type=\"application/json\" id=\"flopsprof-page\">";
+  out += json_for_script(html_page_data(result, sweep));
   out += "</script>\n<script>";
   out += html_report_script();
-  out += "document.getElementById('model-name').textContent = ";
-  out +=
-      "JSON.parse(document.getElementById('flopsprof-data').textContent).modules[0] ? "
-      "JSON.parse(document.getElementById('flopsprof-data').textContent).modules[0].type : '';";
   out += "</script>\n</body>\n</html>\n";
   return out;
 }

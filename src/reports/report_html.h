@@ -18,6 +18,11 @@ std::string json_for_script(const std::string& json);
 /// is given. Every model-provided string is inserted as text, never as markup.
 std::string html_report(const ProfileResult& result, const std::vector<BatchSweepRow>& sweep = {});
 
+/// The page's data (report_html_data.cpp), JSON: every number the page shows with its text,
+/// formatted by flopsprof/format.h's functions; the script lays them out. Not the profile's JSON
+/// (docs/json.md): the page names none of its keys.
+std::string html_page_data(const ProfileResult& result, const std::vector<BatchSweepRow>& sweep);
+
 /// The page's script (JavaScript, report_html_script.cpp), inserted inline by html_report().
 const char* html_report_script();
 

@@ -9,12 +9,12 @@ namespace {
 constexpr const char* kScript = R"JS(
 (function () {
   'use strict';
-  const D = JSON.parse(document.getElementById('flopsprof-data').textContent);
-  const SWEEP = JSON.parse(document.getElementById('flopsprof-sweep').textContent);
-  const M = D.modules || [];
+  const D = JSON.parse(document.getElementById('flopsprof-page').textContent);
+  const M = D.modules;
   const el = (tag, cls, text) => { const e = document.createElement(tag); if (cls) e.className = cls; if (text !== undefined) e.textContent = text; return e; };
-  // Numbers as include/flopsprof/format.h writes them (number_to_string with a unit,
-  // duration_to_string, bytes_to_string); the browser test compares them with the C++ on one set
+  // The data's numbers come formatted (report_html_data.cpp); these format the charts' axis
+  // ticks only, as include/flopsprof/format.h writes numbers (number_to_string with a unit,
+  // duration_to_string, bytes_to_string): the browser test compares them with the C++ on one set
   // of values. fixed2 is C's %.2f: toFixed rounds an exact binary tie (an odd multiple of 1/8,
   // such as 1.125) away from zero, fmt to the even digit.
   const fixed2 = (x) => {
@@ -40,90 +40,31 @@ constexpr const char* kScript = R"JS(
   const dur = (s) => !Number.isFinite(s) ? 'n/a' : s >= 1e6 ? g3(s) + ' s' : s >= 1 ? fixed2(s) + ' s' : s >= 1e-3 ? fixed2(s * 1e3) + ' ms' : fixed2(s * 1e6) + ' us';
   const bytes = (b) => { const a = Math.abs(b); return a >= 2 ** 30 ? fixed2(b / 2 ** 30) + ' GiB' : a >= 2 ** 20 ? fixed2(b / 2 ** 20) + ' MiB' : a >= 1024 ? fixed2(b / 1024) + ' KiB' : b + ' B'; };
   window.flopsprofFormat = { num, dur, bytes };
-  const label = (m) => m.name === '' ? '(root)' : m.name;
+  document.getElementById('model-name').textContent = D.title;
 
   // Tree.
-  const kids = M.map(() => []), byName = new Map(), up = M.map(() => -1);
-  M.forEach((m, i) => byName.set(m.name, i));
-  M.forEach((m, i) => { if (m.parent !== null && m.parent !== undefined && byName.has(m.parent)) { up[i] = byName.get(m.parent); kids[up[i]].push(i); } });
+  const kids = M.map(() => []);
+  M.forEach((m, i) => { if (m.parent >= 0) kids[m.parent].push(i); });
 
-  // 5. Summary.
-  const S = D.summary || {};
+  // 5. Summary: each box's value and text as the data gives them.
   const summary = document.getElementById('summary');
-  const items = [
-    ['params', 'params', num], ['fwd MACs', 'fwd_macs', (x) => num(x, 'MACs')], ['fwd FLOPs', 'fwd_flops', (x) => num(x, 'FLOPs')],
-    ['fwd latency', 'fwd_latency_s', dur], ['fwd FLOP/s', 'fwd_flops_per_s', (x) => num(x, 'FLOPS')],
-    ['bwd FLOPs (measured)', 'bwd_flops', (x) => num(x, 'FLOPs')], ['bwd latency', 'bwd_latency_s', dur],
-    ['step latency', 'step_latency_s', dur], ['iteration latency', 'iter_latency_s', dur],
-    ['time in ops without a formula', 'no_formula_latency_s', dur], ['batch size', 'batch_size', num], ['world size', 'world_size', num],
-    ['fwd bytes moved', 'fwd_bytes', (x) => num(x, 'B')], ['fwd intensity', 'fwd_intensity', (x) => x.toFixed(2) + ' FLOP/B'],
-    ['KV cache read', 'kv_read_bytes', (x) => num(x, 'B')], ['KV cache written', 'kv_write_bytes', (x) => num(x, 'B')],
-    ['MFU (fwd + bwd)', 'mfu', (x) => (100 * x).toFixed(1) + '%' + (S.mfu_above_peak ? '!' : '')],
-    ['HFU (as run)', 'hfu', (x) => (100 * x).toFixed(1) + '%' + (S.hfu_above_peak ? '!' : '')],
-    ['MBU (fwd + bwd)', 'mbu', (x) => (100 * x).toFixed(1) + '%' + (S.mbu_above_peak ? '!' : '')]];
-  const training = S.bwd_latency_s > 0 || S.step_latency_s > 0;
-  for (const [k, key, f] of items) {
-    if (!(key in S)) continue;
-    if ((key === 'batch_size' && !(S[key] > 0)) || (key === 'world_size' && !(S[key] > 1))) continue;
-    if ((key === 'no_formula_latency_s' || key === 'step_latency_s') && !(S[key] > 0)) continue;
-    if (['kv_read_bytes', 'kv_write_bytes', 'mfu', 'hfu', 'mbu'].includes(key) && !(S[key] > 0)) continue;  // none, or unknown
-    if ((key.startsWith('bwd') || key.startsWith('step') || key === 'iter_latency_s') && !training) continue;
+  for (const it of D.summary) {
     const box = el('div', 'kv');
-    box.appendChild(el('span', 'k', k));
-    const v = el('span', 'v', f(S[key]));
-    v.dataset.key = key;
-    v.dataset.value = String(S[key]);
+    box.appendChild(el('span', 'k', it.label));
+    const v = el('span', 'v', it.text);
+    if (it.key) { v.dataset.key = it.key; v.dataset.value = String(it.value); }
     box.appendChild(v);
-    summary.appendChild(box);
-  }
-  if (D.outside_model && D.outside_model.ops > 0) {
-    const box = el('div', 'kv');
-    box.appendChild(el('span', 'k', 'outside the model'));
-    const v = el('span', 'v', num(D.outside_model.flops, 'FLOPs') + ', ' + dur(D.outside_model.latency_s));
-    v.dataset.key = 'outside_flops'; v.dataset.value = String(D.outside_model.flops);
-    box.appendChild(v); summary.appendChild(box);
-  }
-  if (S.attention_convention && (S.attention_convention === 'causal' || S.fwd_flops_dense !== S.fwd_flops_causal)) {
-    // Causal masks: which convention the FLOPs use, and the other counts.
-    const box = el('div', 'kv');
-    box.appendChild(el('span', 'k', 'attention convention (causal masks)'));
-    const v = el('span', 'v', S.attention_convention);
-    v.dataset.key = 'attention_convention'; v.dataset.value = S.attention_convention;
-    box.appendChild(v);
-    box.appendChild(el('span', 'k', 'fwd dense ' + num(S.fwd_flops_dense, 'FLOPs') + ', causal ' + num(S.fwd_flops_causal, 'FLOPs') +
-      ', as the kernels ran ' + num(S.fwd_flops_kernel, 'FLOPs')));
-    summary.appendChild(box);
-  }
-  const MACH = D.machine || {};
-  const peakOf = (m) => {  // the peak FLOP/s of module m's (or the model's) dtype, else fp32's
-    const P = MACH.peak_flops_per_s || {};
-    let best = null, most = -1;
-    for (const [k, v] of Object.entries((m && m.flops_by_dtype) || S.flops_by_dtype || {})) if (v > most) { most = v; best = k; }
-    return (best && P[best]) || P.fp32 || 0;
-  };
-  for (const [k, key, value, f, source] of [['peak FLOP/s', 'machine.peak_flops_per_s', peakOf(null), (x) => num(x, 'FLOPS'), MACH.flops_source],
-    ['peak bandwidth', 'machine.peak_bytes_per_s', MACH.peak_bytes_per_s, (x) => num(x, 'B/s'), MACH.bandwidth_source]]) {
-    if (!(value > 0)) continue;
-    const box = el('div', 'kv');
-    box.appendChild(el('span', 'k', k + ' (' + source + ')'));
-    const v = el('span', 'v', f(value));
-    v.dataset.key = key; v.dataset.value = String(value);
-    box.appendChild(v); summary.appendChild(box);
-  }
-  if (D.gpu && D.gpu.backend) {
-    const box = el('div', 'kv');
-    box.appendChild(el('span', 'k', 'GPU timing'));
-    box.appendChild(el('span', 'v', D.gpu.backend));
+    if (it.note) box.appendChild(el('span', 'k', it.note));
     summary.appendChild(box);
   }
 
   // 1. Icicle.
   let metric = 'flops', zoom = 0;
   const icicle = document.getElementById('icicle'), tip = document.getElementById('tip');
-  const rates = M.map((m) => (m.achieved_flops_per_s || 0)).filter((r) => r > 0);
+  const rates = M.map((m) => m.rate).filter((r) => r > 0);
   const lo = rates.length ? Math.log10(Math.min(...rates)) : 0, hi = rates.length ? Math.log10(Math.max(...rates)) : 1;
   const color = (m) => {
-    const r = (m.achieved_flops_per_s || 0);
+    const r = m.rate;
     if (!(r > 0)) return '#d5d9e0';
     const t = hi > lo ? (Math.log10(r) - lo) / (hi - lo) : 0.5;  // slow (red) .. fast (green)
     return 'hsl(' + Math.round(8 + t * 122) + ', 62%, ' + Math.round(72 - t * 12) + '%)';
@@ -131,7 +72,7 @@ constexpr const char* kScript = R"JS(
   // A cell's width: its module's value, or its children's sum when larger (a container that is
   // never called, such as a ModuleList, has no latency of its own but its layers have).
   const widths = (key) => {
-    const v = M.map((m) => Math.max(0, m[key] || 0));
+    const v = M.map((m) => Math.max(0, m.size[key] || 0));
     for (let i = M.length - 1; i >= 0; --i) {
       let sum = 0;
       for (const k of kids[i]) sum += v[k];
@@ -140,9 +81,6 @@ constexpr const char* kScript = R"JS(
     return v;
   };
   let V = widths(metric);
-  const tipText = (m) => [label(m) + ' (' + m.type + ')', 'calls ' + m.calls + ', params ' + num(m.params),
-    'MACs ' + num(m.macs) + ', FLOPs ' + num(m.flops), 'fwd ' + dur(m.latency_s) + ', bwd ' + dur(m.bwd_latency_s || 0),
-    'achieved ' + num((m.achieved_flops_per_s || 0), 'FLOP/s')].join('\n');
   function drawIcicle() {
     icicle.textContent = '';
     const W = icicle.clientWidth || 1000, H = 22;
@@ -151,12 +89,12 @@ constexpr const char* kScript = R"JS(
     const place = (i, x, w, row) => {
       if (w < 0.5 || shown > 20000) return;
       const m = M[i];
-      const c = el('div', 'cell', label(m) === '(root)' ? m.type : (m.name.split('.').pop() + ': ' + m.type));
+      const c = el('div', 'cell', m.parent < 0 ? m.type : (m.name.split('.').pop() + ': ' + m.type));
       c.style.left = x + 'px'; c.style.top = (row * H) + 'px'; c.style.width = Math.max(1, w) + 'px';
       c.style.background = color(m);
       c.dataset.index = String(i); c.dataset.name = m.name;
       c.addEventListener('click', () => { zoom = i; drawIcicle(); });
-      c.addEventListener('mousemove', (ev) => { tip.textContent = tipText(m); tip.style.display = 'block'; tip.style.left = (ev.clientX + 14) + 'px'; tip.style.top = (ev.clientY + 12) + 'px'; });
+      c.addEventListener('mousemove', (ev) => { tip.textContent = m.tip; tip.style.display = 'block'; tip.style.left = (ev.clientX + 14) + 'px'; tip.style.top = (ev.clientY + 12) + 'px'; });
       c.addEventListener('mouseleave', () => { tip.style.display = 'none'; });
       icicle.appendChild(c);
       shown++;
@@ -171,45 +109,33 @@ constexpr const char* kScript = R"JS(
     const crumbs = document.getElementById('crumbs');
     crumbs.textContent = '';
     const path = [];
-    for (let i = zoom; i >= 0; i = up[i]) path.unshift(i);
+    for (let i = zoom; i >= 0; i = M[i].parent) path.unshift(i);
     path.forEach((i, n) => {
       if (n) crumbs.appendChild(document.createTextNode(' / '));
-      const a = el('a', '', label(M[i]));
+      const a = el('a', '', M[i].label);
       a.addEventListener('click', () => { zoom = i; drawIcicle(); });
       crumbs.appendChild(a);
     });
-    document.getElementById('zoomed').textContent = label(M[zoom]);
+    document.getElementById('zoomed').textContent = M[zoom].label;
   }
   document.querySelectorAll('button.seg[data-metric]').forEach((b) => b.addEventListener('click', () => {
     metric = b.dataset.metric; V = widths(metric);
     document.querySelectorAll('button.seg[data-metric]').forEach((x) => x.classList.toggle('on', x === b));
     drawIcicle();
   }));
-  if (!M.some((m) => m.bwd_latency_s > 0)) document.querySelector('button[data-metric=bwd_latency_s]').style.display = 'none';
+  if (!D.has_bwd) document.querySelector('button[data-metric=bwd_latency_s]').style.display = 'none';
   document.getElementById('legend-lo').textContent = num(10 ** lo, 'FLOP/s');
   document.getElementById('legend-hi').textContent = num(10 ** hi, 'FLOP/s');
   window.addEventListener('resize', drawIcicle);
 
-  // 2. Module table.
-  const hasMem = M.some((m) => m.fwd_alloc_bytes);
-  const hasDev = M.some((m) => m.device_fwd_s !== undefined);
-  const cols = [
-    ['name', 'module', (m) => label(m), 'l'], ['type', 'type', (m) => m.type, 'l'], ['depth', 'depth', (m) => m.depth],
-    ['calls', 'calls', (m) => m.calls], ['params', 'params', (m) => m.params, '', num], ['macs', 'MACs', (m) => m.macs, '', num],
-    ['flops', 'FLOPs', (m) => m.flops, '', num], ['latency_s', 'fwd latency', (m) => m.latency_s, '', dur],
-    ['rate', 'FLOP/s', (m) => (m.achieved_flops_per_s || 0), '', num]];
-  if (M.some((m) => m.bwd_latency_s > 0)) cols.splice(8, 0, ['bwd_latency_s', 'bwd latency', (m) => m.bwd_latency_s || 0, '', dur], ['bwd_flops', 'bwd FLOPs', (m) => m.bwd_flops || 0, '', num]);
-  if (hasDev) cols.push(['device_fwd_s', 'device fwd', (m) => m.device_fwd_s || 0, '', dur]);
-  const pct = (x) => (x === null || x === undefined) ? 'n/a' : (100 * x).toFixed(1) + '%';
-  cols.push(['bytes', 'bytes', (m) => m.bytes || 0, '', (x) => num(x, 'B')], ['intensity', 'FLOP/B', (m) => m.intensity || 0, '', (x) => x.toFixed(2)],
-    ['bound', 'bound', (m) => m.bound || '', 'l'], ['roofline_share', 'of roof', (m) => m.roofline_share, '', pct]);
-  if (hasMem) cols.push(['fwd_alloc_bytes', 'fwd alloc', (m) => m.fwd_alloc_bytes, '', bytes], ['fwd_held_bytes', 'fwd held', (m) => m.fwd_held_bytes, '', bytes]);
+  // 2. Module table: the data's columns, each cell a value to sort by and its text.
+  const cols = D.columns;
   let sortKey = null, asc = false;
   const thead = document.querySelector('#modules thead tr'), tbody = document.querySelector('#modules tbody');
-  cols.forEach(([key, title, , cls]) => {
-    const th = el('th', cls || '', title);
-    th.dataset.key = key;
-    th.addEventListener('click', () => { asc = sortKey === key ? !asc : false; sortKey = key; drawTable(); });
+  cols.forEach((c) => {
+    const th = el('th', c.left ? 'l' : '', c.title);
+    th.dataset.key = c.id;
+    th.addEventListener('click', () => { asc = sortKey === c.id ? !asc : false; sortKey = c.id; drawTable(); });
     thead.appendChild(th);
   });
   let selected = -1;
@@ -221,8 +147,8 @@ constexpr const char* kScript = R"JS(
     const q = filter.value.toLowerCase(), dl = depthSel.value === 'all' ? Infinity : Number(depthSel.value);
     let idx = M.map((m, i) => i).filter((i) => M[i].depth <= dl && (!q || M[i].name.toLowerCase().includes(q) || M[i].type.toLowerCase().includes(q)));
     if (sortKey) {
-      const f = cols.find((c) => c[0] === sortKey)[2];
-      idx.sort((a, b) => { const x = f(M[a]), y = f(M[b]); const c = typeof x === 'string' ? x.localeCompare(y) : x - y; return asc ? c : -c; });
+      const k = cols.findIndex((c) => c.id === sortKey);
+      idx.sort((a, b) => { const x = M[a].cells[k][0], y = M[b].cells[k][0]; const c = typeof x === 'string' ? x.localeCompare(y) : x - y; return asc ? c : -c; });
     }
     thead.querySelectorAll('th').forEach((th) => { th.classList.toggle('sorted', th.dataset.key === sortKey); th.classList.toggle('asc', th.dataset.key === sortKey && asc); });
     const limit = 1000;
@@ -232,13 +158,13 @@ constexpr const char* kScript = R"JS(
     for (const i of idx.slice(0, limit)) {
       const tr = el('tr', i === selected ? 'sel' : '');
       tr.dataset.index = String(i);
-      for (const [key, , f, cls, show] of cols) {
-        const v = f(M[i]);
-        const td = el('td', (cls || '') + (key === 'name' ? ' name' : ''), show ? show(v) : String(v));
-        if (key === 'name') { td.style.paddingLeft = (8 + 12 * M[i].depth) + 'px'; td.title = label(M[i]); }
+      cols.forEach((c, k) => {
+        const [v, text] = M[i].cells[k];
+        const td = el('td', (c.left ? 'l' : '') + (c.id === 'name' ? ' name' : ''), text);
+        if (c.id === 'name') { td.style.paddingLeft = (8 + 12 * M[i].depth) + 'px'; td.title = M[i].label; }
         td.dataset.value = String(v);
         tr.appendChild(td);
-      }
+      });
       tr.addEventListener('click', () => { zoom = i; drawIcicle(); document.getElementById('icicle-section').scrollIntoView(); });
       frag.appendChild(tr);
     }
@@ -248,26 +174,17 @@ constexpr const char* kScript = R"JS(
   depthSel.addEventListener('change', drawTable);
 
   // 3. Op table.
-  const ops = D.ops || [];
   const obody = document.querySelector('#ops tbody');
-  for (const o of ops) {
-    const tr = el('tr', o.has_formula ? '' : 'na');
-    const name = el('td', 'l', o.name);
-    if (!o.has_formula) name.appendChild(el('span', 'badge', 'no formula'));
-    tr.appendChild(name);
-    tr.appendChild(el('td', 'l', o.phase));
-    tr.appendChild(el('td', '', String(o.calls)));
-    tr.appendChild(el('td', '', o.has_formula ? num(o.flops) : 'n/a'));
-    tr.appendChild(el('td', '', dur(o.latency_s)));
-    tr.appendChild(el('td', '', o.phase_share != null ? (100 * o.phase_share).toFixed(1) + '%' : ''));
-    tr.appendChild(el('td', '', num(o.bytes || 0, 'B') + (o.written_unknown_calls > 0 ? ' (writes unknown)' : '')));
-    tr.appendChild(el('td', '', o.has_formula ? (o.intensity || 0).toFixed(2) : 'n/a'));
-    tr.appendChild(el('td', 'l', o.bound || ''));
-    tr.appendChild(el('td', '', o.bound ? (o.roofline_share == null ? 'n/a' : (100 * o.roofline_share).toFixed(1) + '%') : ''));
+  for (const o of D.ops) {
+    const tr = el('tr', o.na ? 'na' : '');
+    o.cells.forEach((text, k) => {
+      const td = el('td', k === 0 || k === 1 || k === 8 ? 'l' : '', text);
+      if (k === 0 && o.na) td.appendChild(el('span', 'badge', 'no formula'));
+      tr.appendChild(td);
+    });
     obody.appendChild(tr);
   }
-  const na = ops.filter((o) => !o.has_formula);
-  document.getElementById('ops-note').textContent = na.length ? na.length + ' op(s) without a formula (highlighted): their time is measured, their FLOPs are n/a, never counted as 0.' : 'Every op has a formula.';
+  document.getElementById('ops-note').textContent = D.ops_note;
 
   // 4. Memory footprint and batch-size sweep (SVG).
   const NS = 'http://www.w3.org/2000/svg';
@@ -301,20 +218,17 @@ constexpr const char* kScript = R"JS(
     parent.appendChild(svg);
   }
   const mem = D.memory;
-  if (mem && mem.trace && mem.trace.length) {
+  if (mem) {
     document.getElementById('memory-section').hidden = false;
-    let step = Math.max(1, Math.floor(mem.trace.length / 4000));
-    const pts = mem.trace.filter((p, i) => i % step === 0).map((p) => [p.t_s, p.bytes]);
-    let peak = mem.trace[0];
-    for (const p of mem.trace) if (p.bytes > peak.bytes) peak = p;
-    plot(document.getElementById('memory'), [{ points: pts, color: '#2f6fde' }], 'time', 'bytes in use', dur, bytes,
-         [peak.t_s, peak.bytes, 'peak ' + bytes(peak.bytes) + ' at ' + (peak.op || '?') + ' (' + (peak.module || 'root') + ', ' + peak.phase + ')']);
+    plot(document.getElementById('memory'), [{ points: mem.points, color: '#2f6fde' }], 'time', 'bytes in use', dur, bytes,
+         [mem.peak_t, mem.peak_bytes, mem.peak_label]);
   }
+  const SWEEP = D.sweep;  // [batch size, forward peak, training peak]
   if (SWEEP.length) {
     document.getElementById('sweep-section').hidden = false;
-    const series = [{ points: SWEEP.map((r) => [r.batch_size, r.fwd_peak_bytes]), color: '#2f6fde' }];
-    if (SWEEP.some((r) => r.train_peak_bytes > 0)) series.push({ points: SWEEP.map((r) => [r.batch_size, r.train_peak_bytes]), color: '#d9822b' });
-    plot(document.getElementById('sweep'), series, 'batch size', 'peak memory (blue: forward, orange: training)', (x) => String(Math.round(x)), bytes, null, SWEEP.map((r) => r.batch_size));
+    const series = [{ points: SWEEP.map((r) => [r[0], r[1]]), color: '#2f6fde' }];
+    if (SWEEP.some((r) => r[2] > 0)) series.push({ points: SWEEP.map((r) => [r[0], r[2]]), color: '#d9822b' });
+    plot(document.getElementById('sweep'), series, 'batch size', 'peak memory (blue: forward, orange: training)', (x) => String(Math.round(x)), bytes, null, SWEEP.map((r) => r[0]));
   }
 
   // 6. Roofline: intensity vs achieved FLOP/s (log-log), the bandwidth and compute ceilings, one
@@ -324,32 +238,29 @@ constexpr const char* kScript = R"JS(
   const roofDepth = document.getElementById('roof-depth');
   for (let d = 0; d <= maxDepth; d++) { const o = el('option', '', 'depth ' + d); o.value = String(d); roofDepth.appendChild(o); }
   roofDepth.value = String(Math.min(1, maxDepth));
-  let roofPhase = '';
-  const hasBwdRoof = M.some((m) => m.bwd_achieved_flops_per_s > 0);
-  if (!hasBwdRoof) document.getElementById('roof-bwd').style.display = 'none';
+  const RF = D.roofline;
+  let roofPhase = 0;
+  if (!RF.phases[1].length) document.getElementById('roof-bwd').style.display = 'none';
   document.querySelectorAll('button.roofseg').forEach((b) => b.addEventListener('click', () => {
-    roofPhase = b.dataset.phase;
+    roofPhase = Number(b.dataset.phase);
     document.querySelectorAll('button.roofseg').forEach((x) => x.classList.toggle('on', x === b));
     drawRoofline();
   }));
   function selectModule(i) {
     selected = i; zoom = i; drawIcicle(); drawTable();
-    document.getElementById('roof-selected').textContent = label(M[i]) + ' (' + M[i].type + ')';
+    document.getElementById('roof-selected').textContent = M[i].label + ' (' + M[i].type + ')';
     const row = document.querySelector('#modules tbody tr[data-index="' + i + '"]');
     if (row) row.scrollIntoView({ block: 'nearest' });
   }
   function drawRoofline() {
     roof.textContent = '';
-    const depth = Number(roofDepth.value), P = roofPhase;
-    const lat = (m) => P ? (m.bwd_latency_s || 0) : m.latency_s;
-    const pts = [];
-    M.forEach((m, i) => { if (m.depth === depth && m[P + 'intensity'] > 0 && m[P + 'achieved_flops_per_s'] > 0) pts.push(i); });
-    const peak = peakOf(M[0]), bw = MACH.peak_bytes_per_s || 0, ridge = peak > 0 && bw > 0 ? peak / bw : 0;
-    const xs = pts.map((i) => M[i][P + 'intensity']), ys = pts.map((i) => M[i][P + 'achieved_flops_per_s']);
+    const depth = Number(roofDepth.value);
+    const pts = RF.phases[roofPhase].filter((p) => M[p.m].depth === depth);
+    const peak = RF.peak, bw = RF.bandwidth, ridge = peak > 0 && bw > 0 ? peak / bw : 0;  // where the ceilings meet, to draw them
+    const xs = pts.map((p) => p.x), ys = pts.map((p) => p.y);
     if (ridge > 0) { xs.push(ridge / 10, ridge * 10); ys.push(peak); }
     const note = document.getElementById('roof-note');
-    note.textContent = (pts.length ? pts.length + ' module(s) at depth ' + depth + '. ' : 'No module at depth ' + depth + ' has both FLOPs and bytes. ') +
-      (ridge > 0 ? 'Ceilings: ' + num(peak, 'FLOPS') + ' (' + MACH.flops_source + '), ' + num(bw, 'B/s') + ' (' + MACH.bandwidth_source + '); ridge point ' + ridge.toFixed(2) + ' FLOP/B.' : 'The machine\'s peaks are unknown: no ceilings.');
+    note.textContent = (pts.length ? pts.length + ' module(s) at depth ' + depth + '. ' : 'No module at depth ' + depth + ' has both FLOPs and bytes. ') + RF.ceilings;
     if (!xs.length) return;
     const lx0 = Math.floor(Math.log10(Math.min(...xs))), lx1 = Math.ceil(Math.log10(Math.max(...xs)));
     const ly0 = Math.floor(Math.log10(Math.min(...ys))), ly1 = Math.ceil(Math.log10(Math.max(...ys)));
@@ -369,23 +280,20 @@ constexpr const char* kScript = R"JS(
       svg.appendChild(svgEl('polyline', { id: 'roof-ceiling-memory', points: X(x0) + ',' + clipY(x0 * bw) + ' ' + X(ridge) + ',' + Y(peak), fill: 'none', stroke: '#2f6fde', 'stroke-width': 2 }));
       svg.appendChild(svgEl('polyline', { id: 'roof-ceiling-compute', points: X(ridge) + ',' + Y(peak) + ' ' + X(x1) + ',' + Y(peak), fill: 'none', stroke: '#d9822b', 'stroke-width': 2 }));
       // the cache-aware roofline: each faster memory level's ceiling, dashed, named
-      const levels = MACH.bandwidth_by_level || [];
-      for (const lv of levels.slice(0, -1)) {
+      for (const lv of RF.levels) {
         const r = peak / lv.bytes_per_s;
         svg.appendChild(svgEl('polyline', { id: 'roof-ceiling-' + lv.name, points: X(x0) + ',' + clipY(x0 * lv.bytes_per_s) + ' ' + X(Math.max(x0, r)) + ',' + clipY(Math.max(x0, r) * lv.bytes_per_s), fill: 'none', stroke: '#2f6fde', 'stroke-width': 1, 'stroke-dasharray': '4 3' }));
         const t = svgEl('text', { x: X(x0) + 4, y: clipY(x0 * lv.bytes_per_s) - 4 }); t.textContent = lv.name; svg.appendChild(t);
       }
     }
-    const tmax = Math.max(...pts.map((i) => lat(M[i])), 1e-12);
-    for (const i of pts) {
-      const m = M[i];
-      const c = svgEl('circle', { cx: X(m[P + 'intensity']), cy: Y(m[P + 'achieved_flops_per_s']), r: (3 + 12 * Math.sqrt(Math.max(0, lat(m)) / tmax)).toFixed(1),
-        fill: m[P + 'bound'] === 'compute' ? 'rgba(217,130,43,.55)' : 'rgba(47,111,222,.55)', stroke: i === selected ? '#101623' : m[P + 'above_ceiling'] ? '#c0392b' : '#fff', 'stroke-width': i === selected || m[P + 'above_ceiling'] ? 2 : 1, class: 'pt' + (m[P + 'above_ceiling'] ? ' above' : '') });
-      c.dataset.name = m.name; c.dataset.index = String(i);
+    const tmax = Math.max(...pts.map((p) => p.t), 1e-12);
+    for (const p of pts) {
+      const i = p.m;
+      const c = svgEl('circle', { cx: X(p.x), cy: Y(p.y), r: (3 + 12 * Math.sqrt(Math.max(0, p.t) / tmax)).toFixed(1),
+        fill: p.compute ? 'rgba(217,130,43,.55)' : 'rgba(47,111,222,.55)', stroke: i === selected ? '#101623' : p.above ? '#c0392b' : '#fff', 'stroke-width': i === selected || p.above ? 2 : 1, class: 'pt' + (p.above ? ' above' : '') });
+      c.dataset.name = M[i].name; c.dataset.index = String(i);
       c.style.cursor = 'pointer';
-      c.addEventListener('mousemove', (ev) => { tip.textContent = [label(m) + ' (' + m.type + ')', (P ? 'bwd ' : 'fwd ') + dur(lat(m)) + ', ' + num(m[P + 'achieved_flops_per_s'], 'FLOP/s') + ', ' + num(m[P + 'achieved_bytes_per_s'], 'B/s'),
-        'intensity ' + m[P + 'intensity'].toFixed(2) + ' FLOP/B' + (m[P + 'bound'] ? ', ' + m[P + 'bound'] + '-bound' + (m[P + 'ceiling'] ? ' (' + m[P + 'ceiling'] + ')' : '') + ' at ' + (m[P + 'roofline_share'] == null ? 'n/a' : (100 * m[P + 'roofline_share']).toFixed(1) + '%') + ' of its ceiling' + (m[P + 'above_ceiling'] ? ' (above it: see the problems)' : '') : '')].join('\n');
-        tip.style.display = 'block'; tip.style.left = (ev.clientX + 14) + 'px'; tip.style.top = (ev.clientY + 12) + 'px'; });
+      c.addEventListener('mousemove', (ev) => { tip.textContent = p.tip; tip.style.display = 'block'; tip.style.left = (ev.clientX + 14) + 'px'; tip.style.top = (ev.clientY + 12) + 'px'; });
       c.addEventListener('mouseleave', () => { tip.style.display = 'none'; });
       c.addEventListener('click', () => { selectModule(i); drawRoofline(); });
       svg.appendChild(c);
@@ -395,40 +303,26 @@ constexpr const char* kScript = R"JS(
   roofDepth.addEventListener('change', drawRoofline);
 
   // 7. Regions (FlopsProfiler::region()): the totals per region, and one region's modules.
-  const R = D.regions || [];
+  const R = D.regions;
   if (R.length) {
     document.getElementById('regions-section').hidden = false;
-    const pct = (x) => (x === null || x === undefined) ? 'n/a' : (100 * x).toFixed(1) + '%';
-    const orNa = (x, f) => (x === null || x === undefined) ? 'n/a' : f(x);
     const body = document.querySelector('#regions tbody');
     for (const g of R) {
       const tr = el('tr');
-      const cells = [g.name, String(g.windows), dur(g.duration_s), dur(g.window_spread ? g.window_spread.median_s : g.duration_s),
-        orNa(g.tokens, String), orNa(g.tokens_per_s, (x) => num(x)), orNa(g.latency_per_token_s, dur), orNa(g.flops_per_token, (x) => num(x)),
-        num(g.flops), num(g.bwd_flops), num(g.bytes, 'B'), num(g.kv_read_bytes || 0, 'B'), num(g.kv_write_bytes || 0, 'B'),
-        pct(g.mfu) + (g.mfu_above_peak ? '!' : ''), pct(g.mbu) + (g.mbu_above_peak ? '!' : '')];
-      cells.forEach((c, k) => { const td = el('td', k === 0 ? 'l name' : '', c); tr.appendChild(td); });
+      g.cells.forEach((c, k) => tr.appendChild(el('td', k === 0 ? 'l name' : '', c)));
       tr.dataset.region = g.name;
       body.appendChild(tr);
     }
     const pick = document.getElementById('region-pick');
-    for (const g of R) { const o = el('option', '', g.name); o.value = g.name; pick.appendChild(o); }
+    R.forEach((g, k) => { const o = el('option', '', g.name); o.value = String(k); pick.appendChild(o); });
     const drawRegionModules = () => {
       const tb = document.querySelector('#region-modules tbody');
       tb.textContent = '';
-      const name = pick.value;
-      const total = (R.find((g) => g.name === name) || {}).flops || 0;
-      M.forEach((m) => {
-        const x = (m.regions || {})[name];
-        if (!x || (x.calls === 0 && x.flops === 0 && x.bytes === 0)) return;
+      for (const cells of R[Number(pick.value)].modules) {
         const tr = el('tr');
-        const cells = ['\u00a0'.repeat(2 * m.depth) + label(m), m.type, String(x.calls), dur(x.latency_s), num(x.flops),
-          total > 0 ? (100 * x.flops_share).toFixed(1) + '%' : 'n/a', num(x.bytes, 'B'), num(x.kv_read_bytes || 0, 'B'),
-          num(x.kv_write_bytes || 0, 'B'), num(x.bwd_flops), pct(x.mfu) + (x.mfu_above_peak ? '!' : ''),
-          pct(x.mbu) + (x.mbu_above_peak ? '!' : '')];
         cells.forEach((c, k) => tr.appendChild(el('td', k < 2 ? 'l name' : '', c)));
         tb.appendChild(tr);
-      });
+      }
     };
     pick.addEventListener('change', drawRegionModules);
     drawRegionModules();

@@ -108,6 +108,17 @@ class FieldWriter {
     }
     w_.end_object();
   }
+  void rates(std::string_view k, const RateByDtype& values) {
+    w_.key(k);
+    w_.begin_object();
+    for (size_t d = 0; d < values.size(); ++d) {
+      if (values[d] > 0) w_.member(dtype_name(static_cast<DType>(d)), values[d]);
+    }
+    w_.end_object();
+  }
+  void text_if_any(std::string_view k, const std::string& v) {
+    if (!v.empty()) w_.member(k, v);
+  }
   template <class T>
   void derived(std::string_view k, const T& v) {
     w_.member(k, v);
@@ -169,39 +180,6 @@ class FieldWriter {
   bool slim_;  // a module's own op rows: the fields not marked `full`
 };
 
-// The machine's ceilings and where they came from.
-void write_machine(JsonWriter& w, const ProfileResult& r) {
-  const MachinePeaks& m = r.machine;
-  w.key("machine");
-  w.begin_object();
-  w.member("device", m.device);
-  w.member("threads", m.threads);
-  w.key("peak_flops_per_s");
-  w.begin_object();
-  for (size_t d = 0; d < m.flops_per_s.size(); ++d) {
-    if (m.flops_per_s[d] > 0) w.member(dtype_name(static_cast<DType>(d)), m.flops_per_s[d]);
-  }
-  w.end_object();
-  w.member("peak_bytes_per_s", m.bytes_per_s);
-  w.key("bandwidth_by_level");
-  w.begin_array();
-  for (const BandwidthLevel& l : m.bandwidth_by_level) {
-    w.begin_object();
-    w.member("name", l.name);
-    w.member("capacity_bytes", l.capacity_bytes);
-    w.member("bytes_per_s", l.bytes_per_s);
-    w.end_object();
-  }
-  w.end_array();
-  w.member("flops_source", m.flops_source);
-  w.member("bandwidth_source", m.bandwidth_source);
-  w.member("detail", m.detail);
-  if (!m.doubt.empty()) w.member("doubt", m.doubt);
-  w.member("measure_s", m.measure_s);
-  w.member("cache_file", m.cache_file);
-  w.end_object();
-}
-
 // One module's share of each region, keyed by the region's name.
 void FieldWriter::regions(std::string_view k, const ModuleStats& m) {
   if (m.regions.empty()) return;
@@ -212,43 +190,6 @@ void FieldWriter::regions(std::string_view k, const ModuleStats& m) {
     object(m.regions[g], [](auto& v, auto& x) { fields::module_region(v, x); });
   }
   w_.end_object();
-}
-
-// Work observed outside the model's forward (data, loss, metrics, parameter updates).
-void write_outside_model(JsonWriter& w, const ProfileResult& r) {
-  w.key("outside_model");
-  w.begin_object();
-  w.member("ops", r.outside.ops);
-  w.member("flops", r.outside.flops);
-  w.member("macs", r.outside.macs);
-  w.member("latency_s", r.outside.latency_s);
-  w.member("bytes", r.outside.bytes);
-  w.member("bwd_bytes", r.outside.bwd_bytes);
-  w.member("bwd_flops", r.outside.bwd_flops);
-  w.member("bwd_macs", r.outside.bwd_macs);
-  w.member("bwd_latency_s", r.outside.bwd_latency_s);
-  w.member("inferred_ops", r.outside.inferred_ops);
-  w.member("inferred_flops", r.outside.inferred_flops);
-  w.member("inferred_bytes", r.outside.inferred_bytes);
-  w.member("inferred_bwd_flops", r.outside.inferred_bwd_flops);
-  w.member("inferred_bwd_bytes", r.outside.inferred_bwd_bytes);
-  w.member("maybe_missing_ops", r.outside.maybe_missing_ops);
-  w.member("maybe_missing_flops", r.outside.maybe_missing_flops);
-  w.member("maybe_missing_bytes", r.outside.maybe_missing_bytes);
-  w.member("other_model_ops", r.outside.other_model_ops);
-  w.member("other_model_flops", r.outside.other_model_flops);
-  w.key("top_ops");
-  w.begin_array();
-  for (const OpStats& op : r.outside.top_ops) {
-    w.begin_object();
-    w.member("name", op.name);
-    w.member("calls", op.calls);
-    w.member("flops", op.flops);
-    w.member("latency_s", op.latency_s);
-    w.end_object();
-  }
-  w.end_array();
-  w.end_object();
 }
 
 // What was removed from the host latencies (LatencyCorrection).
@@ -445,8 +386,10 @@ std::string to_json(const ProfileResult& r, int indent) {
   w.key(fields::kSummary);
   f.object(r, [](auto& v, auto& x) { fields::summary(v, x); });
   write_correction(w, r);
-  write_machine(w, r);
-  write_outside_model(w, r);
+  w.key(fields::kMachine);
+  f.object(r.machine, [](auto& v, auto& x) { fields::machine(v, x); });
+  w.key(fields::kOutside);
+  f.object(r.outside, [](auto& v, auto& x) { fields::outside(v, x); });
   if (!r.regions.empty())
     f.list(fields::kRegions, r.regions, [](auto& v, auto& g) { fields::region(v, g); });
   f.list(fields::kModules, r.modules, [](auto& v, auto& m) { fields::module(v, m); });
