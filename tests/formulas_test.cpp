@@ -402,13 +402,8 @@ TEST(LossFormula, BinaryCrossEntropyAndNllLoss) {
                   Args().tensor({}).tensor({4, 8}).tensor({4, 8}).none().none().i(1))
                 .flops,
             4u * 32);
-  // sgn (an L1 loss's backward, n/a before): one per element; dropout's backward, as its
-  // forward, a known 0 (the masks are not counted)
+  // sgn (an L1 loss's backward, n/a before): one per element
   EXPECT_EQ(count("aten::sgn", Args().tensor({4, 8})).flops, 32u);
-  EXPECT_EQ(count("aten::native_dropout_backward",
-                  Args().tensor({4, 8}).tensor({4, 8}, DType::kBool).d(2.0))
-                .flops,
-            0u);
   // nll_loss(x[4,10], target[4], weight?, reduction, ignore_index): per target the negation and
   // the reduction's add (+ the weight's product and the total weight's add); a mean divides once
   auto nll = [](const char* op, Args a) { return count(op, a).flops; };
@@ -660,10 +655,37 @@ TEST(AttentionFormula, CudaKernelsTakeHeadsAfterLength) {
           .has_value());
 }
 
+// Dropout in training (berndporr/mobilenet_libtorch's classifier: 0 FLOPs in the forward while its
+// backward's mul counted 5,120): as ATen's _dropout_impl computes it, the noise scaled by
+// 1 / (1 - p) and the input times the noise; nothing in eval or with p = 0.
+TEST(PointwiseFormula, DropoutCountsWhatTrainingComputes) {
+  auto flops = [](const char* op, Args a) { return compute_flops(op, a.inputs())->flops; };
+  // x[4, 8]: 32 elements, the noise 32: 32 divisions + 32 products
+  EXPECT_EQ(flops("aten::dropout", Args().tensor({4, 8}).d(0.2).b(true)), 32u + 32u);
+  EXPECT_EQ(flops("aten::dropout_", Args().tensor({4, 8}).d(0.2).b(true)), 32u + 32u);
+  EXPECT_EQ(flops("aten::dropout", Args().tensor({4, 8}).d(0.2).b(false)), 0u);  // eval
+  EXPECT_EQ(flops("aten::dropout", Args().tensor({4, 8}).d(0.0).b(true)), 0u);   // p = 0
+  // feature dropout on [2, 3, 4, 4]: 96 products, a noise of 2 x 3 feature maps scaled
+  EXPECT_EQ(flops("aten::feature_dropout", Args().tensor({2, 3, 4, 4}).d(0.5).b(true)), 96u + 6u);
+  // alpha dropout: noise - 1, x alpha a, + alpha a p, x a (4 per noise element); x and + (2 per
+  // element)
+  EXPECT_EQ(flops("aten::alpha_dropout", Args().tensor({4, 8}).d(0.1).b(true)), 2u * 32 + 4u * 32);
+  EXPECT_EQ(flops("aten::feature_alpha_dropout", Args().tensor({2, 3, 4, 4}).d(0.1).b(true)),
+            2u * 96 + 4u * 6);
+  // native_dropout (the fused path): input x mask x scale; train None is training
+  EXPECT_EQ(flops("aten::native_dropout", Args().tensor({4, 8}).d(0.2).b(true)), 2u * 32);
+  EXPECT_EQ(flops("aten::native_dropout", Args().tensor({4, 8}).d(0.2).none()), 2u * 32);
+  EXPECT_EQ(flops("aten::native_dropout", Args().tensor({4, 8}).d(0.2).b(false)), 0u);
+  // its backward: grad x mask x scale
+  EXPECT_EQ(flops("aten::native_dropout_backward",
+                  Args().tensor({4, 8}).tensor({4, 8}, DType::kBool).d(1.25)),
+            2u * 32);
+}
+
 TEST(ZeroFormula, ViewsCopiesIndexingAreAKnownZero) {
   for (const char* op :
        {"aten::view", "aten::t", "aten::transpose", "aten::contiguous", "aten::embedding",
-        "aten::index_select", "aten::cat", "aten::dropout", "aten::empty", "aten::copy_",
+        "aten::index_select", "aten::cat", "aten::bernoulli_", "aten::empty", "aten::copy_",
         // an LSTM's gates (unsafe_chunk > unsafe_split); backward of indexing an RNN's output
         "aten::unsafe_chunk", "aten::unsafe_split", "aten::slice_backward", "aten::select_backward",
         // padding: a TorchScript model records the pad kernels themselves, the C++ frontend the

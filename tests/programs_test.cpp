@@ -39,16 +39,18 @@ TEST(Programs, SequentialOfParameterlessModulesGivesEachChildItsCallAndWork) {
   const uint64_t conv_macs = 2 * 4 * 36 * 1 * 9, conv_flops = 2 * conv_macs + 2 * 4 * 36;
   const uint64_t relu = 2 * 4 * 6 * 6;  // one per element
   const uint64_t pool = 2 * 4 * 6 * 6;  // numel(input)
+  // dropout in training on [2,4,3,3]: the noise scaled by 1 / (1 - p) and the product, 1 each
+  const uint64_t drop = 2 * 2 * 4 * 3 * 3;
   // linear [2,36] x [36,10]: MACs 720, FLOPs 2*720 + 20 (bias)
   const uint64_t fc_macs = 2 * 10 * 36, fc_flops = 2 * fc_macs + 2 * 10;
   const char* children[] = {"0", "1", "2", "3", "4", "5"};
-  const uint64_t flops[] = {conv_flops, relu, pool, 0, 0, fc_flops};
+  const uint64_t flops[] = {conv_flops, relu, pool, drop, 0, fc_flops};
   for (int i = 0; i < 6; ++i) {
     EXPECT_EQ(prof.get_module(children[i]).calls, 1u) << children[i];
     EXPECT_EQ(prof.get_module_flops(children[i]), flops[i]) << children[i];
   }
   EXPECT_EQ(prof.get_module("").calls, 1u);
-  EXPECT_EQ(prof.get_total_flops(), conv_flops + relu + pool + fc_flops);
+  EXPECT_EQ(prof.get_total_flops(), conv_flops + relu + pool + drop + fc_flops);
   EXPECT_EQ(prof.get_total_macs(), conv_macs + fc_macs);
   // backward: the input needs no gradient, so the conv computes its weight gradient only (1 x its
   // forward MACs); the Linear computes both (2 x)
@@ -112,11 +114,13 @@ TEST(Programs, MnistLoopFirstLayerBackwardAndForwardExact) {
   EXPECT_EQ(prof.get_module_macs("fc2"), fc2);
   EXPECT_EQ(prof.get_total_macs(), conv1 + conv2 + fc1 + fc2);
   // forward FLOPs: conv1 2*MACs + bias B*10*576; max_pool numel(in) B*10*576; relu B*10*144;
-  // conv2 2*MACs + B*20*64; conv2_drop 0; max_pool B*20*64; relu B*20*16; fc1 2*MACs + B*50;
-  // relu B*50; dropout 0; fc2 2*MACs + B*10; log_softmax B*10 (it reads fc2's output)
+  // conv2 2*MACs + B*20*64; conv2_drop (feature dropout, training) B*20*64 products and B*20
+  // noise elements scaled; max_pool B*20*64; relu B*20*16; fc1 2*MACs + B*50; relu B*50; dropout
+  // (training) 2*B*50; fc2 2*MACs + B*10; log_softmax B*10 (it reads fc2's output)
   const uint64_t flops = (2 * conv1 + B * 10 * 576) + B * 10 * 576 + B * 10 * 144 +
-                         (2 * conv2 + B * 20 * 64) + B * 20 * 64 + B * 20 * 16 +
-                         (2 * fc1 + B * 50) + B * 50 + (2 * fc2 + B * 10) + B * 10;
+                         (2 * conv2 + B * 20 * 64) + (B * 20 * 64 + B * 20) + B * 20 * 64 +
+                         B * 20 * 16 + (2 * fc1 + B * 50) + B * 50 + 2 * B * 50 +
+                         (2 * fc2 + B * 10) + B * 10;
   EXPECT_EQ(prof.get_total_flops(), flops);
   for (const char* m : {"", "conv1", "conv2", "conv2_drop", "fc1", "fc2"})
     EXPECT_EQ(prof.get_module(m).calls, 1u) << m;
@@ -621,9 +625,10 @@ TEST(Programs, InferredWorkNamesTheParameterlessSubmoduleThatMayHaveRunIt) {
   prof.start_profile();
   model->forward(x);
   prof.stop_profile();
-  // wq [10,8]x[8,8]: 640 MACs; bmm 2*5*5*8 = 400 MACs twice; div 50; softmax 50
+  // wq [10,8]x[8,8]: 640 MACs; bmm 2*5*5*8 = 400 MACs twice; div 50; softmax 50; dropout in
+  // training 2 x 50 (the noise scaled, the product)
   EXPECT_EQ(prof.get_total_macs(), 640u + 2 * 400);
-  EXPECT_EQ(prof.get_total_flops(), 2u * 640 + 2 * 2 * 400 + 50 + 50);
+  EXPECT_EQ(prof.get_total_flops(), 2u * 640 + 2 * 2 * 400 + 50 + 50 + 2 * 50);
   bool named = false;
   for (const std::string& p : prof.result().problems) {
     named |=

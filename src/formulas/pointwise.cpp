@@ -44,6 +44,33 @@ std::optional<FlopCount> unary(const OpInputs& in) {
   return flops_only(in.numel(0));
 }
 
+// dropout(input, p, train) as ATen's _dropout_impl computes it when training with p > 0: the
+// noise scaled by 1 / (1 - p) (one per noise element: the input's, or one per feature map for the
+// feature variants, whose noise is [N, C, 1, ...]) and the input times the noise (one per
+// element); the alpha variants shift and scale the noise (4 per noise element) and multiply and
+// add (2 per element). Drawing the mask is no arithmetic. Nothing when not training or p == 0:
+// the input comes back. native_dropout (the fused path): input * mask * scale, 2 per element, as
+// its backward, grad * mask * scale.
+FormulaFn dropout(bool feature, bool alpha) {
+  return [=](const OpInputs& in) -> std::optional<FlopCount> {
+    if (!in.is_tensor(0)) return std::nullopt;
+    if (!in.boolean(2).value_or(true) || in.scalar(1).value_or(0.5) == 0) return FlopCount{};
+    const uint64_t n = in.numel(0);
+    IntSpan s = in.shape(0);
+    const uint64_t noise = feature && s.size() >= 2 ? sat_mul(u(s[0]), u(s[1])) : n;
+    return flops_only(sat_add(sat_mul(n, alpha ? 2 : 1), sat_mul(noise, alpha ? 4 : 1)));
+  };
+}
+std::optional<FlopCount> native_dropout(const OpInputs& in) {
+  if (!in.is_tensor(0)) return std::nullopt;
+  if (!in.boolean(2).value_or(true)) return FlopCount{};
+  return flops_only(sat_mul(in.numel(0), 2));
+}
+std::optional<FlopCount> native_dropout_backward(const OpInputs& in) {
+  if (!in.is_tensor(0)) return std::nullopt;
+  return flops_only(sat_mul(in.numel(0), 2));
+}
+
 // ---- Bytes ----
 
 // out = broadcast of the tensor arguments at `args`, typed as `out` says (kUnknown: promoted).
@@ -377,6 +404,16 @@ void register_pointwise_bytes() {
 }
 
 void register_pointwise_formulas() {
+  for (bool feature : {false, true}) {
+    for (bool alpha : {false, true}) {
+      const std::string name =
+          std::string("aten::") + (feature ? "feature_" : "") + (alpha ? "alpha_" : "") + "dropout";
+      add_builtin_formula(name.c_str(), dropout(feature, alpha));
+      add_builtin_formula((name + "_").c_str(), dropout(feature, alpha));
+    }
+  }
+  add_builtin_formula("aten::native_dropout", native_dropout);
+  add_builtin_formula("aten::native_dropout_backward", native_dropout_backward);
   for (const char* op : {"aten::add", "aten::add_", "aten::sub", "aten::sub_", "aten::mul",
                          "aten::mul_", "aten::div", "aten::div_", "aten::rsub", "aten::true_divide",
                          "aten::true_divide_", "aten::pow", "aten::pow_", "aten::maximum",

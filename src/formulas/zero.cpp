@@ -1,4 +1,4 @@
-// Known zero-FLOP ops: views, copies, indexing, embedding lookups, concatenation, dropout masks,
+// Known zero-FLOP ops: views, copies, indexing, embedding lookups, concatenation, a dropout's mask,
 // random number draws, tensor state queries and factories. They are counted as a known 0 (and hide
 // what they call), not as "no formula". Views and metadata queries also move no bytes.
 // Bytes of the rest: copies read the input and write the copy (reshape and contiguous copy only a
@@ -539,11 +539,8 @@ void register_zero_formulas() {
         "aten::roll", "aten::pad", "aten::constant_pad_nd", "aten::reflection_pad1d",
         "aten::reflection_pad2d", "aten::reflection_pad3d", "aten::replication_pad1d",
         "aten::replication_pad2d", "aten::replication_pad3d", "aten::zero_", "aten::fill_",
-        // dropout (masks are not counted)
-        "aten::dropout", "aten::dropout_", "aten::feature_dropout", "aten::alpha_dropout",
-        "aten::native_dropout", "aten::native_dropout_backward", "aten::bernoulli_",
-        "aten::feature_dropout_", "aten::alpha_dropout_", "aten::feature_alpha_dropout",
-        "aten::feature_alpha_dropout_",
+        // a dropout's mask (dropout itself: pointwise.cpp)
+        "aten::bernoulli_",
         // factories that write their output
         "aten::zeros", "aten::zeros_like", "aten::ones", "aten::ones_like", "aten::full",
         "aten::full_like", "aten::new_zeros", "aten::new_ones", "aten::new_full", "aten::arange",
