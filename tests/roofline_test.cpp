@@ -620,6 +620,17 @@ TEST(RooflineRun, EveryFlaggedRowIsInTheTableAndABlendedCeilingIsSaid) {
                          "of its memory ceiling (1.22 MB/s: its bytes at their levels' "
                          "bandwidths, most in DRAM, 1.00 MB/s)") != std::string::npos;
     EXPECT_TRUE(said) << ::testing::PrintToString(prof.result().problems);
+    // and the summary's intensity line gives its share of that ceiling, not of DRAM's (a
+    // MobileNetV2's "35.4% of the L3 bandwidth" was of 24.57 GB/s, L3's being 15.06)
+    const std::string text = prof.model_profile_string();
+    const size_t at = text.find("fwd arithmetic intensity (flops / byte):");
+    ASSERT_NE(at, std::string::npos) << text;
+    const std::string line = text.substr(at, text.find('\n', at) - at);
+    EXPECT_NE(line.find("memory-bound"), std::string::npos) << line;
+    EXPECT_NE(line.find("of its memory ceiling ("), std::string::npos) << line;
+    EXPECT_NE(line.find(": its bytes at their levels' bandwidths, most in DRAM, 1.00 MB/s)"),
+              std::string::npos)
+        << line;
   }
 }
 

@@ -131,6 +131,12 @@ RooflinePoint roofline_point(uint64_t flops, bool flops_known, uint64_t bytes, d
 RooflinePoint roofline_point(uint64_t flops, bool flops_known, uint64_t bytes, double seconds,
                              const MachinePeaks& peaks, DType dtype, const MemoryCeiling& memory);
 
+/// What a memory-bound point is measured against, in words: "the L3 bandwidth (69.73 GB/s)"; a
+/// point whose bytes sat in several levels has a ceiling of its own between theirs, said so ("its
+/// memory ceiling (24.57 GB/s: its bytes at their levels' bandwidths, most in L3, 15.06 GB/s)"),
+/// never passed off as the level's. Pure.
+std::string memory_ceiling_text(const MachinePeaks& peaks, const RooflinePoint& point);
+
 /// Parses a peak given as text: a number with an optional SI suffix ("1.5e12", "900G", "3.35T"),
 /// or for FLOP/s also per dtype ("fp32=67T,bf16=989T"; a bare number is every dtype's). Throws
 /// `Error` naming the problem and the form expected. Units: FLOP/s, or bytes/s for `bandwidth`.

@@ -134,21 +134,6 @@ struct Overshoot {
   bool guessed = false;  // the worst is a module whose span rests on op order
 };
 
-// "L3 bandwidth (69.73 GB/s)"; a point whose bytes sat in several levels has a ceiling of its own,
-// between theirs: said so, not passed off as the level's.
-std::string memory_ceiling_text(const MachinePeaks& m, const RooflinePoint& p) {
-  const std::string value = bandwidth_to_string(p.ceiling_bytes_per_s);
-  for (const BandwidthLevel& l : m.bandwidth_by_level) {
-    if (l.name != p.ceiling) continue;
-    if (std::abs(l.bytes_per_s - p.ceiling_bytes_per_s) <= 0.005 * l.bytes_per_s) break;
-    return fmt::format(
-        "its memory ceiling ({}: its bytes at their levels' bandwidths, most "
-        "in {}, {})",
-        value, l.name, bandwidth_to_string(l.bytes_per_s));
-  }
-  return fmt::format("{} bandwidth ({})", p.ceiling.empty() ? "the" : p.ceiling, value);
-}
-
 // The op rows and modules (forward and backward) of `r` above their ceilings: [0] compute, [1]
 // memory.
 std::array<Overshoot, 2> overshoots(const ProfileResult& r, const MachinePeaks& m) {

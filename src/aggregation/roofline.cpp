@@ -66,6 +66,19 @@ RooflinePoint roofline_point(uint64_t flops, bool flops_known, uint64_t bytes, d
   return p;
 }
 
+std::string memory_ceiling_text(const MachinePeaks& m, const RooflinePoint& p) {
+  const std::string value = bandwidth_to_string(p.ceiling_bytes_per_s);
+  for (const BandwidthLevel& l : m.bandwidth_by_level) {
+    if (l.name != p.ceiling) continue;
+    if (std::abs(l.bytes_per_s - p.ceiling_bytes_per_s) <= 0.005 * l.bytes_per_s) break;
+    return fmt::format(
+        "its memory ceiling ({}: its bytes at their levels' bandwidths, most "
+        "in {}, {})",
+        value, l.name, bandwidth_to_string(l.bytes_per_s));
+  }
+  return fmt::format("the {}bandwidth ({})", p.ceiling.empty() ? "" : p.ceiling + " ", value);
+}
+
 namespace {
 
 // "1.5e12", "900G", "3.35T", "2.5 TB/s" -> the value; throws Error on anything else.

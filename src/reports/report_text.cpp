@@ -65,11 +65,8 @@ std::string level_of(const RooflinePoint& p, const MachinePeaks& m) {
 std::string point_text(const RooflinePoint& p, const MachinePeaks& m) {
   std::string s = intensity_to_string(p.intensity);
   if (p.bound.empty()) return s;
-  const std::string level = level_of(p, m);
-  return s + fmt::format(", {}-bound, {} of the {}{}", p.bound, share(p),
-                         p.bound == "memory"
-                             ? (level.empty() ? std::string("bandwidth") : level + " bandwidth")
-                             : std::string("peak FLOPS"),
+  return s + fmt::format(", {}-bound, {} of {}{}", p.bound, share(p),
+                         p.bound == "memory" ? memory_ceiling_text(m, p) : "the peak FLOPS",
                          p.above_ceiling ? " (above its ceiling: see problems)" : "");
 }
 
