@@ -87,8 +87,9 @@ void ThreadAttributor::rule9_root_head() {
   for (Call& c : calls_) {
     if (c.module != 0) continue;
     // The data the model's first op that reads data reads. Capture holds the tensor of every op
-    // outside the model's module calls (ThreadBuffer::hold_data), so the caller's ops compared with
-    // it below name a tensor that no later one could replace at the same address.
+    // outside the model's module calls until an op inside one reads data (ThreadBuffer::
+    // hold_data), so the caller's ops compared with it below name a tensor that no later one
+    // could replace at the same address.
     uint64_t model_data = 0;
     for (int p = c.first; p <= c.last && model_data == 0; ++p) {
       model_data = th_.events[items_[p].event].data_in;

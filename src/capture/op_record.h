@@ -461,8 +461,18 @@ bool open_op_record(Session* s, ThreadBuffer* b, uint32_t name_id, uint16_t name
     int8_t data_arg = -1;
     e.owner = find_owner(s, inputs, parent < 0, parent < 0 && seq_nr >= 0, e, &data_arg);
     // Held only where rule 9 compares it with another op's: outside the calls of the profiled
-    // model's modules (see hold_data).
-    if (e.data_in != 0 && !b->inside_model_call()) b->hold_data(e.data_in);
+    // model's modules (see hold_data), and only until the next op inside such a call reads data:
+    // that op's identity (rule 9's model_data, or one after it) is then recorded, so no later
+    // comparison needs the earlier ones held. Held longer, the tensor objects (one per such op,
+    // a profile's worth) sit among the program's freed activations and fragment the heap: each
+    // forward then takes fresh pages from the system (page faults in the profiled ops).
+    if (e.data_in != 0) {
+      if (!b->inside_model_call()) {
+        b->hold_data(e.data_in);
+      } else {
+        b->release_data();
+      }
+    }
     if (name_flags & kNameHasFormula) {
       e.flags |= kCounted;
       pushed |= 1;
