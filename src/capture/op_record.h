@@ -469,7 +469,7 @@ bool open_op_record(Session* s, ThreadBuffer* b, uint32_t name_id, uint16_t name
     if (e.data_in != 0) {
       if (!b->inside_model_call()) {
         b->hold_data(e.data_in);
-      } else {
+      } else if (b->holds_data()) {
         b->release_data();
       }
     }

@@ -58,6 +58,8 @@ struct ThreadBuffer : ThreadEvents {
   }
   /// Room for `n` holds without growing (a typical profile's: no allocation per op).
   void reserve_data(size_t n) { held_.reserve(n); }
+  /// Whether hold_data keeps any tensor object (inline: asked per op inside a module call).
+  bool holds_data() const noexcept { return !held_.empty(); }
   /// Lets go of every tensor object hold_data kept (the records are discarded or read).
   void release_data() noexcept;
 
