@@ -89,6 +89,7 @@ TEST(Ranks, PerModuleMinMeanMaxAndTheSlowestRank) {
   EXPECT_EQ(st.what, "iteration");
   EXPECT_DOUBLE_EQ(st.value_s, 0.018);
   EXPECT_DOUBLE_EQ(st.median_s, 0.010);
+  EXPECT_NEAR(st.over_median, 0.018 / 0.010 - 1, 1e-12);  // 80% over, computed once
   // block's fwd + bwd median: 0.002 + 0.002 = 4 ms; rank 3: 12 ms -> 8 ms over, the whole excess
   ASSERT_EQ(st.modules.size(), 1u);
   EXPECT_EQ(st.modules[0].first, "block");

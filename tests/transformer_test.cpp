@@ -259,6 +259,11 @@ TEST(Regions, PrefillAndDecodeSplitTheTotalsAndEveryModule) {
   EXPECT_EQ(r.kv_read_bytes, pre.kv_read_bytes + dec.kv_read_bytes);
   EXPECT_DOUBLE_EQ(dec.kv_bytes_share, static_cast<double>(dec.kv_read_bytes + dec.kv_write_bytes) /
                                            static_cast<double>(dec.bytes));
+  // per token (b x steps decode tokens), computed once in aggregation
+  EXPECT_DOUBLE_EQ(dec.kv_read_per_token,
+                   static_cast<double>(c.layers * per_token * (70 + 74)) / (b * steps));
+  EXPECT_DOUBLE_EQ(dec.kv_write_per_token,
+                   static_cast<double>(c.layers * per_token * 74) / (b * steps));
 #else
   EXPECT_EQ(r.kv_read_bytes + r.kv_write_bytes, 0u);
   EXPECT_NE(text.find("KV cache: none recognised"), std::string::npos);

@@ -247,6 +247,8 @@ struct RegionStats {
   /// ops read, and the cache's writes.
   uint64_t kv_read_bytes = 0, kv_write_bytes = 0;
   double kv_bytes_share = 0;  ///< (kv_read_bytes + kv_write_bytes) / bytes; 0: no bytes
+  /// kv_read_bytes and kv_write_bytes per token (0: its tokens are unknown).
+  double kv_read_per_token = 0, kv_write_per_token = 0;
   /// Tokens the region processed (0: unknown): given (FlopsProfiler::region's `tokens`,
   /// RegionScope::add_tokens) or, per window without any given, the largest element count among
   /// the indices of its aten::embedding ops on the model's weights (the token ids: batch x
@@ -388,6 +390,7 @@ struct Straggler {
   double median_s = 0;  ///< the median across ranks
   /// The modules that account for it: (name, seconds over that module's median), largest first.
   std::vector<std::pair<std::string, double>> modules;
+  double over_median = 0;  ///< value_s / median_s - 1, a fraction (0 when the median is 0)
 };
 
 /// The combined profile of a multi-rank job, gathered over c10d.

@@ -59,6 +59,9 @@ struct MachinePeaks {
   double peak_flops(DType dtype) const;
   /// The ridge point: the intensity (FLOP/byte) where the two ceilings meet; 0 if unknown.
   double ridge(DType dtype) const;
+  /// The ridge point against one memory level's bandwidth (the cache-aware roofline's); 0 if
+  /// unknown.
+  double ridge(DType dtype, const BandwidthLevel& level) const;
   /// Whether both ceilings are known for `dtype`.
   bool known(DType dtype) const { return peak_flops(dtype) > 0 && bytes_per_s > 0; }
   /// The index in `bandwidth_by_level` of the level a working set of `bytes` is placed against:

@@ -285,6 +285,7 @@ void find_stragglers(const std::vector<RankProfile>& ranks,
       for (const auto& [i, ex] : causes) {  // those that explain a tenth of it or more
         if (ex >= 0.1 * (it - median_iter)) s.modules.emplace_back(ranks[0].modules[i].name, ex);
       }
+      s.over_median = median_iter > 0 ? it / median_iter - 1 : 0.0;
       d.stragglers.push_back(std::move(s));
       continue;
     }
@@ -295,7 +296,8 @@ void find_stragglers(const std::vector<RankProfile>& ranks,
                                 "module " + ranks[0].modules[i].name,
                                 v,
                                 med,
-                                {{ranks[0].modules[i].name, ex}}});
+                                {{ranks[0].modules[i].name, ex}},
+                                med > 0 ? v / med - 1 : 0.0});
       }
     }
   }

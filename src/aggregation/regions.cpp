@@ -255,6 +255,10 @@ class RegionSplit {
       s.kv_bytes_share =
           (static_cast<double>(s.kv_read_bytes) + s.kv_write_bytes) / static_cast<double>(s.bytes);
     }
+    if (s.tokens > 0) {
+      s.kv_read_per_token = static_cast<double>(s.kv_read_bytes) / static_cast<double>(s.tokens);
+      s.kv_write_per_token = static_cast<double>(s.kv_write_bytes) / static_cast<double>(s.tokens);
+    }
   }
 
   // A region's tokens: every window's, given or found; none (and a problem) when one has none.

@@ -23,6 +23,11 @@ double MachinePeaks::ridge(DType dtype) const {
   return known(dtype) ? peak_flops(dtype) / bytes_per_s : 0.0;
 }
 
+double MachinePeaks::ridge(DType dtype, const BandwidthLevel& level) const {
+  return peak_flops(dtype) > 0 && level.bytes_per_s > 0 ? peak_flops(dtype) / level.bytes_per_s
+                                                        : 0.0;
+}
+
 int MachinePeaks::level_for(uint64_t bytes) const {
   for (size_t i = 0; i < bandwidth_by_level.size(); ++i) {
     const BandwidthLevel& l = bandwidth_by_level[i];

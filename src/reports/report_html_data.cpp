@@ -350,12 +350,14 @@ void PageData::roofline() {
   w_.begin_object();
   w_.member("peak", known ? m.peak_flops(dt) : 0.0);
   w_.member("bandwidth", known ? m.bytes_per_s : 0.0);
+  w_.member("ridge", known ? m.ridge(dt) : 0.0);
   w_.key("levels");  // the faster memory levels' ceilings (the last is the bandwidth's)
   w_.begin_array();
   for (size_t i = 0; known && i + 1 < m.bandwidth_by_level.size(); ++i) {
     w_.begin_object();
     w_.member("name", m.bandwidth_by_level[i].name);
     w_.member("bytes_per_s", m.bandwidth_by_level[i].bytes_per_s);
+    w_.member("ridge", m.ridge(dt, m.bandwidth_by_level[i]));
     w_.end_object();
   }
   w_.end_array();

@@ -256,7 +256,7 @@ constexpr const char* kScript = R"JS(
     roof.textContent = '';
     const depth = Number(roofDepth.value);
     const pts = RF.phases[roofPhase].filter((p) => M[p.m].depth === depth);
-    const peak = RF.peak, bw = RF.bandwidth, ridge = peak > 0 && bw > 0 ? peak / bw : 0;  // where the ceilings meet, to draw them
+    const peak = RF.peak, bw = RF.bandwidth, ridge = RF.ridge;
     const xs = pts.map((p) => p.x), ys = pts.map((p) => p.y);
     if (ridge > 0) { xs.push(ridge / 10, ridge * 10); ys.push(peak); }
     const note = document.getElementById('roof-note');
@@ -281,7 +281,7 @@ constexpr const char* kScript = R"JS(
       svg.appendChild(svgEl('polyline', { id: 'roof-ceiling-compute', points: X(ridge) + ',' + Y(peak) + ' ' + X(x1) + ',' + Y(peak), fill: 'none', stroke: '#d9822b', 'stroke-width': 2 }));
       // the cache-aware roofline: each faster memory level's ceiling, dashed, named
       for (const lv of RF.levels) {
-        const r = peak / lv.bytes_per_s;
+        const r = lv.ridge;
         svg.appendChild(svgEl('polyline', { id: 'roof-ceiling-' + lv.name, points: X(x0) + ',' + clipY(x0 * lv.bytes_per_s) + ' ' + X(Math.max(x0, r)) + ',' + clipY(Math.max(x0, r) * lv.bytes_per_s), fill: 'none', stroke: '#2f6fde', 'stroke-width': 1, 'stroke-dasharray': '4 3' }));
         const t = svgEl('text', { x: X(x0) + 4, y: clipY(x0 * lv.bytes_per_s) - 4 }); t.textContent = lv.name; svg.appendChild(t);
       }

@@ -298,6 +298,7 @@ void write_ranks(JsonWriter& w, const ProfileResult& r) {
       w.member("what", s.what);
       w.member("latency_s", s.value_s);
       w.member("median_s", s.median_s);
+      w.member("over_median", s.over_median);
       w.key("modules");
       w.begin_array();
       for (const auto& [name, excess] : s.modules) {

@@ -80,7 +80,7 @@ void summary_ridges(std::string& out, const ProfileResult& r) {
       for (const BandwidthLevel& l : m.bandwidth_by_level) {
         if (l.bytes_per_s <= 0) continue;
         ridges += fmt::format("{}{} {}", ridges.empty() ? "" : ", ", l.name,
-                              intensity_to_string(m.peak_flops(dt) / l.bytes_per_s));
+                              intensity_to_string(m.ridge(dt, l)));
       }
       line(out, fmt::format("machine ridge points ({}, per memory level)", dtype_name(dt)),
            ridges + " (each op is bound against the level its working set fits)");

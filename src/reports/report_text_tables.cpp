@@ -50,13 +50,13 @@ void region_kv(std::string& out, const ProfileResult& r) {
   }
   for (const RegionStats& g : r.regions) {
     if (g.kv_read_bytes + g.kv_write_bytes == 0) continue;
-    fmt::format_to(
-        std::back_inserter(out), "KV cache in \"{}\": read {}, written {} ({} of its bytes){}\n",
-        g.name, traffic(g.kv_read_bytes), traffic(g.kv_write_bytes), percent(g.kv_bytes_share),
-        g.tokens > 0
-            ? fmt::format("; per token read {}, written {}", traffic(g.kv_read_bytes / g.tokens),
-                          traffic(g.kv_write_bytes / g.tokens))
-            : "");
+    fmt::format_to(std::back_inserter(out),
+                   "KV cache in \"{}\": read {}, written {} ({} of its bytes){}\n", g.name,
+                   traffic(g.kv_read_bytes), traffic(g.kv_write_bytes), percent(g.kv_bytes_share),
+                   g.tokens > 0 ? fmt::format("; per token read {}, written {}",
+                                              traffic(static_cast<uint64_t>(g.kv_read_per_token)),
+                                              traffic(static_cast<uint64_t>(g.kv_write_per_token)))
+                                : "");
   }
 }
 
@@ -420,7 +420,7 @@ void ranks(std::string& out, const DistributedStats& d, const ReportOptions& o) 
   for (const Straggler& s : d.stragglers) {
     out += fmt::format("  rank {}: {} {} vs median {} (+{:.0f}%)", s.rank, s.what,
                        duration_to_string(s.value_s), duration_to_string(s.median_s),
-                       s.median_s > 0 ? 100 * (s.value_s / s.median_s - 1) : 0.0);
+                       100 * s.over_median);
     for (size_t i = 0; i < s.modules.size(); ++i) {
       out += fmt::format("{} {} +{}", i == 0 ? "; caused by" : ",",
                          detail::module_label(s.modules[i].first),
