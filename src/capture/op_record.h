@@ -428,6 +428,22 @@ struct OpOpen {
   int32_t mark;    ///< device-event mark of a top-level record, else -1
 };
 
+// A top-level op's data identity, held only where rule 9 compares it with another op's: outside
+// the calls of the profiled model's modules (see ThreadBuffer::hold_data), and only until the
+// next op inside such a call reads data: that op's identity (rule 9's model_data, or one after
+// it) is then recorded, so no later comparison needs the earlier ones held. Held longer, the
+// tensor objects (one per such op, a profile's worth) sit among the program's freed activations
+// and fragment the heap: each forward then takes fresh pages from the system (page faults in the
+// profiled ops).
+inline void keep_data_identity(ThreadBuffer* b, uint64_t data_in) {
+  if (data_in == 0) return;
+  if (!b->inside_model_call()) {
+    b->hold_data(data_in);
+  } else if (b->holds_data()) {
+    b->release_data();
+  }
+}
+
 /// Opens the record of op `name_id` (with the flags of its name, from the buffer's NameCache)
 /// with autograd sequence number `seq_nr` in `s` on this thread's buffer `b`: all or nothing
 /// (everything that can throw happens before any per-thread state changes; on failure the
@@ -460,19 +476,7 @@ bool open_op_record(Session* s, ThreadBuffer* b, uint32_t name_id, uint16_t name
     e.seq_nr = seq_nr;
     int8_t data_arg = -1;
     e.owner = find_owner(s, inputs, parent < 0, parent < 0 && seq_nr >= 0, e, &data_arg);
-    // Held only where rule 9 compares it with another op's: outside the calls of the profiled
-    // model's modules (see hold_data), and only until the next op inside such a call reads data:
-    // that op's identity (rule 9's model_data, or one after it) is then recorded, so no later
-    // comparison needs the earlier ones held. Held longer, the tensor objects (one per such op,
-    // a profile's worth) sit among the program's freed activations and fragment the heap: each
-    // forward then takes fresh pages from the system (page faults in the profiled ops).
-    if (e.data_in != 0) {
-      if (!b->inside_model_call()) {
-        b->hold_data(e.data_in);
-      } else if (b->holds_data()) {
-        b->release_data();
-      }
-    }
+    keep_data_identity(b, e.data_in);
     if (name_flags & kNameHasFormula) {
       e.flags |= kCounted;
       pushed |= 1;

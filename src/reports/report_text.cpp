@@ -114,6 +114,8 @@ void summary_sizes(std::string& out, const ProfileResult& r) {
 }
 
 // Forward MACs, FLOPs (per dtype), latency and rate, and the work outside the model.
+void summary_outside(std::string& out, const ProfileResult& r);
+
 void summary_forward(std::string& out, const ProfileResult& r) {
   const double mp = r.model_parallel_size;
   if (!r.modules.empty() && r.modules[0].calls > 1) {  // the fwd lines below are sums over them
@@ -164,8 +166,12 @@ void summary_forward(std::string& out, const ProfileResult& r) {
                : std::string("n/a (not run: an exported program counted from its graph)"));
   line(out, "fwd FLOPS per device = fwd flops per device / fwd latency",
        rate(r.fwd_flops_per_s, r.duration_s));
+  summary_outside(out, r);
+}
+
+// Work in the profile that was not the model's forward: data, loss, metrics, updates.
+void summary_outside(std::string& out, const ProfileResult& r) {
   if (r.outside.ops > 0) {
-    // Work in the profile that was not the model's forward: data, loss, metrics, updates.
     const OutsideStats& o = r.outside;
     std::string top;
     for (size_t i = 0; i < o.top_ops.size() && i < 3; ++i)
