@@ -665,6 +665,7 @@ TEST(PointwiseFormula, DropoutCountsWhatTrainingComputes) {
   EXPECT_EQ(flops("aten::dropout_", Args().tensor({4, 8}).d(0.2).b(true)), 32u + 32u);
   EXPECT_EQ(flops("aten::dropout", Args().tensor({4, 8}).d(0.2).b(false)), 0u);  // eval
   EXPECT_EQ(flops("aten::dropout", Args().tensor({4, 8}).d(0.0).b(true)), 0u);   // p = 0
+  EXPECT_EQ(flops("aten::dropout", Args().tensor({4, 8}).d(1.0).b(true)), 32u);  // x * 0
   // feature dropout on [2, 3, 4, 4]: 96 products, a noise of 2 x 3 feature maps scaled
   EXPECT_EQ(flops("aten::feature_dropout", Args().tensor({2, 3, 4, 4}).d(0.5).b(true)), 96u + 6u);
   // alpha dropout: noise - 1, x alpha a, + alpha a p, x a (4 per noise element); x and + (2 per

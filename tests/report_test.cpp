@@ -364,6 +364,20 @@ TEST(Problems, AModuleAboveThePeakIsSaidWhenNoOpRowIs) {
   }
 }
 
+// The HTML page's own data (report_html_data.cpp), as its script reads it.
+nlohmann::json page_data(const ProfileResult& r) {
+  const std::string html = to_html(r);
+  const std::string open = "<script type=\"application/json\" id=\"flopsprof-page\">";
+  const size_t a = html.find(open);
+  if (a == std::string::npos) return nullptr;
+  std::string data = html.substr(a + open.size(), html.find("</script>", a) - a - open.size());
+  for (auto [from, to] :
+       {std::pair<std::string, std::string>{"\\u003c", "<"}, {"\\u003e", ">"}, {"\\u0026", "&"}}) {
+    for (size_t k; (k = data.find(from)) != std::string::npos;) data.replace(k, from.size(), to);
+  }
+  return nlohmann::json::parse(data);
+}
+
 // Issue 45: the numbers on top of the counts come from one place (the aggregation); the text, the
 // JSON and the HTML page show them, never recompute them. For every module of one profile, each
 // number the text's tree line shows is the JSON's value in the text's format, and the HTML page's
@@ -405,16 +419,7 @@ TEST(Reports, TextJsonAndHtmlShowTheSameNumbersForEveryModule) {
   // The HTML page's data: each module's cells are the JSON's values and their texts in the same
   // formatters (its script formats nothing but axis ticks), and each summary box names the JSON
   // key of its value.
-  const std::string html = to_html(r);
-  const std::string open = "<script type=\"application/json\" id=\"flopsprof-page\">";
-  const size_t a = html.find(open);
-  ASSERT_NE(a, std::string::npos);
-  std::string data = html.substr(a + open.size(), html.find("</script>", a) - a - open.size());
-  for (auto [from, to] :
-       {std::pair<std::string, std::string>{"\\u003c", "<"}, {"\\u003e", ">"}, {"\\u0026", "&"}}) {
-    for (size_t k; (k = data.find(from)) != std::string::npos;) data.replace(k, from.size(), to);
-  }
-  const nlohmann::json page = nlohmann::json::parse(data);
+  const nlohmann::json page = page_data(r);
   std::map<std::string, size_t> col;
   for (size_t c = 0; c < page["columns"].size(); ++c) col[page["columns"][c]["id"]] = c;
   ASSERT_EQ(page["modules"].size(), j["modules"].size());
@@ -451,6 +456,28 @@ TEST(Reports, TextJsonAndHtmlShowTheSameNumbersForEveryModule) {
     ++keyed;
   }
   EXPECT_GE(keyed, 8u);
+}
+
+// A bf16 model on a machine with an fp32 peak only (a GPU's device properties give fp32's): the
+// page's peak box stands for the fp32 peak the JSON lists, not for a bf16 key it does not have.
+TEST(Reports, ThePagesPeakBoxNamesAKeyTheJsonHas) {
+  ProfileResult r = small_result();
+  r.dtype = DType::kBFloat16;
+  r.machine.flops_per_s = {};
+  r.machine.flops_per_s[static_cast<size_t>(DType::kFloat32)] = 50e12;
+  const nlohmann::json j = nlohmann::json::parse(to_json(r));
+  const nlohmann::json page = page_data(r);
+  size_t peaks = 0;
+  for (const auto& item : page["summary"]) {
+    const std::string key = item["key"];
+    if (key.rfind("machine.peak_flops_per_s.", 0) != 0) continue;
+    ++peaks;
+    const std::string dtype = key.substr(key.rfind('.') + 1);
+    ASSERT_TRUE(j["machine"]["peak_flops_per_s"].contains(dtype)) << key;
+    EXPECT_EQ(item["value"], j["machine"]["peak_flops_per_s"][dtype]);
+    EXPECT_EQ(item["value"].get<double>(), 50e12);
+  }
+  EXPECT_EQ(peaks, 1u);
 }
 
 // The shares the text shows are the aggregation's, each computed once: by hand from make_tree()

@@ -247,7 +247,7 @@ struct RegionStats {
   /// ops read, and the cache's writes.
   uint64_t kv_read_bytes = 0, kv_write_bytes = 0;
   double kv_bytes_share = 0;  ///< (kv_read_bytes + kv_write_bytes) / bytes; 0: no bytes
-  /// kv_read_bytes and kv_write_bytes per token (0: its tokens are unknown).
+  /// kv_read_bytes and kv_write_bytes per token (0: its tokens are unknown, or no KV bytes).
   double kv_read_per_token = 0, kv_write_per_token = 0;
   /// Tokens the region processed (0: unknown): given (FlopsProfiler::region's `tokens`,
   /// RegionScope::add_tokens) or, per window without any given, the largest element count among

@@ -435,13 +435,14 @@ struct OpOpen {
 // tensor objects (one per such op, a profile's worth) sit among the program's freed activations
 // and fragment the heap: each forward then takes fresh pages from the system (page faults in the
 // profiled ops).
+// hold_data may throw (before the record commits: it is then rolled back, the hold harmless);
+// the release comes after the commit (release_identities), so that an op never recorded lets go
+// of nothing.
 inline void keep_data_identity(ThreadBuffer* b, uint64_t data_in) {
-  if (data_in == 0) return;
-  if (!b->inside_model_call()) {
-    b->hold_data(data_in);
-  } else if (b->holds_data()) {
-    b->release_data();
-  }
+  if (data_in != 0 && !b->inside_model_call()) b->hold_data(data_in);
+}
+inline void release_identities(ThreadBuffer* b, uint64_t data_in) noexcept {
+  if (data_in != 0 && b->inside_model_call() && b->holds_data()) b->release_data();
 }
 
 /// Opens the record of op `name_id` (with the flags of its name, from the buffer's NameCache)
@@ -500,6 +501,7 @@ bool open_op_record(Session* s, ThreadBuffer* b, uint32_t name_id, uint16_t name
       b->marks.reserve(std::max<size_t>(256, 2 * b->marks.size()));  // may throw: before commit
     }
     // Commit (nothing below throws).
+    release_identities(b, e.data_in);
     b->open_op = static_cast<int32_t>(index);
     if (s->gpu != nullptr) {  // device work launched by this op carries its id
       s->gpu->push(make_external_id(b->ordinal, index));

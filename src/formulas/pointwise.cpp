@@ -49,13 +49,15 @@ std::optional<FlopCount> unary(const OpInputs& in) {
 // feature variants, whose noise is [N, C, 1, ...]) and the input times the noise (one per
 // element); the alpha variants shift and scale the noise (4 per noise element) and multiply and
 // add (2 per element). Drawing the mask is no arithmetic. Nothing when not training or p == 0:
-// the input comes back. native_dropout (the fused path): input * mask * scale, 2 per element, as
-// its backward, grad * mask * scale.
+// the input comes back; with p == 1, the input times a zero (one per element). native_dropout (the
+// fused path): input * mask * scale, 2 per element, as its backward, grad * mask * scale.
 FormulaFn dropout(bool feature, bool alpha) {
   return [=](const OpInputs& in) -> std::optional<FlopCount> {
     if (!in.is_tensor(0)) return std::nullopt;
-    if (!in.boolean(2).value_or(true) || in.scalar(1).value_or(0.5) == 0) return FlopCount{};
+    const double p = in.scalar(1).value_or(0.5);
+    if (!in.boolean(2).value_or(true) || p == 0) return FlopCount{};
     const uint64_t n = in.numel(0);
+    if (p == 1) return flops_only(n);  // the input times a zero, no noise
     IntSpan s = in.shape(0);
     const uint64_t noise = feature && s.size() >= 2 ? sat_mul(u(s[0]), u(s[1])) : n;
     return flops_only(sat_add(sat_mul(n, alpha ? 2 : 1), sat_mul(noise, alpha ? 4 : 1)));

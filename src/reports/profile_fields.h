@@ -363,8 +363,8 @@ void region(V& v, S& g) {
   v.count("kv_read_bytes", g.kv_read_bytes);
   v.count("kv_write_bytes", g.kv_write_bytes);
   v.number("kv_bytes_share", g.kv_bytes_share);
-  v.known("kv_read_bytes_per_token", g.kv_read_per_token);
-  v.known("kv_write_bytes_per_token", g.kv_write_per_token);
+  v.number("kv_read_bytes_per_token", g.kv_read_per_token);
+  v.number("kv_write_bytes_per_token", g.kv_write_per_token);
   v.known_count("tokens", g.tokens);
   v.text("tokens_source", g.tokens_source);
   v.known("tokens_per_s", g.tokens_per_s);

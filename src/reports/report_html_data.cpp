@@ -35,8 +35,10 @@ std::string label(const ModuleStats& m) { return m.name.empty() ? "(root)" : m.n
 
 // The peak FLOP/s the model's roofline is drawn against: its dtype's, else fp32's.
 DType roofline_dtype(const ProfileResult& r) {
-  return r.dtype != DType::kUnknown && r.machine.peak_flops(r.dtype) > 0 ? r.dtype
-                                                                         : DType::kFloat32;
+  // its own peak, not peak_flops()'s fp32 fallback: the JSON lists the dtypes that have one
+  return r.dtype != DType::kUnknown && r.machine.flops_per_s[static_cast<size_t>(r.dtype)] > 0
+             ? r.dtype
+             : DType::kFloat32;
 }
 
 class PageData {

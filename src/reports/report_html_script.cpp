@@ -83,6 +83,7 @@ constexpr const char* kScript = R"JS(
   let V = widths(metric);
   function drawIcicle() {
     icicle.textContent = '';
+    if (!M.length) return;  // a profile of no module
     const W = icicle.clientWidth || 1000, H = 22;
     let maxDepth = 0, shown = 0;
     const root = M[zoom];
