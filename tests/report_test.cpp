@@ -305,6 +305,11 @@ TEST(Format, NumbersWithUnits) {
   EXPECT_EQ(duration_to_string(2.5), "2.50 s");
   EXPECT_EQ(duration_to_string(42e-6), "42.00 us");
   EXPECT_EQ(flops_per_second_to_string(1.2345e12), "1.23 TFLOPS");
+  // A count followed by its unit: no space after a scale letter, one after a plain number.
+  EXPECT_EQ(number_to_string(1.5e9, "B/s"), "1.50 GB/s");
+  EXPECT_EQ(number_to_string(12.0, "FLOPs"), "12 FLOPs");
+  EXPECT_EQ(number_to_string(12.0, ""), "12");
+  EXPECT_EQ(number_to_string(2.5, "B"), "2.50 B");
 }
 
 ProfileResult small_result() {

@@ -6,11 +6,15 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace flopsprof {
 
 /// "8.21 G": value scaled to K/M/G/T/P with `precision` decimals, as DeepSpeed's number_to_string.
 std::string number_to_string(double value, int precision = 2);
+/// "4.09 GMACs", "12 FLOPs", "1.23 GB/s": number_to_string(value) followed by `unit`, with no
+/// space after a scale letter; just the number when `unit` is empty.
+std::string number_to_string(double value, std::string_view unit);
 /// "109.51 M"
 std::string params_to_string(uint64_t params);
 /// "4.09 GMACs"

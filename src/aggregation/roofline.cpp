@@ -229,9 +229,6 @@ std::string intensity_to_string(double flops_per_byte) {
   return fmt::format("{:.2f} FLOP/B", flops_per_byte);
 }
 
-std::string bandwidth_to_string(double bytes_per_s) {
-  const std::string s = number_to_string(bytes_per_s);
-  return s + (s.back() >= 'A' && s.back() <= 'Z' ? "B/s" : " B/s");
-}
+std::string bandwidth_to_string(double bytes_per_s) { return number_to_string(bytes_per_s, "B/s"); }
 
 }  // namespace flopsprof

@@ -438,11 +438,12 @@ struct OpOpen {
 // hold_data may throw (before the record commits: it is then rolled back, the hold harmless);
 // the release comes after the commit (release_identities), so that an op never recorded lets go
 // of nothing.
-inline void keep_data_identity(ThreadBuffer* b, uint64_t data_in) {
-  if (data_in != 0 && !b->inside_model_call()) b->hold_data(data_in);
+// `inside`: b->inside_model_call(), read once per op by the caller.
+inline void keep_data_identity(ThreadBuffer* b, uint64_t data_in, bool inside) {
+  if (data_in != 0 && !inside) b->hold_data(data_in);
 }
-inline void release_identities(ThreadBuffer* b, uint64_t data_in) noexcept {
-  if (data_in != 0 && b->inside_model_call() && b->holds_data()) b->release_data();
+inline void release_identities(ThreadBuffer* b, uint64_t data_in, bool inside) noexcept {
+  if (data_in != 0 && inside && b->holds_data()) b->release_data();
 }
 
 /// Opens the record of op `name_id` (with the flags of its name, from the buffer's NameCache)
@@ -477,7 +478,8 @@ bool open_op_record(Session* s, ThreadBuffer* b, uint32_t name_id, uint16_t name
     e.seq_nr = seq_nr;
     int8_t data_arg = -1;
     e.owner = find_owner(s, inputs, parent < 0, parent < 0 && seq_nr >= 0, e, &data_arg);
-    keep_data_identity(b, e.data_in);
+    const bool inside = b->inside_model_call();
+    keep_data_identity(b, e.data_in, inside);
     if (name_flags & kNameHasFormula) {
       e.flags |= kCounted;
       pushed |= 1;
@@ -501,7 +503,7 @@ bool open_op_record(Session* s, ThreadBuffer* b, uint32_t name_id, uint16_t name
       b->marks.reserve(std::max<size_t>(256, 2 * b->marks.size()));  // may throw: before commit
     }
     // Commit (nothing below throws).
-    release_identities(b, e.data_in);
+    release_identities(b, e.data_in, inside);
     b->open_op = static_cast<int32_t>(index);
     if (s->gpu != nullptr) {  // device work launched by this op carries its id
       s->gpu->push(make_external_id(b->ordinal, index));

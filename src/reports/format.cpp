@@ -24,20 +24,25 @@ std::string number_to_string(double value, int precision) {
   return fmt::format("{:.{}f}", value, precision);
 }
 
+std::string number_to_string(double value, std::string_view unit) {
+  std::string s = number_to_string(value);
+  if (unit.empty()) return s;
+  if (!(s.back() >= 'A' && s.back() <= 'Z')) s += ' ';
+  return s.append(unit);
+}
+
 std::string params_to_string(uint64_t params) {
   return number_to_string(static_cast<double>(params));
 }
 
 std::string macs_to_string(uint64_t macs) {
-  std::string s = number_to_string(static_cast<double>(macs));
-  return s + (s.back() >= 'A' && s.back() <= 'Z' ? "MACs" : " MACs");
+  return number_to_string(static_cast<double>(macs), "MACs");
 }
 
 std::string flops_to_string(uint64_t flops) { return number_to_string(static_cast<double>(flops)); }
 
 std::string flops_per_second_to_string(double flops_per_second) {
-  std::string s = number_to_string(flops_per_second);
-  return s + (s.back() >= 'A' && s.back() <= 'Z' ? "FLOPS" : " FLOPS");
+  return number_to_string(flops_per_second, "FLOPS");
 }
 
 std::string duration_to_string(double seconds) {

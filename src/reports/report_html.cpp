@@ -1,8 +1,6 @@
 // The HTML report (see report_html.h). The page is plain HTML, CSS and JavaScript, inline.
 #include "reports/report_html.h"
 
-#include <fmt/format.h>
-
 #include "flopsprof/report.h"
 
 namespace flopsprof::detail {

@@ -23,9 +23,7 @@ using text::time_of;
 // "1.23 GFLOPs", "12 FLOPs", "12".
 std::string counted(double x, std::string_view unit = "") {
   if (!std::isfinite(x)) return "n/a";
-  const std::string s = number_to_string(x);
-  if (unit.empty()) return s;
-  return s + (s.back() >= 'A' && s.back() <= 'Z' ? "" : " ") + std::string(unit);
+  return number_to_string(x, unit);
 }
 std::string fixed2(double x) { return fmt::format("{:.2f}", x); }
 std::string mark(bool above) { return above ? "!" : ""; }

@@ -26,10 +26,7 @@ std::string rate(double flops_per_s, double seconds) {
 }
 
 // Bytes moved, in decimal units as bandwidth is ("1.23 GB").
-std::string traffic(uint64_t bytes) {
-  const std::string s = number_to_string(static_cast<double>(bytes));
-  return s + (s.back() >= 'A' && s.back() <= 'Z' ? "B" : " B");
-}
+std::string traffic(uint64_t bytes) { return number_to_string(static_cast<double>(bytes), "B"); }
 
 std::string share(double fraction) { return fmt::format("{:.1f}%", 100.0 * fraction); }
 // A point's share, or n/a where its time is unknown (RooflinePoint::timed).
