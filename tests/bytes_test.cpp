@@ -64,6 +64,16 @@ TEST(Bytes, EmbeddingReadsTheRowsItTouchesNotTheTable) {
   EXPECT_EQ(c.written, 10u * 4 * 4);
 }
 
+TEST(Bytes, EqualReadsNothingWhenTheSizesDiffer) {
+  // MultiheadAttention compares query with key: a cross-attention's [23,8,512] and [24,8,512]
+  // differ in size, and ATen answers false before reading (it was counted 770,048 bytes).
+  EXPECT_EQ(bytes("aten::equal", Args().tensor({23, 8, 512}).tensor({24, 8, 512})).read, 0u);
+  // Same sizes: both are read, 2 * 23*8*512 floats = 376,832 * 4 bytes, nothing written
+  ByteCount same = bytes("aten::equal", Args().tensor({23, 8, 512}).tensor({23, 8, 512}));
+  EXPECT_EQ(same.read, 2u * 23 * 8 * 512 * 4);
+  EXPECT_EQ(same.written, 0u);
+}
+
 // ---- GEMM family -----------------------------------------------------------------------------
 
 TEST(MatmulBytes, OutputsShapedByTheProduct) {

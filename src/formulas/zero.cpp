@@ -411,7 +411,14 @@ void register_zero_bytes() {
   });
   add_builtin_bytes("aten::slice_backward", selection_backward_bytes);
   add_builtin_bytes("aten::select_backward", selection_backward_bytes);
+  // equal: tensors of different sizes are unequal without a read (ATen checks the sizes first);
+  // of the same sizes, both are read (at most: the comparison stops at a difference)
   add_builtin_bytes("aten::equal", [](const OpInputs& in) -> std::optional<ByteCount> {
+    if (in.size() >= 2 && in.is_tensor(0) && in.is_tensor(1) &&
+        !std::equal(in[0].shape.begin(), in[0].shape.end(), in[1].shape.begin(),
+                    in[1].shape.end())) {
+      return ByteCount{0, 0};
+    }
     return ByteCount{input_bytes(in), 0};
   });
   for (const char* op : {"aten::cat", "aten::_cat", "aten::stack"})
