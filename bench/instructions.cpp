@@ -15,12 +15,19 @@
 // clock reads and its tensors' sizes into reserved arrays, nested ops skipped as flopsprof skips
 // them; no owner, data flow, module calls, context or failure handling: a lower bound, not a
 // profiler), `pytorch` (LibTorch's own profiler, KINETO state with input shapes, CPU activity).
+// With FLOPSPROF_BENCH_REPEAT=N (run outside callgrind) the loop runs N times and its median time
+// per work is printed instead: the variants' time, one process each.
+#include <sys/resource.h>
 #include <x86intrin.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/record_function.h>
@@ -187,10 +194,13 @@ int main(int argc, char** argv) {
   // `ours_rf`: flopsprof on RecordFunction callbacks, the path before issue 46
   if (variant == "ours_rf") options.capture = flopsprof::ProfilerOptions::Capture::kRecordFunction;
   const bool ours = variant == "ours" || variant == "ours_rf";
-  flopsprof::FlopsProfiler prof(model, options);
+  // made only for flopsprof's variants: its first profiler installs the interceptor's kernels,
+  // which `interceptor` and `unboxed` register themselves
+  std::optional<flopsprof::FlopsProfiler> prof;
+  if (ours) prof.emplace(model, options);
   at::CallbackHandle floor_ops = 0, floor_nodes = 0;
   if (ours) {
-    prof.start_profile();
+    prof->start_profile();
     work();  // the profiler's thread buffer and name cache, as in a long profile
   } else if (variant == "floor") {
     floor_ops = at::addGlobalCallback(at::RecordFunctionCallback(noop_start, noop_end)
@@ -234,10 +244,33 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "unknown variant '%s'\n", variant.c_str());
     return 2;
   }
-  CALLGRIND_START_INSTRUMENTATION;
-  for (int i = 0; i < iterations; ++i) work();
-  CALLGRIND_STOP_INSTRUMENTATION;
-  if (ours) prof.stop_profile();
+  if (const char* repeat = std::getenv("FLOPSPROF_BENCH_REPEAT")) {
+    // Time instead of count (outside callgrind): the counted loop `repeat` times, its median
+    // per work on stdout, to compare variants (the interceptor's floor) in time.
+    std::vector<double> ns;
+    rusage u0{}, u1{};
+    getrusage(RUSAGE_SELF, &u0);
+    const int n = std::atoi(repeat);
+    for (int r = 0; r < n; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < iterations; ++i) work();
+      ns.push_back(
+          std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() /
+          iterations);
+    }
+    getrusage(RUSAGE_SELF, &u1);
+    std::sort(ns.begin(), ns.end());
+    if (!ns.empty()) {
+      std::printf("%s %s %.1f ns per work, %.2f minor faults per work, slowest %.1f ns\n", argv[1],
+                  argv[2], ns[ns.size() / 2],
+                  static_cast<double>(u1.ru_minflt - u0.ru_minflt) / (n * iterations), ns.back());
+    }
+  } else {
+    CALLGRIND_START_INSTRUMENTATION;
+    for (int i = 0; i < iterations; ++i) work();
+    CALLGRIND_STOP_INSTRUMENTATION;
+  }
+  if (ours) prof->stop_profile();
   if (variant == "pytorch") torch::autograd::profiler::disableProfiler();
   if (floor_ops != 0) at::removeCallback(floor_ops);
   if (floor_nodes != 0) at::removeCallback(floor_nodes);

@@ -9,10 +9,16 @@
 // ratios). Latency honesty: reported_ratio (reported_rf_ratio) is the root's forward latency
 // flopsprof reports, corrected for its own cost, per call of the work, over the same iteration's
 // unprofiled time per call (1.0: the report is the program's latency), and reported_raw_ratio the
-// same before the correction. bench/make_results.py turns the JSON output
-// (--benchmark_format=json) into bench/RESULTS.md.
+// same before the correction. Each round starts with untimed calls of the work, so that no round
+// pays for the teardown before it; plain_median_ms and ours_median_ms tell which side of a ratio
+// moved. FLOPSPROF_BENCH_VARIANTS=ours,rf,mem,builtin,floor (a comma list) runs only those beside
+// the unprofiled one; the counters of variants not run read 0. bench/make_results.py turns the
+// JSON output (--benchmark_format=json) into bench/RESULTS.md.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <vector>
@@ -47,7 +53,23 @@ double quantile(std::vector<double> v, double q) {
 }
 double median(const std::vector<double>& v) { return quantile(v, 0.5); }
 
+// This process's minor page faults so far.
+long minor_faults() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_minflt;
+}
+
 enum Variant { kPlain, kOurs, kOursRf, kOursMem, kBuiltin, kFloor, kVariants };
+
+// Whether variant `v` runs: all of them, or those FLOPSPROF_BENCH_VARIANTS names (and kPlain).
+bool selected(int v) {
+  static const char* const kNames[kVariants] = {"plain", "ours", "rf", "mem", "builtin", "floor"};
+  const char* list = std::getenv("FLOPSPROF_BENCH_VARIANTS");
+  if (list == nullptr || *list == '\0' || v == kPlain) return true;
+  const std::string names = std::string(",") + list + ",";
+  return names.find(std::string(",") + kNames[v] + ",") != std::string::npos;
+}
 
 flopsprof::ProfilerOptions record_function() {
   flopsprof::ProfilerOptions o;
@@ -81,14 +103,22 @@ void measure(benchmark::State& state, Profilers& profs, const std::function<void
              int inner, const ReportedFn& reported = root_forward) {
   flopsprof::FlopsProfiler& prof = profs.ours;
   for (int i = 0; i < 3; ++i) work();  // warm-up
-  std::vector<double> ratio[kVariants], honest, honest_raw, honest_rf;
+  std::vector<double> ratio[kVariants], times[kVariants], faults[kVariants], honest, honest_raw,
+      honest_rf;
   double stop_s = 0, plain_s = 0;
   auto run = [&](int v) {
     auto repeat = [&] {
+      const long f0 = minor_faults();
       auto t0 = Clock::now();
       for (int i = 0; i < inner; ++i) work();
-      return seconds_since(t0);
+      const double s = seconds_since(t0);
+      faults[v].push_back(static_cast<double>(minor_faults() - f0) / inner);
+      return s;
     };
+    // Untimed calls first, after the previous variant's teardown: each variant's round then
+    // starts from the same warm state, whatever ran before it (a stop_profile() or LibTorch's
+    // profiler's disable evicts the caches: the unprofiled round right after one read 3-9% slower).
+    for (int i = 0; i < std::max(1, inner / 10); ++i) work();
     double t = 0;
     switch (v) {
       case kPlain:
@@ -135,13 +165,19 @@ void measure(benchmark::State& state, Profilers& profs, const std::function<void
     double t[kVariants];
     for (int k = 0; k < kVariants; ++k) {
       int v = (k + rotation) % kVariants;
-      t[v] = run(v);
+      t[v] = selected(v) ? run(v) : 0.0;
     }
     ++rotation;
-    for (int v = 0; v < kVariants; ++v) ratio[v].push_back(t[v] / t[kPlain]);
-    honest.push_back(reported(prof.result(), true) / t[kPlain]);
-    honest_raw.push_back(reported(prof.result(), false) / t[kPlain]);
-    honest_rf.push_back(reported(profs.rf.result(), true) / t[kPlain]);
+    for (int v = 0; v < kVariants; ++v) {
+      if (!selected(v)) continue;
+      ratio[v].push_back(t[v] / t[kPlain]);
+      times[v].push_back(t[v] / inner);
+    }
+    if (selected(kOurs)) {
+      honest.push_back(reported(prof.result(), true) / t[kPlain]);
+      honest_raw.push_back(reported(prof.result(), false) / t[kPlain]);
+    }
+    if (selected(kOursRf)) honest_rf.push_back(reported(profs.rf.result(), true) / t[kPlain]);
     plain_s += t[kPlain];
     state.SetIterationTime(t[kPlain]);
   }
@@ -161,7 +197,15 @@ void measure(benchmark::State& state, Profilers& profs, const std::function<void
   state.counters["ratio_builtin_p25"] = quantile(ratio[kBuiltin], 0.25);
   state.counters["ratio_builtin_p75"] = quantile(ratio[kBuiltin], 0.75);
   state.counters["stop_ms"] = 1e3 * stop_s / n;
-  state.counters["flops_per_iter"] = static_cast<double>(prof.get_total_flops()) / inner;
+  // each variant's median time per call of the work, to tell which side of a ratio moved
+  state.counters["plain_median_ms"] = 1e3 * median(times[kPlain]);
+  state.counters["ours_median_ms"] = 1e3 * median(times[kOurs]);
+  // and its minor page faults per call (the heap's state, which the other variants change)
+  state.counters["plain_faults"] = median(faults[kPlain]);
+  state.counters["ours_faults"] = median(faults[kOurs]);
+  if (selected(kOurs)) {
+    state.counters["flops_per_iter"] = static_cast<double>(prof.get_total_flops()) / inner;
+  }
 }
 
 void BM_TinyMlp(benchmark::State& state) {
