@@ -463,6 +463,54 @@ TEST(Programs, TransformerEncoderLayersRunTheirDropoutsInForwardOrder) {
   EXPECT_EQ(prof.get_module("").calls, 1u);
 }
 
+// LibTorch's MultiheadAttention begins with `equal(query, key)` and `equal(key, value)` (before
+// its in_proj reads a parameter) and reads out_proj's weight without calling out_proj: its
+// leading comparisons are its own, not its caller's (found on a Seq2SeqTransformer, where 18
+// `equal` calls, 1.7% of the forward, were spread over the attentions' ancestors).
+struct ProjectedAttentionImpl : nn::Module {
+  ProjectedAttentionImpl()
+      : pre(register_module("pre", nn::Linear(64, 64))),
+        mha(register_module("mha", nn::MultiheadAttention(64, 4))) {}
+  torch::Tensor forward(const torch::Tensor& x) {
+    torch::Tensor h = pre(x);
+    return std::get<0>(mha->forward(h, h, h, /*key_padding_mask=*/{}, /*need_weights=*/false));
+  }
+  nn::Linear pre;
+  nn::MultiheadAttention mha;
+};
+TORCH_MODULE(ProjectedAttention);
+
+TEST(Programs, AttentionsLeadingComparisonsAreItsOwn) {
+  torch::manual_seed(0);
+  ProjectedAttention model;
+  model->eval();
+  torch::NoGradGuard no_grad;
+  const torch::Tensor x = torch::randn({10, 2, 64});  // [L, N, E]
+  model->forward(x);
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  model->forward(x);
+  prof.stop_profile();
+  auto calls_of = [](const flopsprof::ModuleStats& m, const std::string& op) {
+    for (const flopsprof::OpStats& o : m.ops)
+      if (o.name == op) return o.calls;
+    return uint64_t{0};
+  };
+  // both comparisons are of h with itself (self-attention): a tensor read once, [10,2,64] = 1280
+  // floats per call
+  EXPECT_EQ(calls_of(prof.get_module("mha"), "aten::equal"), 2u);
+  EXPECT_EQ(calls_of(prof.get_module(""), "aten::equal"), 0u);
+  uint64_t equal_bytes = 0;
+  for (const flopsprof::OpStats& o : prof.get_module("mha").ops)
+    if (o.name == "aten::equal") equal_bytes += o.bytes;
+  EXPECT_EQ(equal_bytes, 2u * 1280 * 4);
+  // its MACs: in_proj L*N*E*3E, scores and context 2 * N*H*L*L*(E/H), out_proj L*N*E*E
+  const uint64_t L = 10, N = 2, E = 64, H = 4;
+  EXPECT_EQ(prof.get_module_macs("mha"),
+            L * N * E * 3 * E + 2 * (N * H * L * L * (E / H)) + L * N * E * E);
+  EXPECT_EQ(prof.get_module("mha").inferred_flops, 0u);
+}
+
 namespace ns {
 struct Narrow {};
 template <class Block>

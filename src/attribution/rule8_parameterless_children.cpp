@@ -146,8 +146,14 @@ std::vector<std::vector<int>> ThreadAttributor::groups(bool by_first) const {
 }
 
 bool ThreadAttributor::builtin_leaf(int m) const {
+  return builtin_fixed_ops(m) && tree_.nodes[m].children.empty();
+}
+
+// A LibTorch module whose forward runs its own fixed ops (not a container, not Functional). Its
+// children, if any, are never called by it: MultiheadAttention reads out_proj's weight itself.
+bool ThreadAttributor::builtin_fixed_ops(int m) const {
   const BuiltinSpec* spec = tree_.nodes[m].builtin;
-  return spec != nullptr && !spec->container && !spec->wildcard && tree_.nodes[m].children.empty();
+  return spec != nullptr && !spec->container && !spec->wildcard;
 }
 
 // A call extends over the unclaimed ops next to it, towards its start or its end: ops of its
@@ -172,7 +178,7 @@ void ThreadAttributor::rule8_extend_calls(Direction d) {
       bool wild = false;
       for (int pos = edge() + step; claimable(pos, m); pos += step) {
         const std::string& op = item_name(pos);
-        if (builtin_leaf(m)) {
+        if (builtin_fixed_ops(m)) {  // MultiheadAttention's leading `equal`s too
           if (!back || !op_in_list(tree_.nodes[m].builtin->leading, op)) break;
           items_[pos].assigned = m;
           edge() = pos;

@@ -185,6 +185,7 @@ class ThreadAttributor {
   int pick_out_of_order(Call& c, const std::string& op);
   std::vector<std::vector<int>> groups(bool by_first) const;
   bool builtin_leaf(int m) const;
+  bool builtin_fixed_ops(int m) const;
   void rule8_extend_calls(Direction d);
   int next_child(int ci, const std::string& op, Direction d, int& cursor, bool& wild);
   bool owned_builtin(int a, bool start) const;
