@@ -117,7 +117,8 @@ void measure(benchmark::State& state, Profilers& profs, const std::function<void
     };
     // Untimed calls first, after the previous variant's teardown: each variant's round then
     // starts from the same warm state, whatever ran before it (a stop_profile() or LibTorch's
-    // profiler's disable evicts the caches: the unprofiled round right after one read 3-9% slower).
+    // profiler's disable evicts the caches: the unprofiled round right after a stop_profile() read
+    // 3-4% slower, their median beside LibTorch's profiler 9-13%).
     for (int i = 0; i < std::max(1, inner / 10); ++i) work();
     double t = 0;
     switch (v) {

@@ -509,6 +509,76 @@ TEST(Programs, AttentionsLeadingComparisonsAreItsOwn) {
   EXPECT_EQ(prof.get_module_macs("mha"),
             L * N * E * 3 * E + 2 * (N * H * L * L * (E / H)) + L * N * E * E);
   EXPECT_EQ(prof.get_module("mha").inferred_flops, 0u);
+  // Placed by op order, and said so: its caller's forward (the root's) may have run them
+  EXPECT_EQ(prof.get_module("mha").inferred_bytes, equal_bytes);
+  EXPECT_EQ(prof.get_module("").maybe_missing_ops, 2u);
+  EXPECT_EQ(prof.get_module("").maybe_missing_bytes, equal_bytes);
+}
+
+// The caller's own `equal` right before the attention: op order cannot tell it from the
+// attention's, so at most the three MultiheadAttention runs join its call, each marked with the
+// caller as the module that may show too little; and one before the model's call, when the
+// attention runs first, with the program outside the model as the other side.
+struct ComparedAttentionImpl : nn::Module {
+  ComparedAttentionImpl() : mha(register_module("mha", nn::MultiheadAttention(64, 4))) {}
+  torch::Tensor forward(const torch::Tensor& x) {
+    // the caller's comparisons (4 of them: one more than an attention runs)
+    for (int i = 0; i < 4; ++i) same = torch::equal(x, x);
+    return std::get<0>(mha->forward(x, x, x, /*key_padding_mask=*/{}, /*need_weights=*/false));
+  }
+  nn::MultiheadAttention mha;
+  bool same = false;
+};
+TORCH_MODULE(ComparedAttention);
+
+TEST(Programs, ACallersComparisonsBeforeAnAttentionAreMarkedAsMaybeTheCallers) {
+  torch::manual_seed(0);
+  ComparedAttention model;
+  model->eval();
+  torch::NoGradGuard no_grad;
+  const torch::Tensor x = torch::randn({10, 2, 64});  // [L, N, E]: 1280 floats, 5120 bytes
+  model->forward(x);
+  FlopsProfiler prof(model);
+  prof.start_profile();
+  model->forward(x);
+  prof.stop_profile();
+  uint64_t mha_equal = 0, root_equal = 0;
+  for (const flopsprof::OpStats& o : prof.get_module("mha").ops)
+    if (o.name == "aten::equal") mha_equal += o.calls;
+  for (const flopsprof::OpStats& o : prof.get_module("").ops)
+    if (o.name == "aten::equal") root_equal += o.calls;
+  uint64_t outside_equal = 0;
+  for (const flopsprof::OpStats& o : prof.result().ops)
+    if (o.name == "aten::equal" && o.phase == "outside") outside_equal += o.calls;
+  // 4 of the caller's and 2 of the attention's: 3 join the attention (its most); rule 9 leaves the
+  // other 3 outside the model (they read the caller's data before the model's first module)
+  EXPECT_EQ(mha_equal, 3u);
+  EXPECT_EQ(root_equal, 0u);
+  EXPECT_EQ(outside_equal, 3u);
+  EXPECT_EQ(prof.get_module("mha").inferred_ops, 3u);
+  EXPECT_EQ(prof.get_module("mha").inferred_bytes, 3u * 5120);
+  // the root is named as the module that may show too little, for those 3 (and for the 3 rule 9
+  // left outside, at its start)
+  EXPECT_EQ(prof.get_module("").maybe_missing_ops, 6u);
+
+  // The model's call right after the program's own comparison, the attention its first module
+  nn::MultiheadAttention alone(64, 4);
+  alone->eval();
+  FlopsProfiler p2(alone);
+  p2.start_profile();
+  bool same = torch::equal(x, x);  // the program's, before the call
+  alone->forward(x, x, x, {}, false);
+  p2.stop_profile();
+  EXPECT_TRUE(same);
+  const flopsprof::ProfileResult& r = p2.result();
+  uint64_t equal_in = 0;
+  for (const flopsprof::OpStats& o : r.modules[0].ops)
+    if (o.name == "aten::equal") equal_in += o.calls;
+  // op order gives the model the program's comparison too (3: the attention's most), marked,
+  // with the program outside the model named as the side that may show too little
+  EXPECT_EQ(equal_in, 3u);
+  EXPECT_EQ(r.modules[0].inferred_ops, 3u);
+  EXPECT_EQ(r.outside.maybe_missing_ops, 1u);
 }
 
 namespace ns {

@@ -125,6 +125,14 @@ void ThreadAttributor::mark_other_side(ThreadAttribution& out, AlternativeSets& 
     };
     neighbours(prev_ev[p], true);
     if (!items_[p].reads_older) neighbours(next_ev[p], false);
+    if (items_[p].leading) {  // a built-in's leading op (an attention's `equal`): or its caller's
+      int caller = tree_.nodes[m].parent;
+      while (caller >= 0 && never_called(caller)) caller = tree_.nodes[caller].parent;
+      if (caller >= 0) who.push_back(tree_.nodes[caller].effective);
+      for (const Call& c : calls_) {  // before everything else of the root's call: the program's
+        if (c.module == 0 && c.first == p) who.push_back(kOutsideModel);
+      }
+    }
     for (int k : quiet_children(m)) who.push_back(k);
     // A quiet module given the op (rule 8): its quiet siblings may have run it as well (a
     // detection head and the never-called route placeholder registered after it).

@@ -159,9 +159,11 @@ bool ThreadAttributor::builtin_fixed_ops(int m) const {
 // A call extends over the unclaimed ops next to it, towards its start or its end: ops of its
 // parameterless children before its first child (Sequential(Flatten, Linear)) or after its last
 // (Sequential(..., Linear, Sigmoid)); towards the start also the ops its own built-in type runs
-// before it reads its parameters (LSTM's `zeros`; towards the end a built-in's own ops read its
-// parameters and are anchored). Calls that begin (end) at the same item extend deepest first, and
-// an enclosing call starts where the call inside it reached.
+// before it reads its parameters, at most as many as it runs (LSTM's `zeros`, MultiheadAttention's
+// `equal`s; marked: the caller's may stand there too). Towards the end nothing joins a built-in's
+// call: its own ops read its parameters and are anchored, but for MultiheadAttention's average of
+// the weights, which stays with its caller. Calls that begin (end) at the same item extend deepest
+// first, and an enclosing call starts where the call inside it reached.
 void ThreadAttributor::rule8_extend_calls(Direction d) {
   const bool back = d == Direction::kTowardsStart;
   const int step = back ? -1 : 1;
@@ -176,11 +178,15 @@ void ThreadAttributor::rule8_extend_calls(Direction d) {
       int cursor =
           end_child >= 0 ? tree_.nodes[child_toward(m, end_child)].child_index : (back ? 0 : -1);
       bool wild = false;
+      int leading = 0;
       for (int pos = edge() + step; claimable(pos, m); pos += step) {
         const std::string& op = item_name(pos);
         if (builtin_fixed_ops(m)) {  // MultiheadAttention's leading `equal`s too
-          if (!back || !op_in_list(tree_.nodes[m].builtin->leading, op)) break;
+          const BuiltinSpec& spec = *tree_.nodes[m].builtin;
+          if (!back || leading == spec.leading_max || !op_in_list(spec.leading, op)) break;
           items_[pos].assigned = m;
+          items_[pos].leading = true;
+          ++leading;
           edge() = pos;
           continue;
         }

@@ -39,6 +39,7 @@ struct Item {
   int assigned = kUnset;  // final module (tree index), kOutsideModel, or kUnset
   int container = -1;     // the call's module that gave it to a child (rule 8): its bound in marks
   bool reads_older = false;  // and it reads data from before that child's call (no later child's)
+  bool leading = false;      // one of a built-in's leading ops (rule 8): or its caller's
 };
 
 // A call being derived: a run of items.

@@ -55,16 +55,18 @@ const std::array kSpecs = {
     BuiltinSpec{"LayerNorm", "layer_norm", "", "layer_norm"},
     BuiltinSpec{"Embedding", "embedding embedding_renorm_", "", "embedding"},
     BuiltinSpec{"EmbeddingBag", "arange reshape embedding_bag _embedding_bag", "",
-                "embedding_bag _embedding_bag", false, false, "arange reshape"},
+                "embedding_bag _embedding_bag", false, false, "arange reshape", 2},
     BuiltinSpec{"PReLU", "prelu _prelu_kernel", "", "prelu _prelu_kernel"},
-    BuiltinSpec{"LSTM", "zeros lstm", "", "lstm", false, false, "zeros"},
+    BuiltinSpec{"LSTM", "zeros lstm", "", "lstm", false, false, "zeros", 2},
     BuiltinSpec{"GRU", "zeros gru", "", "gru", false, false, "zeros"},
     BuiltinSpec{"RNN", "zeros rnn_tanh rnn_relu", "", "rnn_tanh rnn_relu", false, false, "zeros"},
     BuiltinSpec{"LSTMCell", "zeros lstm_cell", "", "lstm_cell", false, false, "zeros"},
     BuiltinSpec{"GRUCell", "zeros gru_cell", "", "gru_cell", false, false, "zeros"},
     BuiltinSpec{"RNNCell", "zeros rnn_tanh_cell rnn_relu_cell", "", "rnn_tanh_cell rnn_relu_cell",
                 false, false, "zeros"},
-    BuiltinSpec{"MultiheadAttention", kMhaOps, "equal", "", false, false, "equal"},
+    // equal(query, key), then equal(key, value) once or twice (the self-attention test, then the
+    // encoder-decoder one)
+    BuiltinSpec{"MultiheadAttention", kMhaOps, "equal", "", false, false, "equal", 3},
     // Parameterless.
     BuiltinSpec{"ReLU", "relu relu_", "", "relu relu_"},
     BuiltinSpec{"ReLU6", "relu6 relu6_ hardtanh hardtanh_", "", "relu6 relu6_ hardtanh hardtanh_"},

@@ -23,6 +23,9 @@ struct BuiltinSpec {
   /// Ops its forward may run before the first op that reads a parameter (LSTM: `zeros` for the
   /// initial state); such an op right before a call joins it.
   std::string_view leading = "";
+  /// How many of those its forward runs at most (one call): MultiheadAttention's `equal`s 3, an
+  /// LSTM's `zeros` 2 (h and c). An op of the caller's of the same name before them is not its.
+  int leading_max = 1;
 };
 
 /// The spec of a built-in type by display name, or null for any other type (user modules).
