@@ -154,6 +154,23 @@ TEST(LatencyCorrection, AProfileReportsBothFiguresAndTheCost) {
   EXPECT_DOUBLE_EQ(j["summary"]["fwd_latency_raw_s"].get<double>(), r.duration_raw_s);
   EXPECT_DOUBLE_EQ(j["modules"][1]["latency_raw_s"].get<double>(), r.modules[1].latency_raw_s);
   EXPECT_NE(prof.model_profile_string().find("latency correction:"), std::string::npos);
+  // the correction's own error is said exactly when it removed a large share (either way: the
+  // share is this machine's)
+  const double raw = r.duration_raw_s + r.bwd_latency_raw_s + r.step_latency_raw_s;
+  const double fixed = r.duration_s + r.bwd_latency_s + r.step_latency_s;
+  EXPECT_EQ(r.correction.not_removed.find("instruction cache") != std::string::npos,
+            raw - fixed >= d::kCacheNoteShare * raw)
+      << r.correction.not_removed;
+}
+
+TEST(LatencyCorrection, ALargeCorrectionSaysWhatItCannotRemove) {
+  // 1% of the measured time or more removed: said, with the share; less: nothing
+  EXPECT_EQ(d::uncalibrated_cache_cost(2.0, 1.99), "");           // 0.5%
+  EXPECT_EQ(d::uncalibrated_cache_cost(0.0, 0.0), "");            // nothing measured
+  const std::string said = d::uncalibrated_cache_cost(2.0, 1.7);  // 0.3 / 2 = 15%
+  EXPECT_NE(said.find("removed 15.0% of the measured host time"), std::string::npos) << said;
+  EXPECT_NE(said.find("instruction cache"), std::string::npos) << said;
+  EXPECT_NE(d::uncalibrated_cache_cost(1.0, 0.99), "");  // 1% exactly
 }
 
 TEST(LatencyCorrection, AStepTimerIsNotCorrectedAndSaysWhy) {

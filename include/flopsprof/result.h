@@ -438,7 +438,9 @@ struct LatencyCorrection {
   /// known): CUPTI's recording of every CUDA runtime and driver API call, which linking kernels
   /// to ops needs (gpu.backend "cupti"); the cold caches of a profile started right after
   /// flopsprof's one-off work in the process (its dispatch kernels installed, its cost measured)
-  /// with no call of a built-in module between them. "; " between the two.
+  /// with no call of a built-in module between them; a correction of 1% or more of the measured
+  /// host time, whose records cost more between a program's small ops than calibrated
+  /// (instruction cache: small ops still read high). "; " between them.
   std::string not_removed;
 };
 

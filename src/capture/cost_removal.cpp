@@ -5,6 +5,8 @@
 #include <cmath>
 #include <unordered_map>
 
+#include <fmt/format.h>
+
 #include "capture/interceptor.h"
 
 namespace flopsprof::detail {
@@ -154,6 +156,18 @@ CostRemoved remove_capture_cost(const std::vector<const ThreadEvents*>& threads,
     out.threads.push_back(std::move(t));
   }
   return out;
+}
+
+std::string uncalibrated_cache_cost(double raw_s, double corrected_s) {
+  if (!(raw_s > 0) || !(corrected_s >= 0) || raw_s - corrected_s < kCacheNoteShare * raw_s)
+    return {};
+  return fmt::format(
+      "the correction removed {:.1f}% of the measured host time, each record's cost as "
+      "calibrated in a tight loop where flopsprof's code stays in the instruction cache; between "
+      "a program's ops that code is evicted and costs more (2-3 x between the ops of an MLP of "
+      "Linear(64, 64) at batch 1), so the latencies of small ops and of their modules still read "
+      "high (bench/RESULTS.md: that MLP's first Linear 1.16-1.27 x its time alone)",
+      100.0 * (raw_s - corrected_s) / raw_s);
 }
 
 }  // namespace flopsprof::detail

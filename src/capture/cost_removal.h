@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "capture/calibration.h"
@@ -29,5 +30,17 @@ struct CostRemoved {
 CostRemoved remove_capture_cost(const std::vector<const ThreadEvents*>& threads,
                                 const std::vector<RegionWindow>& regions, const CaptureCost& cost,
                                 bool dispatch, double ns_per_tick, const NameLookup& names);
+
+/// The share of a profile's measured host time at or above which the correction's own error is
+/// said (uncalibrated_cache_cost).
+constexpr double kCacheNoteShare = 0.01;
+
+/// What the correction leaves in the latencies when it was a large share of them ("" when it
+/// removed less than kCacheNoteShare of `raw_s`, the measured host time, to `corrected_s`): the
+/// calibration times its probes in a tight loop, where flopsprof's code stays in the instruction
+/// cache; between a program's ops that code is evicted and a record costs more than calibrated
+/// (2-3 x between the ops of an MLP of Linear(64, 64) at batch 1), so the latencies of small ops
+/// and of their modules still read high. Pure; thread-safe.
+std::string uncalibrated_cache_cost(double raw_s, double corrected_s);
 
 }  // namespace flopsprof::detail

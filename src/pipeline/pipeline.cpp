@@ -160,6 +160,10 @@ ProfileResult Pipeline::correct(const RecordsView& recs, const AggregateInput& i
   ProfileResult r = compute(cin, a);
   keep_raw(r, raw);
   corr.applied = true;
+  const std::string cache =
+      uncalibrated_cache_cost(raw.duration_s + raw.bwd_latency_s + raw.step_latency_s,
+                              r.duration_s + r.bwd_latency_s + r.step_latency_s);
+  if (!cache.empty()) corr.not_removed += (corr.not_removed.empty() ? "" : "; ") + cache;
   r.correction = corr;
   return r;
 }
