@@ -581,6 +581,63 @@ TEST(Programs, ACallersComparisonsBeforeAnAttentionAreMarkedAsMaybeTheCallers) {
   EXPECT_EQ(r.outside.maybe_missing_ops, 1u);
 }
 
+// A GRU called from a user's forward: its leading `zeros` (the initial state) is given to it by op
+// order, and the line says who else may have run it (the model, by name: it was '') and what makes
+// it exact: the GRU's forward is LibTorch's, so not FLOPSPROF_MODULE() but a ModuleScope around
+// its call (torchpractice's CnnGRUNet shape: a view, then the GRU).
+struct WrappedGruImpl : nn::Module {
+  explicit WrappedGruImpl(bool scoped)
+      : scoped(scoped),
+        rnn(register_module("rnn", nn::GRU(nn::GRUOptions(12, 16).batch_first(true)))) {}
+  torch::Tensor forward(const torch::Tensor& x) {
+    FLOPSPROF_MODULE();
+    const torch::Tensor v = x.view({2, 5, 12});
+    if (!scoped) return std::get<0>(rnn->forward(v));
+    flopsprof::ModuleScope scope(rnn.get());
+    return std::get<0>(rnn->forward(v));
+  }
+  bool scoped;
+  nn::GRU rnn;
+};
+TORCH_MODULE(WrappedGru);
+
+TEST(Programs, AGrusGuessedStateNamesTheModelAndAScopeAroundItsCall) {
+  torch::NoGradGuard no_grad;
+  const torch::Tensor x = torch::randn({10, 12});
+  for (bool scoped : {false, true}) {
+    SCOPED_TRACE(scoped ? "ModuleScope around the call" : "plain call");
+    WrappedGru model(scoped);
+    model->forward(x);
+    FlopsProfiler prof(model);
+    prof.start_profile();
+    model->forward(x);
+    prof.stop_profile();
+    std::string line;
+    for (const std::string& p : prof.result().problems)
+      if (p.find("given to 'rnn' (GRU)") != std::string::npos) line = p;
+    // the initial state: zeros [1, 2, 16] fp32 written, 128 B
+    const uint64_t state_bytes = 1 * 2 * 16 * 4;
+    uint64_t zeros_bytes = 0;
+    for (const flopsprof::OpStats& o : prof.get_module("rnn").ops)
+      if (o.name == "aten::zeros") zeros_bytes += o.bytes;
+    EXPECT_EQ(zeros_bytes, state_bytes);
+    if (scoped) {
+      EXPECT_EQ(line, "");
+      EXPECT_EQ(prof.get_module("rnn").inferred_ops, 0u);
+      continue;
+    }
+    EXPECT_EQ(prof.get_module("rnn").inferred_bytes, state_bytes);
+    EXPECT_NE(line.find("the work of the model (WrappedGru) (which may show too little)"),
+              std::string::npos)
+        << line;
+    EXPECT_EQ(line.find("''"), std::string::npos) << line;
+    EXPECT_NE(line.find("`flopsprof::ModuleScope scope(rnn.get());` right before its call"),
+              std::string::npos)
+        << line;
+    EXPECT_EQ(line.find("FLOPSPROF_MODULE()"), std::string::npos) << line;
+  }
+}
+
 namespace ns {
 struct Narrow {};
 template <class Block>

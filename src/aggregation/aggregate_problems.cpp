@@ -7,6 +7,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <cctype>
 #include <map>
 #include <optional>
 #include <set>
@@ -46,8 +47,7 @@ std::string other_side(const ModuleTree& tree, const std::map<int, std::set<int>
       if (k == kOutsideModel) {
         caller = true;
       } else if (k >= 0 && named++ < 4) {
-        could += fmt::format("{}'{}' ({})", could.empty() ? "" : ", ", tree.nodes[k].name,
-                             tree.nodes[k].type);
+        could += (could.empty() ? "" : ", ") + module_who(tree, k);
       }
     }
   }
@@ -61,6 +61,26 @@ std::string other_side(const ModuleTree& tree, const std::map<int, std::set<int>
                    : (leaf ? "its parent's" : "a submodule's or its parent's");
   }
   return other;
+}
+
+// What makes the placement of the ops given to module `m` (and to the others of its `group`)
+// exact: a user module's scope, or, for a built-in whose calls flopsprof does not observe (a GRU,
+// an LSTM, a MultiheadAttention: its forward is LibTorch's), a ModuleScope around its calls.
+std::string exact_fix(const ModuleTree& tree, int m, bool group) {
+  const ModuleNode& n = tree.nodes[m];
+  if (n.builtin != nullptr && !n.calls_observed && !n.starts_observed) {
+    // its attribute's name where that is an identifier ("rnn"; not a list's "0")
+    std::string var = n.name.substr(n.name.rfind('.') + 1);
+    if (var.empty() || std::isdigit(static_cast<unsigned char>(var[0]))) var = "module";
+    return fmt::format(
+        "`flopsprof::ModuleScope scope({}.get());` right before {} call in the caller's forward "
+        "(include/flopsprof/scope.h) makes them exact",
+        var, group ? "each" : "its");
+  }
+  return group ? "FLOPSPROF_MODULE() as the first line of their forward, or of the method the "
+                 "program calls (and of their submodules'), makes them exact"
+               : "FLOPSPROF_MODULE() as the first line of its forward, or of the method the "
+                 "program calls (and of its submodules'), makes them exact";
 }
 
 // One problems line per module with forward ops placed by inference (op order), naming the
@@ -102,11 +122,9 @@ void placement_problems(const ModuleTree& tree, const std::vector<ModuleAcc>& ac
     if (group.size() == 1) {
       problems.push_back(fmt::format(
           "placement inferred from op order: {} op(s), {} FLOPs, {} B{} given to {}; op order "
-          "cannot tell whether they are its own or {}. FLOPSPROF_MODULE() as the first line of "
-          "its forward, or of the method the program calls (and of its submodules'), makes them "
-          "exact",
+          "cannot tell whether they are its own or {}. {}",
           a.own_inferred_ops, a.own_inferred_flops, a.own_inferred_bytes, backward,
-          module_who(tree, m), other_side(tree, losers, m)));
+          module_who(tree, m), other_side(tree, losers, m), exact_fix(tree, m, false)));
       continue;
     }
     std::string names;
@@ -116,11 +134,10 @@ void placement_problems(const ModuleTree& tree, const std::vector<ModuleAcc>& ac
     problems.push_back(fmt::format(
         "placement inferred from op order, the same in {} modules of type {} ({}): each was "
         "given {} op(s), {} FLOPs, {} B{}; op order cannot tell whether they are its own or, for "
-        "the first, {} (likewise for the others). FLOPSPROF_MODULE() as the first line of their "
-        "forward, or of the method the program calls (and of their submodules'), makes them "
-        "exact",
+        "the first, {} (likewise for the others). {}",
         group.size(), tree.nodes[m].type, names, a.own_inferred_ops, a.own_inferred_flops,
-        a.own_inferred_bytes, backward, other_side(tree, losers, group[0])));
+        a.own_inferred_bytes, backward, other_side(tree, losers, group[0]),
+        exact_fix(tree, m, true)));
   }
 }
 
