@@ -1441,4 +1441,42 @@ TEST(Guesses, ADetectionHeadThatMakesItsGridWithArangeIsTheModelsOrMarked) {
   }
 }
 
+// A model that is a built-in Sequential, applied twice in a row (`model(model(x))`, as
+// weight-shared refinement loops do): op order cannot tell two calls from one forward that runs
+// its layers twice. Its forward is LibTorch's (inline: no call observed), so the line's fix is a
+// ModuleScope around each call, never FLOPSPROF_MODULE() "as the first line of its forward";
+// with the scopes, the count is exact.
+TEST(Guesses, ABuiltInModelCalledTwiceInARowGetsAScopeAroundItsCallsAsItsFix) {
+  torch::Tensor x = torch::randn({2, 8});
+  nn::Sequential plain(nn::Linear(8, 8), nn::ReLU()), ref(nn::Linear(8, 8), nn::ReLU());
+  const ProfileResult p = profile(
+      plain, [&] { plain->forward(plain->forward(x)); }, false);
+  const ProfileResult r = profile(
+      ref,
+      [&] {
+        torch::Tensor y;
+        {
+          flopsprof::ModuleScope scope(ref.get());
+          y = ref->forward(x);
+        }
+        flopsprof::ModuleScope scope(ref.get());
+        ref->forward(y);
+      },
+      false);
+  EXPECT_EQ(module(r, "").calls, 2u);
+  EXPECT_FALSE(module(r, "").calls_inferred) << problems(r);
+  // 2 calls x Linear(8, 8) on 2 rows: 2*8*8 = 128 MACs, 256 + 16 (bias) FLOPs; ReLU 16
+  EXPECT_EQ(r.flops, 2u * (256 + 16 + 16));
+  expect_equal_or_flagged(p, r);
+  EXPECT_TRUE(module(p, "").calls_inferred) << problems(p);
+  EXPECT_TRUE(has_problem(p,
+                          "`flopsprof::ModuleScope scope(model.get());` right before each call "
+                          "in the program (include/flopsprof/scope.h) makes it exact"))
+      << problems(p);
+  for (const std::string& line : p.problems) {
+    if (line.find("call count") != std::string::npos)
+      EXPECT_EQ(line.find("FLOPSPROF_MODULE()"), std::string::npos) << line;
+  }
+}
+
 }  // namespace

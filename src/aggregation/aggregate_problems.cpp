@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <climits>
 #include <cmath>
 #include <cstdint>
-#include <cctype>
 #include <map>
 #include <optional>
 #include <set>
@@ -63,24 +63,37 @@ std::string other_side(const ModuleTree& tree, const std::map<int, std::set<int>
   return other;
 }
 
-// What makes the placement of the ops given to module `m` (and to the others of its `group`)
-// exact: a user module's scope, or, for a built-in whose calls flopsprof does not observe (a GRU,
-// an LSTM, a MultiheadAttention: its forward is LibTorch's), a ModuleScope around its calls.
-std::string exact_fix(const ModuleTree& tree, int m, bool group) {
+// What a fix makes exact: the placement of the ops given to a module, or its call count.
+enum class Exact { kPlacement, kCalls };
+
+// What makes the placement of the ops given to module `m` (and to the others of its `group`), or
+// its call count, exact: a user module's scope, or, for a built-in whose calls flopsprof does not
+// observe (a GRU, an LSTM, a MultiheadAttention, a Sequential: its forward is LibTorch's), a
+// ModuleScope around its calls.
+std::string exact_fix(const ModuleTree& tree, int m, bool group, Exact what) {
   const ModuleNode& n = tree.nodes[m];
+  const char* them = what == Exact::kCalls ? "it" : "them";
   if (n.builtin != nullptr && !n.calls_observed && !n.starts_observed) {
     // its attribute's name where that is an identifier ("rnn"; not a list's "0")
     std::string var = n.name.substr(n.name.rfind('.') + 1);
+    if (m == 0) var = "model";
     if (var.empty() || std::isdigit(static_cast<unsigned char>(var[0]))) var = "module";
     return fmt::format(
-        "`flopsprof::ModuleScope scope({}.get());` right before {} call in the caller's forward "
-        "(include/flopsprof/scope.h) makes them exact",
-        var, group ? "each" : "its");
+        "`flopsprof::ModuleScope scope({}.get());` right before {} call in {} "
+        "(include/flopsprof/scope.h) makes {} exact",
+        var, group || what == Exact::kCalls ? "each" : "its",
+        m == 0 ? "the program" : "the caller's forward", them);
   }
-  return group ? "FLOPSPROF_MODULE() as the first line of their forward, or of the method the "
-                 "program calls (and of their submodules'), makes them exact"
-               : "FLOPSPROF_MODULE() as the first line of its forward, or of the method the "
-                 "program calls (and of its submodules'), makes them exact";
+  const char* its = group ? "their" : "its";
+  return what == Exact::kCalls
+             ? fmt::format(
+                   "FLOPSPROF_MODULE() as the first line of {} forward (or of the method "
+                   "the program calls) makes {} exact",
+                   its, them)
+             : fmt::format(
+                   "FLOPSPROF_MODULE() as the first line of {0} forward, or of the method "
+                   "the program calls (and of {0} submodules'), makes {1} exact",
+                   its, them);
 }
 
 // One problems line per module with forward ops placed by inference (op order), naming the
@@ -124,7 +137,8 @@ void placement_problems(const ModuleTree& tree, const std::vector<ModuleAcc>& ac
           "placement inferred from op order: {} op(s), {} FLOPs, {} B{} given to {}; op order "
           "cannot tell whether they are its own or {}. {}",
           a.own_inferred_ops, a.own_inferred_flops, a.own_inferred_bytes, backward,
-          module_who(tree, m), other_side(tree, losers, m), exact_fix(tree, m, false)));
+          module_who(tree, m), other_side(tree, losers, m),
+          exact_fix(tree, m, false, Exact::kPlacement)));
       continue;
     }
     std::string names;
@@ -137,7 +151,7 @@ void placement_problems(const ModuleTree& tree, const std::vector<ModuleAcc>& ac
         "the first, {} (likewise for the others). {}",
         group.size(), tree.nodes[m].type, names, a.own_inferred_ops, a.own_inferred_flops,
         a.own_inferred_bytes, backward, other_side(tree, losers, group[0]),
-        exact_fix(tree, m, true)));
+        exact_fix(tree, m, true, Exact::kPlacement)));
   }
 }
 
@@ -246,6 +260,9 @@ void Aggregator::inference_problems() {
 void Aggregator::call_count_problems() {
   std::vector<std::string> hidden;   // kCallsHidden: one line for all of them
   std::vector<std::string> guessed;  // kCallsGuessed: one line, the first six named
+  // the lines of several modules (user modules only: a built-in's calls are never guessed or
+  // hidden) share the user module's fix; a module's own line gets its own (a Sequential called
+  // twice in a row: a ModuleScope around each call, its forward being LibTorch's)
   const std::string fix =
       !in.call_fix.empty()
           ? in.call_fix
@@ -254,30 +271,33 @@ void Aggregator::call_count_problems() {
   for (int m = 0; m < num_modules; ++m) {
     if (at.scoped[m] || tree.nodes[m].ignored) continue;
     const uint8_t why = at.calls_inferred[m];
+    if (why == 0 && !may_have_run_uncalled(m)) continue;
     const std::string who = module_who(tree, m);
+    const std::string own_fix =
+        !in.call_fix.empty() ? in.call_fix : exact_fix(tree, m, false, Exact::kCalls);
     if (why & kCallsRestart) {
       r.problems.push_back(
           m == 0 ? fmt::format("the model's call count ({}) is inferred: its first submodule ran "
                                "again with nothing between that shows the forward returned "
                                "(the model called twice in a row, or a block applied twice in "
                                "one forward); {}",
-                               acc[m].calls, fix)
+                               acc[m].calls, own_fix)
                  : fmt::format("the call count of {}, {}, is inferred: its first submodule ran "
                                "again with nothing between that shows it returned (the module "
                                "called again, or its forward applying that submodule twice); {}",
-                               who, acc[m].calls, fix));
+                               who, acc[m].calls, own_fix));
     }
     if (why & kCallsPartial) {
       r.problems.push_back(fmt::format(
           "the call count of {}, {}, is inferred: a call of it ran only some of its layers (a "
           "method other than forward, layers skipped, or its submodules called directly); {}",
-          who, acc[m].calls, fix));
+          who, acc[m].calls, own_fix));
     }
     if (why & kCallsNone) {
       r.problems.push_back(fmt::format(
           "{} shows no call while its submodules ran: they were called directly, or its calls "
           "could not be seen; {}",
-          who, fix));
+          who, own_fix));
     }
     if (why & kCallsGuessed) guessed.push_back(fmt::format("{} ({})", who, acc[m].calls));
     if (why & kCallsHidden) hidden.push_back(who);
@@ -285,7 +305,7 @@ void Aggregator::call_count_problems() {
       r.problems.push_back(fmt::format(
           "{} shows no call, but its forward may have run {} op(s), {} FLOPs that op order "
           "gave to another module: its calls and work may be too small; {}",
-          who, acc[m].maybe_missing_ops, acc[m].maybe_missing_flops, fix));
+          who, acc[m].maybe_missing_ops, acc[m].maybe_missing_flops, own_fix));
     }
   }
   if (!guessed.empty()) {
