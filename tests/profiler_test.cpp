@@ -645,6 +645,46 @@ TEST(ModelProfile, OverloadsAndOptions) {
   EXPECT_FALSE(at::hasCallbacks());
 }
 
+// A forward returning a tuple (an embedding model's (logits, embedding), TiTaNet's): backward =
+// true ran nothing, silently (run_forward ran backward only from a tensor). It now runs backward
+// from the sum of each output tensor that requires grad; with none, it says so.
+struct TwoHeadsImpl : torch::nn::Module {
+  TwoHeadsImpl() : fc(register_module("fc", torch::nn::Linear(8, 4))) {}
+  std::tuple<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x) {
+    torch::Tensor y = fc(x);
+    return {y, torch::relu(y)};
+  }
+  torch::nn::Linear fc;
+};
+TORCH_MODULE(TwoHeads);
+
+TEST(ModelProfile, BackwardRunsFromEveryOutputTensorOfATuple) {
+  TwoHeads model;
+  flopsprof::ModelProfileOptions o;
+  o.print_profile = false;
+  o.warm_up = 0;
+  o.backward = true;
+  torch::Tensor x = torch::randn({2, 8});  // no grad: the input's gradient is not computed
+  flopsprof::ModelProfile p = flopsprof::get_model_profile(model, std::make_tuple(x), o);
+  // forward: Linear(8, 4) on 2 rows, 2*4*8 = 64 MACs; backward: the weight's gradient,
+  // grad_y^T [4, 2] x x [2, 8] = 4*2*8 = 64 MACs (relu's, the sums' and the bias's have none)
+  EXPECT_EQ(p.macs, 2u * 4 * 8);
+  EXPECT_EQ(p.result.bwd_macs, 4u * 2 * 8);
+  EXPECT_EQ(p.result.modules[1].bwd_macs, 4u * 2 * 8);  // fc's
+  // gradients off: nothing to run backward from, said, not skipped
+  torch::NoGradGuard no_grad;
+  try {
+    flopsprof::get_model_profile(model, std::make_tuple(x), o);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("backward = true, but no tensor of the forward's output "
+                                         "requires grad (2 tensor(s) found"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(at::hasCallbacks());
+}
+
 struct MemNetImpl : torch::nn::Module {
   MemNetImpl() : fc(register_module("fc", torch::nn::Linear(8, 16))) {}
   torch::Tensor forward(const torch::Tensor& x) {

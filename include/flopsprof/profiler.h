@@ -361,8 +361,10 @@ struct ModelProfileOptions {
   /// by size). Tensor inputs of the `input_shape` / tuple overloads are created or moved on meta.
   /// A model already on meta is profiled this way whatever this flag says.
   bool on_meta = false;
-  /// Also run backward from the sum of the forward's output (a training estimate). For the
-  /// `input_shape` and tuple overloads; a callable runs whatever it runs.
+  /// Also run backward from the sum of the forward's output (a training estimate): of each
+  /// tensor in it that requires grad, for a forward returning a tuple, pair or vector. For the
+  /// `input_shape` and tuple overloads (Error when no output tensor requires grad, e.g. under a
+  /// NoGradGuard); a callable runs whatever it runs.
   bool backward = false;
   /// Also write the HTML report there (FlopsProfiler::save_html).
   std::string html_file;

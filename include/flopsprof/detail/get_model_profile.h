@@ -8,14 +8,18 @@
 #endif
 
 #include <memory>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include <ATen/record_function.h>
+#include <torch/csrc/autograd/autograd.h>
 #include <torch/nn/module.h>
 #include <torch/types.h>
+
+#include "flopsprof/error.h"
 
 namespace flopsprof {
 
@@ -25,27 +29,71 @@ ModelProfile profile_model(std::shared_ptr<torch::nn::Module> model,
                            const std::function<void()>& run, const ModelProfileOptions& options);
 /// Whether any parameter or buffer of `model` is on the meta device.
 bool on_meta(const torch::nn::Module& model);
-/// Runs `forward` as one call of `model`, then backward from the sum of its output when
-/// `backward` and it is a tensor.
+/// The defined tensors in a forward's output, in order: the tensor itself, or those in a tuple,
+/// pair or vector of them (nested).
+inline void output_tensors(const torch::Tensor& t, std::vector<torch::Tensor>& out) {
+  if (t.defined()) out.push_back(t);
+}
+template <class T>
+void output_tensors(const T& /*x*/, std::vector<torch::Tensor>& /*out*/) {}  // not a tensor
+template <class T>
+void output_tensors(const std::vector<T>& xs, std::vector<torch::Tensor>& out);
+template <class A, class B>
+void output_tensors(const std::pair<A, B>& p, std::vector<torch::Tensor>& out);
+template <class... T>
+void output_tensors(const std::tuple<T...>& t, std::vector<torch::Tensor>& out);
+template <class T>
+void output_tensors(const std::vector<T>& xs, std::vector<torch::Tensor>& out) {
+  for (const auto& x : xs) output_tensors(x, out);
+}
+template <class A, class B>
+void output_tensors(const std::pair<A, B>& p, std::vector<torch::Tensor>& out) {
+  output_tensors(p.first, out);
+  output_tensors(p.second, out);
+}
+template <class... T>
+void output_tensors(const std::tuple<T...>& t, std::vector<torch::Tensor>& out) {
+  std::apply([&](const auto&... x) { (output_tensors(x, out), ...); }, t);
+}
+/// Runs `forward` as one call of `model`; with `backward`, then backward from the sum of each
+/// tensor of its output that requires grad (a tensor, or a tuple, pair or vector of them: a
+/// model returning (logits, embedding) was silently left without backward). Throws Error when
+/// backward is asked and no output tensor requires grad.
 template <class F>
 void run_forward(const torch::nn::Module* model, F&& forward, bool backward) {
-  if constexpr (std::is_same_v<std::decay_t<decltype(forward())>, torch::Tensor>) {
-    torch::Tensor out;
-    {
-      CallWindow window(model);
-      out = forward();
-    }
-    if (backward) {
-      torch::Tensor loss;
-      {
-        at::DisableRecordFunctionGuard not_the_model;  // the estimate's loss is no model op
-        loss = out.sum();
-      }
-      loss.backward();
-    }
-  } else {
+  if constexpr (std::is_void_v<decltype(forward())>) {
     CallWindow window(model);
     forward();
+    if (backward) {
+      throw Error(
+          "get_model_profile: backward = true, but the model's forward returns nothing to run "
+          "backward from; pass a callable that runs the forward and backward instead");
+    }
+  } else {
+    auto out = [&] {
+      CallWindow window(model);
+      return forward();
+    }();
+    if (!backward) return;
+    std::vector<torch::Tensor> tensors;
+    output_tensors(out, tensors);
+    std::vector<torch::Tensor> losses;
+    {
+      at::DisableRecordFunctionGuard not_the_model;  // the estimate's loss is no model op
+      for (const torch::Tensor& t : tensors) {
+        if (t.requires_grad()) losses.push_back(t.sum());
+      }
+    }
+    if (losses.empty()) {
+      throw Error(
+          "get_model_profile: backward = true, but no tensor of the forward's output requires "
+          "grad (" +
+          std::to_string(tensors.size()) +
+          " tensor(s) found; gradients are off, e.g. under a NoGradGuard or InferenceMode, or "
+          "the model has no trainable parameter); run it with gradients on, or pass a callable "
+          "that runs the forward and backward");
+    }
+    torch::autograd::backward(losses);
   }
 }
 template <class M>
