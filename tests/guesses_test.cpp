@@ -1479,4 +1479,66 @@ TEST(Guesses, ABuiltInModelCalledTwiceInARowGetsAScopeAroundItsCallsAsItsFix) {
   }
 }
 
+// TiTaNet's attention pooling (rahimkhan76270/libtorch-titanet): a child whose own work follows
+// its last submodule's call (`a = lin(x).softmax(-1); return (a * x).sum(-1);`). Op order gives
+// the softmax, mul and sum to the parent, marked. The line must name the child's forward as the
+// place for FLOPSPROF_MODULE(): a scope in the parent, which the old text ("as the first line of
+// its forward") pointed at, leaves the same guess; a scope in the child makes it exact.
+struct PooledImpl : nn::Module {
+  explicit PooledImpl(int scoped) : scoped(scoped) {
+    lin = register_module("lin", nn::Linear(16, 16));
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    MaybeScope s((scoped & 2) != 0, this);
+    torch::Tensor a = lin(x).softmax(-1);
+    return (a * x).sum(-1);
+  }
+  int scoped;
+  nn::Linear lin{nullptr};
+};
+TORCH_MODULE(Pooled);
+
+struct PoolingHeadImpl : nn::Module {
+  explicit PoolingHeadImpl(int scoped) : scoped(scoped) {
+    pool = register_module("pool", Pooled(scoped));
+    out = register_module("out", nn::Linear(4, 2));
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    MaybeScope s((scoped & 1) != 0, this);
+    return out(pool(x));
+  }
+  int scoped;
+  Pooled pool{nullptr};
+  nn::Linear out{nullptr};
+};
+TORCH_MODULE(PoolingHead);
+
+TEST(Guesses, ALinesFixNamesTheInnerModuleWhoseEndOpOrderCannotSee) {
+  torch::Tensor x = torch::randn({2, 4, 16});
+  PoolingHead plain(0), parent_only(1), child_only(2);
+  const ProfileResult p = profile(
+      plain, [&] { plain->forward(x); }, false);
+  const ProfileResult pp = profile(
+      parent_only, [&] { parent_only->forward(x); }, false);
+  const ProfileResult c = profile(
+      child_only, [&] { child_only->forward(x); }, false);
+  EXPECT_EQ(module(c, "pool").inferred_ops, 0u) << problems(c);
+  EXPECT_EQ(module(c, "").inferred_ops, 0u) << problems(c);
+  EXPECT_TRUE(c.problems.empty()) << problems(c);
+  // with the child's scope, its softmax, mul and sum move from the model to it: the same FLOPs in
+  // all, and at least mul 2*4*16 = 128 and sum 2*4*(16 - 1) = 120 of them (softmax's besides)
+  EXPECT_EQ(p.flops, c.flops);
+  const uint64_t moved = own_flops(p, "") - own_flops(c, "");
+  EXPECT_EQ(own_flops(c, "pool") - own_flops(p, "pool"), moved);
+  EXPECT_GE(moved, 128u + 120u);
+  for (const ProfileResult* r : {&p, &pp}) {
+    EXPECT_GT(module(*r, "").inferred_ops, 0u) << problems(*r);
+    EXPECT_TRUE(has_problem(*r,
+                            "FLOPSPROF_MODULE() as the first line of the forward of 'pool' "
+                            "(Pooled) makes them exact (a scope in the model (PoolingHead) "
+                            "alone does not)"))
+        << problems(*r);
+  }
+}
+
 }  // namespace

@@ -620,12 +620,13 @@ TEST(TextReport, MatchesLineByLine) {
       "",
       "Problems seen while profiling:",
       // the other side: enc.fc2 and enc (whose call end no evidence fixes) or head (whose start
-      // none fixes) may have run it
+      // none fixes) may have run it; their scopes decide, the model's (enclosing them) does not
       "    placement inferred from op order: 1 op(s), 0 FLOPs, 0 B given to the model (Net); op "
       "order cannot tell whether they are its own or the work of 'enc' (Encoder), 'enc.fc2' "
       "(Linear), "
-      "'head' (Linear) (which may show too little). FLOPSPROF_MODULE() as the first line of its "
-      "forward, or of the method the program calls (and of its submodules'), makes them exact",
+      "'head' (Linear) (which may show too little). FLOPSPROF_MODULE() as the first line of the "
+      "forward of 'enc' (Encoder), 'enc.fc2' (Linear), 'head' (Linear) makes them exact (a scope "
+      "in the model (Net) alone does not)",
       "",
       "----------------------------- Aggregated Profile -----------------------------",
       "Top 2 modules in terms of params, MACs or fwd latency at different model depths:",

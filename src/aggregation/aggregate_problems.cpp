@@ -63,6 +63,16 @@ std::string other_side(const ModuleTree& tree, const std::map<int, std::set<int>
   return other;
 }
 
+// The variable a ModuleScope around module `m`'s call takes: its attribute's name where that is
+// an identifier ("rnn"; not a list's "0"), "model" for the model.
+std::string scope_variable(const ModuleTree& tree, int m) {
+  const std::string& name = tree.nodes[m].name;
+  if (m == 0) return "model";
+  std::string var = name.substr(name.rfind('.') + 1);
+  if (var.empty() || std::isdigit(static_cast<unsigned char>(var[0]))) var = "module";
+  return var;
+}
+
 // What a fix makes exact: the placement of the ops given to a module, or its call count.
 enum class Exact { kPlacement, kCalls };
 
@@ -74,10 +84,7 @@ std::string exact_fix(const ModuleTree& tree, int m, bool group, Exact what) {
   const ModuleNode& n = tree.nodes[m];
   const char* them = what == Exact::kCalls ? "it" : "them";
   if (n.builtin != nullptr && !n.calls_observed && !n.starts_observed) {
-    // its attribute's name where that is an identifier ("rnn"; not a list's "0")
-    std::string var = n.name.substr(n.name.rfind('.') + 1);
-    if (m == 0) var = "model";
-    if (var.empty() || std::isdigit(static_cast<unsigned char>(var[0]))) var = "module";
+    const std::string var = scope_variable(tree, m);
     return fmt::format(
         "`flopsprof::ModuleScope scope({}.get());` right before {} call in {} "
         "(include/flopsprof/scope.h) makes {} exact",
@@ -96,12 +103,72 @@ std::string exact_fix(const ModuleTree& tree, int m, bool group, Exact what) {
                    its, them);
 }
 
+// What makes the placement of the ops given to module `m` (and likewise to the others of its
+// `group`) exact, when op order could not tell them from the work of other modules (`losers`):
+// the scopes of the modules involved whose boundaries op order cannot see, less one that encloses
+// all the others (an op outside every inner scope is its own; unless the caller may have run it).
+// A scope in the enclosing module alone changes nothing: ops after a child's last op are the
+// child's or its parent's, and only the child's scope tells (found on TiTaNet: the line named the
+// decoder, which received its attention pooling's ops, and FLOPSPROF_MODULE() there cleared
+// nothing). When only `m` remains, exact_fix's text.
+std::string placement_fix(const ModuleTree& tree, const std::vector<bool>& scoped,
+                          const std::map<int, std::set<int>>& losers, int m, bool group) {
+  std::vector<int> involved{m};
+  bool caller = false;
+  if (auto it = losers.find(m); it != losers.end()) {
+    for (int k : it->second) {
+      if (k >= 0) involved.push_back(k);
+      caller = caller || k == kOutsideModel;
+    }
+  }
+  auto encloses = [&](int a, int d) {
+    for (int p = tree.nodes[d].parent; p >= 0; p = tree.nodes[p].parent) {
+      if (p == a) return true;
+    }
+    return false;
+  };
+  std::vector<int> inner;  // unseen boundaries, less the one enclosing all
+  for (int a : involved) {
+    if (scoped[a] || tree.nodes[a].calls_observed) continue;
+    bool encloses_all = !caller && involved.size() > 1;
+    for (int d : involved) encloses_all = encloses_all && (d == a || encloses(a, d));
+    if (!encloses_all) inner.push_back(a);
+  }
+  if (inner.empty() || (inner.size() == 1 && inner[0] == m))
+    return exact_fix(tree, m, group, Exact::kPlacement);
+  std::vector<std::string> users, builtins;
+  for (int k : inner) {
+    const ModuleNode& n = tree.nodes[k];
+    const std::string who = group ? n.type : module_who(tree, k);
+    if (n.builtin == nullptr) {
+      if (users.size() < 4) users.push_back(who);
+    } else if (builtins.size() < 4) {
+      builtins.push_back(
+          fmt::format("`flopsprof::ModuleScope scope({}.get());` right before each "
+                      "call of {} (include/flopsprof/scope.h)",
+                      scope_variable(tree, k), who));
+    }
+  }
+  std::string fix;
+  if (!users.empty()) {
+    fix = fmt::format("FLOPSPROF_MODULE() as the first line of the forward of {}",
+                      fmt::join(users, ", "));
+  }
+  if (!builtins.empty())
+    fix += fmt::format("{}{}", fix.empty() ? "" : ", and ", fmt::join(builtins, ", and "));
+  const bool m_inner = std::find(inner.begin(), inner.end(), m) != inner.end();
+  return fix + " makes them exact" +
+         (m_inner ? std::string()
+                  : fmt::format(" (a scope in {} alone does not)",
+                                group ? tree.nodes[m].type + "'s forward" : module_who(tree, m)));
+}
+
 // One problems line per module with forward ops placed by inference (op order), naming the
 // modules that may have run them instead (which may show too little) and what would make them
 // exact; the most FLOPs first. Modules of one type whose guesses are the same (the layers of a
 // stack: the same ops, FLOPs and bytes) share one line when there are 3 or more of them.
 void placement_problems(const ModuleTree& tree, const std::vector<ModuleAcc>& acc,
-                        const std::map<int, std::set<int>>& losers,
+                        const std::vector<bool>& scoped, const std::map<int, std::set<int>>& losers,
                         std::vector<std::string>& problems) {
   std::vector<int> marked;
   for (size_t m = 0; m < acc.size(); ++m) {
@@ -138,7 +205,7 @@ void placement_problems(const ModuleTree& tree, const std::vector<ModuleAcc>& ac
           "cannot tell whether they are its own or {}. {}",
           a.own_inferred_ops, a.own_inferred_flops, a.own_inferred_bytes, backward,
           module_who(tree, m), other_side(tree, losers, m),
-          exact_fix(tree, m, false, Exact::kPlacement)));
+          placement_fix(tree, scoped, losers, m, false)));
       continue;
     }
     std::string names;
@@ -151,7 +218,7 @@ void placement_problems(const ModuleTree& tree, const std::vector<ModuleAcc>& ac
         "the first, {} (likewise for the others). {}",
         group.size(), tree.nodes[m].type, names, a.own_inferred_ops, a.own_inferred_flops,
         a.own_inferred_bytes, backward, other_side(tree, losers, group[0]),
-        exact_fix(tree, m, true, Exact::kPlacement)));
+        placement_fix(tree, scoped, losers, group[0], true)));
   }
 }
 
@@ -252,7 +319,7 @@ std::string overshoot_line(const Overshoot& w, bool memory, const MachinePeaks& 
 
 // Inferred placements and inferred call counts, named: every guess, on both sides.
 void Aggregator::inference_problems() {
-  placement_problems(tree, acc, losers, r.problems);
+  placement_problems(tree, acc, at.scoped, losers, r.problems);
   call_count_problems();
   outside_problems();
 }
