@@ -104,7 +104,7 @@ void measure(benchmark::State& state, Profilers& profs, const std::function<void
   flopsprof::FlopsProfiler& prof = profs.ours;
   for (int i = 0; i < 3; ++i) work();  // warm-up
   std::vector<double> ratio[kVariants], times[kVariants], faults[kVariants], honest, honest_raw,
-      honest_rf;
+      honest_rf, in_place[3];
   double stop_s = 0, plain_s = 0;
   auto run = [&](int v) {
     auto repeat = [&] {
@@ -177,6 +177,10 @@ void measure(benchmark::State& state, Profilers& profs, const std::function<void
     if (selected(kOurs)) {
       honest.push_back(reported(prof.result(), true) / t[kPlain]);
       honest_raw.push_back(reported(prof.result(), false) / t[kPlain]);
+      const flopsprof::LatencyCorrection& c = prof.result().correction;
+      in_place[0].push_back(c.op_in_place_ns);
+      in_place[1].push_back(c.boxed_op_in_place_ns);
+      in_place[2].push_back(c.call_in_place_ns);
     }
     if (selected(kOursRf)) honest_rf.push_back(reported(profs.rf.result(), true) / t[kPlain]);
     plain_s += t[kPlain];
@@ -204,6 +208,10 @@ void measure(benchmark::State& state, Profilers& profs, const std::function<void
   // and its minor page faults per call (the heap's state, which the other variants change)
   state.counters["plain_faults"] = median(faults[kPlain]);
   state.counters["ours_faults"] = median(faults[kOurs]);
+  // what the in-place timings added to the calibrated cost per record (ns), medians over rounds
+  state.counters["op_in_place_ns"] = median(in_place[0]);
+  state.counters["boxed_op_in_place_ns"] = median(in_place[1]);
+  state.counters["call_in_place_ns"] = median(in_place[2]);
   if (selected(kOurs)) {
     state.counters["flops_per_iter"] = static_cast<double>(prof.get_total_flops()) / inner;
   }

@@ -434,6 +434,14 @@ struct LatencyCorrection {
   double call_inner_ns = 0, call_outer_ns = 0;
   /// RecordFunction path: inside an op's span, per record LibTorch made of an op nested in it.
   double nested_record_ns = 0;
+  /// Per record, nanoseconds, included in the figures above: what flopsprof's own code cost this
+  /// profile above its calibration, timed in place on about one record half in 16 (the
+  /// calibration runs that code in a tight loop, where it stays in the caches; between a
+  /// program's ops it does not). Ops (dispatch path), ops through the boxed fallback, module
+  /// calls; `in_place_samples`: the record halves timed (0: no extra known, as with a clock other
+  /// than the TSC).
+  double op_in_place_ns = 0, boxed_op_in_place_ns = 0, call_in_place_ns = 0;
+  uint64_t in_place_samples = 0;
   /// flopsprof's own cost that stays in the host latencies, not measured apart ("" when none is
   /// known): CUPTI's recording of every CUDA runtime and driver API call, which linking kernels
   /// to ops needs (gpu.backend "cupti"); the cold caches of a profile started right after

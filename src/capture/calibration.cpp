@@ -257,7 +257,11 @@ CaptureCost measure(bool dispatch) {
   session.scope_names = p.index.scope_names;
   session.start_clock();
   const Timings t = time_rounds(p, session, dispatch);
-  return solve(t, read_spans(p, session, dispatch), dispatch);
+  CaptureCost c = solve(t, read_spans(p, session, dispatch), dispatch);
+  std::vector<const ThreadEvents*> threads;
+  for (const auto& b : session.buffers) threads.push_back(b.get());
+  c.in_place = in_place_means(threads, session.ns_per_tick());
+  return c;
 }
 
 }  // namespace
@@ -278,6 +282,24 @@ CaptureCost capture_cost(bool dispatch) {
                : "its own cost on the RecordFunction path measured",
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   return *cached;
+}
+
+HalfCosts in_place_means(const std::vector<const ThreadEvents*>& threads, double ns_per_tick) {
+  HalfCosts out{};
+  for (int h = 0; h < kCostHalves; ++h) {
+    double before = 0, after = 0;
+    uint64_t n = 0;
+    for (const ThreadEvents* t : threads) {
+      before += static_cast<double>(t->cost_samples[h].before);
+      after += static_cast<double>(t->cost_samples[h].after);
+      n += t->cost_samples[h].n;
+    }
+    if (n == 0) continue;
+    out[h] = HalfCost{before * ns_per_tick / static_cast<double>(n),
+                      after * ns_per_tick / static_cast<double>(n),
+                      static_cast<uint32_t>(std::min<uint64_t>(n, UINT32_MAX))};
+  }
+  return out;
 }
 
 namespace {

@@ -2,10 +2,13 @@
 // calibrates its zones), so that latencies can be reported with it removed (cost_removal.h).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <string>
+#include <vector>
 
 #include "capture/observer.h"
+#include "records/events.h"
 
 namespace flopsprof::detail {
 
@@ -20,12 +23,27 @@ struct RecordCost {
   double nested_ns = 0;
 };
 
+/// One record half's in-place timings (cost_sample.h) as means, host nanoseconds: flopsprof's
+/// code before the record's timestamp and after it, over `n` timed halves.
+struct HalfCost {
+  double before_ns = 0, after_ns = 0;
+  uint32_t n = 0;
+};
+using HalfCosts = std::array<HalfCost, kCostHalves>;  ///< by CostHalf
+
+/// The means of the halves `threads` timed in place, at `ns_per_tick`. Pure.
+HalfCosts in_place_means(const std::vector<const ThreadEvents*>& threads, double ns_per_tick);
+
 /// A capture path's costs: ops (on the dispatch path those with an unboxed kernel), ops through
 /// the boxed fallback (dispatch path; the RecordFunction path's are `op`'s), and a module call's
-/// record (an observed built-in module's forward).
+/// record (an observed built-in module's forward). `in_place`: the calibration's own in-place
+/// timings of the same code (warm, as the calibration runs it), which a profile's own are
+/// compared with (cost_removal.h); n 0 where none were taken (the RecordFunction path's ops, a
+/// clock other than the TSC).
 struct CaptureCost {
   bool calibrated = false;
   RecordCost op, boxed_op, call;
+  HalfCosts in_place{};
 };
 
 /// The cost of `dispatch`'s path in this process: measured the first time (about 5-10 ms: a few

@@ -30,16 +30,17 @@ struct Costs {
   double nested;  // ticks per nested record (RecordFunction path)
 };
 
-// The calibrated costs in ticks, per kind of record.
+// The calibrated costs in ticks, per kind of record, with the in-place extras.
 class CostModel {
  public:
-  CostModel(const CaptureCost& cost, bool dispatch, double ns_per_tick, const NameLookup& names)
+  CostModel(const CaptureCost& cost, const InPlaceExtras& extras, bool dispatch, double ns_per_tick,
+            const NameLookup& names)
       : dispatch_(dispatch),
         ns_per_tick_(ns_per_tick),
         names_(names),
-        op_(split(cost.op)),
-        boxed_(split(cost.boxed_op)),
-        call_(split(cost.call)) {}
+        op_(split(cost.op, extras.op)),
+        boxed_(split(cost.boxed_op, extras.boxed_op)),
+        call_(split(cost.call, extras.call)) {}
 
   const Costs& call() const { return call_; }
   bool dispatch() const { return dispatch_; }
@@ -54,9 +55,11 @@ class CostModel {
   }
 
  private:
-  Costs split(const RecordCost& c) const {
+  Costs split(const RecordCost& c, const InPlaceExtra& x) const {
     const int64_t outer = ticks(c.outer_ns, ns_per_tick_);
-    return Costs{outer / 2, outer - outer / 2, ticks(c.inner_ns, ns_per_tick_),
+    return Costs{outer / 2 + ticks(x.pre_ns, ns_per_tick_),
+                 outer - outer / 2 + ticks(x.post_ns, ns_per_tick_),
+                 ticks(c.inner_ns + x.inner_ns, ns_per_tick_),
                  ns_per_tick_ > 0 ? c.nested_ns / ns_per_tick_ : 0.0};
   }
 
@@ -138,12 +141,32 @@ void shift(std::vector<Point>& points) {
 
 }  // namespace
 
+InPlaceExtras in_place_extras(const HalfCosts& profile, const CaptureCost& cost) {
+  // A half's extra before and after its timestamp; nothing unless both sides timed it.
+  auto extra = [&](CostHalf h, double HalfCost::*side) {
+    const HalfCost &p = profile[h], &w = cost.in_place[h];
+    if (p.n < kMinInPlaceSamples || w.n == 0) return 0.0;
+    return std::max(0.0, p.*side - w.*side);
+  };
+  auto kind = [&](CostHalf open, CostHalf close) {
+    InPlaceExtra x;
+    x.pre_ns = extra(open, &HalfCost::before_ns);
+    x.inner_ns = extra(open, &HalfCost::after_ns) + extra(close, &HalfCost::before_ns);
+    x.post_ns = extra(close, &HalfCost::after_ns);
+    x.samples = uint64_t{profile[open].n} + profile[close].n;
+    return x;
+  };
+  return InPlaceExtras{kind(kOpOpen, kOpClose), kind(kBoxedOpen, kBoxedClose),
+                       kind(kCallEnter, kCallExit)};
+}
+
 CostRemoved remove_capture_cost(const std::vector<const ThreadEvents*>& threads,
                                 const std::vector<RegionWindow>& regions, const CaptureCost& cost,
                                 bool dispatch, double ns_per_tick, const NameLookup& names) {
   CostRemoved out;
   out.regions = regions;
-  CostModel model(cost, dispatch, ns_per_tick, names);
+  out.extras = in_place_extras(in_place_means(threads, ns_per_tick), cost);
+  CostModel model(cost, out.extras, dispatch, ns_per_tick, names);
   std::vector<Point> points;
   for (const ThreadEvents* src : threads) {
     auto t = std::make_unique<ThreadEvents>(*src);
@@ -162,11 +185,12 @@ std::string uncalibrated_cache_cost(double raw_s, double corrected_s) {
   if (!(raw_s > 0) || !(corrected_s >= 0) || raw_s - corrected_s < kCacheNoteShare * raw_s)
     return {};
   return fmt::format(
-      "the correction removed {:.1f}% of the measured host time, each record's cost as "
-      "calibrated in a tight loop where flopsprof's code stays in the instruction cache; between "
-      "a program's ops that code is evicted and costs more (2-3 x between the ops of an MLP of "
-      "Linear(64, 64) at batch 1), so the latencies of small ops and of their modules still read "
-      "high (bench/RESULTS.md: that MLP's first Linear 1.16-1.27 x its time alone)",
+      "the correction removed {:.1f}% of the measured host time: each record's cost as "
+      "calibrated, plus what flopsprof's own code cost in place above that; what the records "
+      "cost LibTorch's code around them (the dispatcher's turn through flopsprof's kernel, "
+      "LibTorch's code and data evicted from the caches) is not measured, so the latencies of "
+      "small ops and of their modules still read high (bench/RESULTS.md: an MLP of "
+      "Linear(64, 64) at batch 1, its first Linear 1.14-1.22 x its time alone)",
       100.0 * (raw_s - corrected_s) / raw_s);
 }
 

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "capture/calibration.h"
+#include "capture/cost_sample.h"
 #include "capture/op_record.h"
 #include "capture/thread_locals.h"
 
@@ -57,6 +58,9 @@ struct Opened {
   int n = 0;
   bool covered = false;  // some running dispatch profile covers this thread
   bool counted = false;  // the op has a formula: its nested ops are not recorded
+  bool boxed = false;    // through the boxed fallback
+  bool timed = false;    // timed in place (cost_sample.h), from t_in
+  int64_t t_in = 0;
   int8_t slot[kMaxSessions];
   OpOpen open[kMaxSessions];
 };
@@ -64,10 +68,12 @@ struct Opened {
 template <class Arg>
 FLOPSPROF_NOINLINE void open_records(const char* name, c10::DispatchKeySet ks,
                                      c10::ArrayRef<Arg> inputs, Opened& o) noexcept {
+  o.boxed = std::is_same_v<Arg, c10::IValue>;
   OpGuard guard;
   if (!guard.ok()) return;
   const uint32_t slots = g_dispatch_slots.load(std::memory_order_acquire);
   int64_t seq = -2;  // computed once, for the first profile that records the op
+  bool tsc = false;  // the first profile that recorded it times with the TSC
   for (int k = 0; k < kMaxSessions; ++k) {
     if (((slots >> k) & 1) == 0) continue;
     Session* s = g_sessions[k].load(std::memory_order_acquire);
@@ -88,19 +94,36 @@ FLOPSPROF_NOINLINE void open_records(const char* name, c10::DispatchKeySet ks,
     OpOpen& open = o.open[o.n];
     if (open_op_record(s, b, name_id, name_flags, seq, inputs, open)) {
       o.counted |= (open.pushed & 1) != 0;
+      if (o.n == 0) tsc = s->tsc;
       o.slot[o.n++] = static_cast<int8_t>(k);
     }
   }
+  if (FLOPSPROF_UNLIKELY(o.timed) && tsc) {
+    const OpOpen& first = o.open[0];
+    add_cost_sample(first.buffer, o.boxed ? kBoxedOpen : kOpOpen, o.t_in,
+                    first.buffer->events[first.index].start_tick, cost_ticks());
+  } else {
+    o.timed = false;
+  }
 }
 
-FLOPSPROF_NOINLINE void close_records(const Opened& o) noexcept {
+FLOPSPROF_NOINLINE void close_records(const Opened& o, int64_t t_in) noexcept {
   OpGuard guard;
   if (!guard.ok()) return;
+  ThreadBuffer* first = nullptr;  // the first record closed, when its profile times with the TSC
+  int64_t stamp = 0;
   for (int j = 0; j < o.n; ++j) {
     Session* s = g_sessions[o.slot[j]].load(std::memory_order_acquire);
     if (s == nullptr || s->id != o.open[j].session) continue;  // that profile stopped meanwhile
-    close_op_record(s, o.open[j], s->now());
+    const int64_t now = s->now();
+    close_op_record(s, o.open[j], now);
+    if (j == 0 && s->tsc) {
+      first = o.open[0].buffer;
+      stamp = now;
+    }
   }
+  if (FLOPSPROF_UNLIKELY(o.timed) && first != nullptr)
+    add_cost_sample(first, o.boxed ? kBoxedClose : kOpClose, t_in, stamp, cost_ticks());
 }
 
 // Drops the mode key on this thread: no running dispatch capture covers it.
@@ -116,12 +139,18 @@ template <class R, class Arg, class Call>
 inline R intercept(const char* name, c10::DispatchKeySet ks, c10::ArrayRef<Arg> inputs,
                    Call&& call) {
   Opened o;
-  if (g_dispatch_slots.load(std::memory_order_relaxed) != 0) open_records(name, ks, inputs, o);
+  if (g_dispatch_slots.load(std::memory_order_relaxed) != 0) {
+    if (FLOPSPROF_UNLIKELY(sample_cost())) {
+      o.timed = true;
+      o.t_in = cost_ticks();
+    }
+    open_records(name, ks, inputs, o);
+  }
   if (FLOPSPROF_UNLIKELY(!o.covered)) leave_this_thread();
   struct Closer {
     const Opened& o;
     ~Closer() {
-      if (o.n > 0) close_records(o);
+      if (o.n > 0) close_records(o, FLOPSPROF_UNLIKELY(o.timed) ? cost_ticks() : 0);
     }
   } closer{o};
   if (o.counted) {
@@ -175,12 +204,13 @@ void register_unboxed(torch::Library& lib) {
   X(linear)                                                                                      \
   X(addmm)                                                                                       \
   X(mm)                                                                                          \
-  X(bmm) X(matmul) X(baddbmm) X(conv1d) X(conv2d) X(relu) X(relu_) X(gelu) X(silu) X(sigmoid)    \
-      X(tanh) X(add_Tensor) X(add__Tensor) X(sub_Tensor) X(mul_Tensor) X(mul__Tensor)            \
-          X(mul_Scalar) X(div_Tensor) X(div_Scalar) X(neg) X(exp) X(rsqrt) X(sqrt)               \
-              X(pow_Tensor_Scalar) X(layer_norm) X(softmax_int) X(log_softmax_int) X(dropout)    \
-                  X(embedding) X(batch_norm) X(max_pool2d) X(adaptive_avg_pool2d) X(mean_dim)    \
-                      X(sum) X(sum_dim_IntList) X(view) X(reshape) X(transpose_int) X(permute)   \
+  X(bmm)                                                                                         \
+  X(matmul) X(baddbmm) X(conv1d) X(conv2d) X(relu) X(relu_) X(gelu) X(silu) X(sigmoid) X(tanh)   \
+      X(add_Tensor) X(add__Tensor) X(sub_Tensor) X(mul_Tensor) X(mul__Tensor) X(mul_Scalar)      \
+          X(div_Tensor) X(div_Scalar) X(neg) X(exp) X(rsqrt) X(sqrt) X(pow_Tensor_Scalar)        \
+              X(layer_norm) X(softmax_int) X(log_softmax_int) X(dropout) X(embedding)            \
+                  X(batch_norm) X(max_pool2d) X(adaptive_avg_pool2d) X(mean_dim) X(sum)          \
+                      X(sum_dim_IntList) X(view) X(reshape) X(transpose_int) X(permute)          \
                           X(contiguous) X(t) X(flatten_using_ints) X(select_int) X(slice_Tensor) \
                               X(unsqueeze) X(squeeze_dim) X(expand) X(clone) X(zero_) X(copy_)   \
                                   X(masked_fill_Scalar) X(where_self) X(split_Tensor) X(chunk)   \

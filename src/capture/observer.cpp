@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "capture/attention_mask.h"
+#include "capture/cost_sample.h"
 #include "capture/device_events.h"
 #include "capture/gpu_backend.h"
 #include "capture/interceptor.h"
@@ -441,6 +442,8 @@ void on_op_end(const at::RecordFunction& /*fn*/, at::ObserverContext* c) {
 // so they use the op callbacks' inlined guard and buffer lookup.
 const char* open_scope_records(const torch::nn::Module* module, ScopeHandles& handles,
                                ScopeKind kind) noexcept {
+  const bool timed = sample_cost();
+  const int64_t t_in = timed ? cost_ticks() : 0;
   join_this_thread();  // a thread the dispatch capture covers but has not reached yet
   OpGuard guard;
   if (!guard.ok()) return nullptr;
@@ -464,6 +467,8 @@ const char* open_scope_records(const torch::nn::Module* module, ScopeHandles& ha
     slots[n++] = k;
   }
   const char* name = nullptr;
+  ThreadBuffer* first = nullptr;  // the first record opened, when its profile times with the TSC
+  int64_t stamp = 0;
   for (int j = 0; j < n; ++j) {
     Session* s = sessions[j];
     const bool known = index[j] >= 0;
@@ -473,39 +478,67 @@ const char* open_scope_records(const torch::nn::Module* module, ScopeHandles& ha
     if (b == nullptr) continue;
     ScopeHandle& h = handles[slots[j]];
     const int32_t m = known ? index[j] : known_anywhere ? kForeignModule : kUnknownModule;
-    h.index = b->open_scope_record(m, s->now(), kind);
+    const int64_t now = s->now();
+    h.index = b->open_scope_record(m, now, kind);
     if (h.index < 0) continue;
     h.buffer = b;
     h.session = s->id;
     if (name == nullptr && known && kind != ScopeKind::kBuiltin) {
       name = s->scope_names[index[j]].c_str();
     }
+    if (timed && first == nullptr && s->tsc && kind != ScopeKind::kWindow &&
+        kind != ScopeKind::kStart) {
+      first = b;
+      stamp = now;
+    }
   }
+  if (FLOPSPROF_UNLIKELY(timed) && first != nullptr)
+    add_cost_sample(first, kCallEnter, t_in, stamp, cost_ticks());
   return name;
 }
 
 namespace {
 // Ends the records `handles` opened, in the profiles still running: `end` on each one's buffer.
+// Whether scope record `i` of `b` is a module call's record that the correction charges with a
+// call's cost (not a call window, not a start-only record).
+bool is_call_record(const ThreadBuffer& b, int32_t i) noexcept {
+  const ScopeRecord& r = b.scopes[static_cast<size_t>(i)];
+  return !r.window && !r.start_only;
+}
+
+// With `timed`, the first record's end, when its profile times with the TSC, is timed in place
+// (kCallExit) from `t_in`, read on entering flopsprof's code.
 template <void (ThreadBuffer::*End)(int32_t, int64_t) noexcept>
-void end_records(ScopeHandles& handles) noexcept {
+void end_records(ScopeHandles& handles, bool timed, int64_t t_in) noexcept {
   OpGuard guard;
   if (!guard.ok()) return;
+  ThreadBuffer* first = nullptr;
+  int64_t stamp = 0;
   for (int k = 0; k < kMaxSessions; ++k) {
     ScopeHandle& h = handles[k];
     if (h.session == 0) continue;
     Session* s = g_sessions[k].load(std::memory_order_acquire);
     if (s == nullptr || s->id != h.session) continue;  // that profile stopped meanwhile
-    (static_cast<ThreadBuffer*>(h.buffer)->*End)(h.index, s->now());
+    auto* b = static_cast<ThreadBuffer*>(h.buffer);
+    const int64_t now = s->now();
+    (b->*End)(h.index, now);
+    if (timed && first == nullptr && s->tsc && h.index >= 0 && is_call_record(*b, h.index)) {
+      first = b;
+      stamp = now;
+    }
   }
+  if (FLOPSPROF_UNLIKELY(timed) && first != nullptr)
+    add_cost_sample(first, kCallExit, t_in, stamp, cost_ticks());
 }
 }  // namespace
 
 void close_scope_records(ScopeHandles& handles) noexcept {
-  end_records<&ThreadBuffer::close_scope_record>(handles);
+  const bool timed = sample_cost();
+  end_records<&ThreadBuffer::close_scope_record>(handles, timed, timed ? cost_ticks() : 0);
 }
 
 void close_step_records(ScopeHandles& handles) noexcept {
-  end_records<&ThreadBuffer::end_step>(handles);
+  end_records<&ThreadBuffer::end_step>(handles, false, 0);
 }
 
 namespace {

@@ -42,6 +42,7 @@ void ThreadBuffer::reset(uint64_t thread) {
   open_scope = -1;
   step_depth = 0;
   capture_errors = 0;
+  for (CostSample& c : cost_samples) c = CostSample{};
   names.validate();
 }
 

@@ -80,6 +80,10 @@ struct ThreadLocals {
   // the profile started on this thread (kModeOwner).
   uint8_t mode_kind;
   uint64_t mode_owner[kMaxSessions];
+  // Record halves to go until the next one whose capture cost is timed in place (cost_sample.h;
+  // <= 1: the next), and the generator of the gaps.
+  int32_t cost_countdown;
+  uint32_t cost_rng;
 };
 extern FLOPSPROF_CONSTINIT thread_local ThreadLocals tl FLOPSPROF_TLS_MODEL;
 

@@ -152,6 +152,17 @@ ProfileResult Pipeline::correct(const RecordsView& recs, const AggregateInput& i
   }
   CostRemoved fixed = remove_capture_cost(recs.threads, in.regions, capture.cost, capture.dispatch,
                                           in.ns_per_tick, NameTable::instance());
+  const InPlaceExtras& x = fixed.extras;
+  corr.op_inner_ns += x.op.inner_ns;
+  corr.op_outer_ns += x.op.pre_ns + x.op.post_ns;
+  corr.boxed_op_inner_ns += x.boxed_op.inner_ns;
+  corr.boxed_op_outer_ns += x.boxed_op.pre_ns + x.boxed_op.post_ns;
+  corr.call_inner_ns += x.call.inner_ns;
+  corr.call_outer_ns += x.call.pre_ns + x.call.post_ns;
+  corr.op_in_place_ns = x.op.total_ns();
+  corr.boxed_op_in_place_ns = x.boxed_op.total_ns();
+  corr.call_in_place_ns = x.call.total_ns();
+  corr.in_place_samples = x.op.samples + x.boxed_op.samples + x.call.samples;
   AggregateInput cin = in;
   cin.threads.clear();
   for (const auto& t : fixed.threads) cin.threads.push_back(t.get());

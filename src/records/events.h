@@ -195,6 +195,21 @@ struct CollectiveEnd {
   int64_t end_tick = 0;
 };
 
+/// The halves of a record whose capture cost is measured in place (ThreadEvents::cost_samples):
+/// an op's opening and closing (ops with an unboxed kernel on the dispatch path, and ops through
+/// its boxed fallback), a module call record's entry and exit.
+enum CostHalf : uint8_t { kOpOpen, kOpClose, kBoxedOpen, kBoxedClose, kCallEnter, kCallExit };
+constexpr int kCostHalves = 6;
+
+/// The capture's own code timed in place, summed over the sampled records of one half (about one
+/// in 16, capture/cost_sample.h): the ticks it spent before the record's timestamp and after it
+/// (the timestamp's own read falls in `before`). Host TSC ticks; nothing when the profile's
+/// clock is another.
+struct CostSample {
+  int64_t before = 0, after = 0;
+  uint32_t n = 0;
+};
+
 /// Everything one thread recorded in one profile.
 struct ThreadEvents {
   uint64_t thread_id = 0;
@@ -209,6 +224,7 @@ struct ThreadEvents {
   std::vector<CollectiveEnd> collective_ends;
   uint64_t dropped_args = 0;    ///< ops whose arguments did not fit (args_count limit)
   uint64_t capture_errors = 0;  ///< ops or records that could not be stored (reported once)
+  CostSample cost_samples[kCostHalves];  ///< by CostHalf (dispatch path and module calls)
 };
 
 /// What changes whenever a record is added to `threads` or closed: per thread, the length of every

@@ -206,6 +206,10 @@ void write_correction(JsonWriter& w, const ProfileResult& r) {
   w.member("call_inner_ns", c.call_inner_ns);
   w.member("call_outer_ns", c.call_outer_ns);
   w.member("nested_record_ns", c.nested_record_ns);
+  w.member("op_in_place_ns", c.op_in_place_ns);
+  w.member("boxed_op_in_place_ns", c.boxed_op_in_place_ns);
+  w.member("call_in_place_ns", c.call_in_place_ns);
+  w.member("in_place_samples", c.in_place_samples);
   w.member("not_removed", c.not_removed);
   w.end_object();
 }

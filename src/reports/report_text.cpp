@@ -357,17 +357,24 @@ void summary_coverage(std::string& out, const ProfileResult& r) {
   if (c.applied) {
     const bool boxed = w_dispatch(r);
     line(out, "latency correction",
-         fmt::format("{} per op{}, {} per module call removed from the spans around them "
-                     "(flopsprof's own cost, calibrated at this capture path's first start); the "
-                     "root's forward {} as measured, {} corrected; raw figures: latency_raw_s "
-                     "in the JSON",
-                     duration_to_string((c.op_inner_ns + c.op_outer_ns) * 1e-9),
-                     boxed ? fmt::format(" ({} through the boxed fallback)",
-                                         duration_to_string(
-                                             (c.boxed_op_inner_ns + c.boxed_op_outer_ns) * 1e-9))
-                           : std::string(),
-                     duration_to_string((c.call_inner_ns + c.call_outer_ns) * 1e-9),
-                     duration_to_string(r.duration_raw_s), duration_to_string(r.duration_s)));
+         fmt::format(
+             "{} per op{}, {} per module call removed from the spans around them "
+             "(flopsprof's own cost, calibrated at this capture path's first start{}); "
+             "the root's forward {} as measured, {} corrected; raw figures: "
+             "latency_raw_s in the JSON",
+             duration_to_string((c.op_inner_ns + c.op_outer_ns) * 1e-9),
+             boxed ? fmt::format(
+                         " ({} through the boxed fallback)",
+                         duration_to_string((c.boxed_op_inner_ns + c.boxed_op_outer_ns) * 1e-9))
+                   : std::string(),
+             duration_to_string((c.call_inner_ns + c.call_outer_ns) * 1e-9),
+             c.in_place_samples == 0
+                 ? std::string()
+                 : fmt::format(", with what its code cost in place above that: {} per "
+                               "op, {} per call, {} record halves timed",
+                               duration_to_string(c.op_in_place_ns * 1e-9),
+                               duration_to_string(c.call_in_place_ns * 1e-9), c.in_place_samples),
+             duration_to_string(r.duration_raw_s), duration_to_string(r.duration_s)));
   } else if (!c.reason.empty()) {
     line(out, "latency correction", "none (latencies include flopsprof's own cost): " + c.reason);
   }
