@@ -29,31 +29,34 @@ ModelProfile profile_model(std::shared_ptr<torch::nn::Module> model,
                            const std::function<void()>& run, const ModelProfileOptions& options);
 /// Whether any parameter or buffer of `model` is on the meta device.
 bool on_meta(const torch::nn::Module& model);
-/// The defined tensors in a forward's output, in order: the tensor itself, or those in a tuple,
-/// pair or vector of them (nested).
-inline void output_tensors(const torch::Tensor& t, std::vector<torch::Tensor>& out) {
-  if (t.defined()) out.push_back(t);
-}
 template <class T>
-void output_tensors(const T& /*x*/, std::vector<torch::Tensor>& /*out*/) {}  // not a tensor
+struct is_std_vector : std::false_type {};
+template <class T, class A>
+struct is_std_vector<std::vector<T, A>> : std::true_type {};
 template <class T>
-void output_tensors(const std::vector<T>& xs, std::vector<torch::Tensor>& out);
+struct is_std_pair : std::false_type {};
 template <class A, class B>
-void output_tensors(const std::pair<A, B>& p, std::vector<torch::Tensor>& out);
-template <class... T>
-void output_tensors(const std::tuple<T...>& t, std::vector<torch::Tensor>& out);
+struct is_std_pair<std::pair<A, B>> : std::true_type {};
 template <class T>
-void output_tensors(const std::vector<T>& xs, std::vector<torch::Tensor>& out) {
-  for (const auto& x : xs) output_tensors(x, out);
-}
-template <class A, class B>
-void output_tensors(const std::pair<A, B>& p, std::vector<torch::Tensor>& out) {
-  output_tensors(p.first, out);
-  output_tensors(p.second, out);
-}
+struct is_std_tuple : std::false_type {};
 template <class... T>
-void output_tensors(const std::tuple<T...>& t, std::vector<torch::Tensor>& out) {
-  std::apply([&](const auto&... x) { (output_tensors(x, out), ...); }, t);
+struct is_std_tuple<std::tuple<T...>> : std::true_type {};
+/// Calls `f` on each tensor of `x`, in order: `x` itself, or those in a vector, pair or tuple of
+/// them (nested: an LSTM's (output, (h, c))); anything else holds none. `f` gets the tensor as
+/// `x` holds it (const when `x` is).
+template <class X, class F>
+void for_each_tensor(X& x, F& f) {
+  using T = std::remove_cv_t<X>;
+  if constexpr (std::is_same_v<T, torch::Tensor>) {
+    f(x);
+  } else if constexpr (is_std_vector<T>::value) {
+    for (auto&& e : x) for_each_tensor(e, f);
+  } else if constexpr (is_std_pair<T>::value) {
+    for_each_tensor(x.first, f);
+    for_each_tensor(x.second, f);
+  } else if constexpr (is_std_tuple<T>::value) {
+    std::apply([&](auto&... e) { (for_each_tensor(e, f), ...); }, x);
+  }
 }
 /// Runs `forward` as one call of `model`; with `backward`, then backward from the sum of each
 /// tensor of its output that requires grad (a tensor, or a tuple, pair or vector of them: a
@@ -75,8 +78,11 @@ void run_forward(const torch::nn::Module* model, F&& forward, bool backward) {
       return forward();
     }();
     if (!backward) return;
-    std::vector<torch::Tensor> tensors;
-    output_tensors(out, tensors);
+    std::vector<torch::Tensor> tensors;  // the output's defined tensors
+    auto keep = [&](const torch::Tensor& t) {
+      if (t.defined()) tensors.push_back(t);
+    };
+    for_each_tensor(std::as_const(out), keep);
     std::vector<torch::Tensor> losses;
     {
       at::DisableRecordFunctionGuard not_the_model;  // the estimate's loss is no model op
@@ -111,23 +117,12 @@ std::shared_ptr<torch::nn::Module> as_module_ptr(const M& model) {
   }
 }
 /// Moves tensors to meta, also inside tuples, pairs and vectors (an LSTM's (h, c) state).
-inline void move_to_meta(torch::Tensor& x) {
-  if (x.defined() && !x.is_meta()) x = x.to(torch::kMeta);
-}
 template <class T>
-void move_to_meta(T& /*x*/) {}  // anything else stays as it is
-template <class T>
-void move_to_meta(std::vector<T>& xs) {
-  for (auto& x : xs) move_to_meta(x);
-}
-template <class A, class B>
-void move_to_meta(std::pair<A, B>& p) {
-  move_to_meta(p.first);
-  move_to_meta(p.second);
-}
-template <class... T>
-void move_to_meta(std::tuple<T...>& t) {
-  std::apply([](auto&... x) { (move_to_meta(x), ...); }, t);
+void move_to_meta(T& x) {
+  auto move = [](torch::Tensor& t) {
+    if (t.defined() && !t.is_meta()) t = t.to(torch::kMeta);
+  };
+  for_each_tensor(x, move);
 }
 torch::Tensor make_input(const std::vector<int64_t>& shape, const ModelProfileOptions& options);
 }  // namespace detail
