@@ -1542,3 +1542,76 @@ TEST(Guesses, ALinesFixNamesTheInnerModuleWhoseEndOpOrderCannotSee) {
 }
 
 }  // namespace
+
+// A user module deriving from a built-in and calling the base's forward inside its own
+// (divideconcept/PyTorch-libtorch-U-Net's PartialConv2d: a mask convolution before
+// Conv2dImpl::forward, the bias taken off and put back after it). The base's forward was observed
+// as the module's call: its record covered the base's convolution only, so the ops before and
+// after it went to the parent, the root or outside the model unmarked, a FLOPSPROF_MODULE() in the
+// subclass made two calls of one, and its Sequential counted two. A call of a built-in's forward
+// is that module's only when the instance is of that type.
+struct MaskedConvImpl : nn::Conv2dImpl {
+  MaskedConvImpl(nn::Conv2dOptions o, bool scoped) : nn::Conv2dImpl(o), scoped(scoped) {}
+  torch::Tensor forward(const torch::Tensor& x) {
+    MaybeScope s(scoped, this);
+    torch::Tensor ratio;
+    {
+      torch::NoGradGuard ng;
+      ratio = 9.0 / torch::conv2d(torch::ones({1, 1, x.size(2), x.size(3)}),
+                                  torch::ones({1, 1, 3, 3}), {}, options.stride(), 1);
+    }
+    torch::Tensor raw = nn::Conv2dImpl::forward(x);
+    torch::Tensor b = bias.view({1, -1, 1, 1});
+    return (raw - b) * ratio + b;
+  }
+  bool scoped;
+};
+TORCH_MODULE(MaskedConv);
+
+struct MaskedNetImpl : nn::Module {
+  explicit MaskedNetImpl(bool scoped) {
+    block = register_module(
+        "block",
+        nn::Sequential(MaskedConv(nn::Conv2dOptions(3, 8, 3).padding(1), scoped), nn::ReLU()));
+    down = register_module("down", nn::Sequential(MaskedConv(
+                                       nn::Conv2dOptions(8, 8, 3).padding(1).stride(2), scoped)));
+  }
+  torch::Tensor forward(const torch::Tensor& x) { return down->forward(block->forward(x)); }
+  nn::Sequential block{nullptr}, down{nullptr};
+};
+TORCH_MODULE(MaskedNet);
+
+TEST(Guesses, ASubclassOfABuiltInCallingItsBaseForwardIsAUserModule) {
+  torch::Tensor x = torch::randn({1, 3, 32, 32});
+  MaskedNet plain(false), ref(true);
+  const ProfileResult p = profile(
+      plain, [&] { plain->forward(x); }, false);
+  const ProfileResult r = profile(
+      ref, [&] { ref->forward(x); }, false);
+  // With FLOPSPROF_MODULE() in the subclass: one call each, exact. block.0 on 32 x 32: its conv
+  // 8 x 32 x 32 x (3 x 3 x 3) = 221,184 MACs and the mask's 1 x 32 x 32 x 9 = 9,216; down.0 at
+  // stride 2 on 16 x 16: 8 x 16 x 16 x (8 x 3 x 3) = 147,456 and 16 x 16 x 9 = 2,304.
+  for (const char* name : {"block", "block.0", "down", "down.0"}) {
+    EXPECT_EQ(module(r, name).calls, 1u) << name << "\n" << problems(r);
+    EXPECT_EQ(module(p, name).calls, 1u) << name << "\n" << problems(p);
+  }
+  EXPECT_FALSE(module(r, "block.0").calls_inferred) << problems(r);
+  EXPECT_EQ(module(r, "block.0").macs, 221184u + 9216u) << problems(r);
+  EXPECT_EQ(module(r, "down.0").macs, 147456u + 2304u) << problems(r);
+  EXPECT_EQ(module(r, "block.0").inferred_ops, 0u) << problems(r);
+  EXPECT_EQ(r.outside.flops, 0u);
+  // A module's span holds its ops: never longer than its parent's.
+  EXPECT_LE(module(r, "block.0").latency_raw_s, module(r, "block").latency_raw_s);
+  EXPECT_LE(module(r, "block").latency_raw_s, module(r, "").latency_raw_s);
+  // Without it, under get_model_profile (the model's call bounds known): the same totals, and
+  // whatever op order placed is marked.
+  const ProfileResult w = window(plain, false, x);
+  for (const char* name : {"block", "block.0", "down", "down.0"})
+    EXPECT_EQ(module(w, name).calls, 1u) << name << "\n" << problems(w);
+  EXPECT_EQ(w.flops, r.flops);
+  expect_equal_or_flagged(w, r);
+  // Under start/stop the model's own total is the same with what went outside it: block.0's mask
+  // ops come first and read nothing of the model's, so nothing tells them from the program's
+  // work before the call (they go outside, not yet marked; a CallWindow or the scope decides).
+  EXPECT_EQ(p.flops + p.outside.flops, r.flops + r.outside.flops);
+}

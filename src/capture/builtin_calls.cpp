@@ -228,12 +228,21 @@ namespace {
 
 // One call of a built-in forward while a profile may be running: a scope record in every running
 // profile that knows the module.
+// A call of a built-in's forward is that module's call only when the instance is of that type: a
+// user's subclass (a partial convolution deriving from Conv2dImpl) that calls the base's forward
+// inside its own is a user module, whose call spans more than the base's forward
+// (builtin_calls_observed is false for it, so attribution places its ops by its rules and marks
+// them, or its FLOPSPROF_MODULE() record does).
+inline bool exactly(const torch::nn::Module* module, const std::type_info& type) noexcept {
+  return typeid(*module) == type;
+}
+
 class BuiltinCall {
  public:
-  explicit BuiltinCall(const torch::nn::Module* module) noexcept {
+  BuiltinCall(const torch::nn::Module* module, const std::type_info& type) noexcept {
     if (g_setup_unwarmed.load(std::memory_order_relaxed))
       g_setup_unwarmed.store(false, std::memory_order_relaxed);
-    if (g_scope_demand.load(std::memory_order_relaxed) != 0) {
+    if (g_scope_demand.load(std::memory_order_relaxed) != 0 && exactly(module, type)) {
       active_ = true;
       open_scope_records(module, handles_, ScopeKind::kBuiltin);
     }
@@ -264,11 +273,11 @@ class OptimizerStep {
   ScopeHandles handles_;
 };
 
-// The start of a call of `module` (its forward is inline): a start-only record.
-void mark_call_start(const torch::nn::Module* module) noexcept {
+// The start of a call of `module`, a `type` (its forward is inline): a start-only record.
+void mark_call_start(const torch::nn::Module* module, const std::type_info& type) noexcept {
   if (g_setup_unwarmed.load(std::memory_order_relaxed))
     g_setup_unwarmed.store(false, std::memory_order_relaxed);
-  if (g_scope_demand.load(std::memory_order_relaxed) == 0) return;
+  if (g_scope_demand.load(std::memory_order_relaxed) == 0 || !exactly(module, type)) return;
   ScopeHandles handles;
   open_scope_records(module, handles, ScopeKind::kStart);
   close_scope_records(handles);
@@ -304,7 +313,8 @@ Fn next_definition(const char* mangled) {
                                                          FLOPSPROF_PARAM_##by_value input) { \
     using Real = at::Tensor (*)(__VA_ARGS__*, FLOPSPROF_PARAM_##by_value);                   \
     static const Real real = flopsprof::detail::next_definition<Real>(mangled);              \
-    flopsprof::detail::BuiltinCall call(static_cast<const torch::nn::Module*>(self));        \
+    flopsprof::detail::BuiltinCall call(static_cast<const torch::nn::Module*>(self),         \
+                                        typeid(final_type));                                 \
     return real(self, FLOPSPROF_ARG_##by_value(input));                                      \
   }
 FLOPSPROF_BUILTIN_FORWARDS(FLOPSPROF_DEFINE)
@@ -318,7 +328,8 @@ FLOPSPROF_BUILTIN_FORWARDS(FLOPSPROF_DEFINE)
                                         const c10::optional<at::IntArrayRef>& output_size) {      \
     using Real = at::Tensor (*)(type*, const at::Tensor&, const c10::optional<at::IntArrayRef>&); \
     static const Real real = flopsprof::detail::next_definition<Real>(mangled);                   \
-    flopsprof::detail::BuiltinCall call(static_cast<const torch::nn::Module*>(self));             \
+    flopsprof::detail::BuiltinCall call(static_cast<const torch::nn::Module*>(self),              \
+                                        typeid(type));                                            \
     return real(self, input, output_size);                                                        \
   }
 FLOPSPROF_TRANSPOSED_CONVS(FLOPSPROF_DEFINE_TRANSPOSED)
@@ -337,14 +348,14 @@ FLOPSPROF_TRANSPOSED_CONVS(FLOPSPROF_DEFINE_TRANSPOSED)
     torch::nn::InstanceNorm2dImpl)                                                                \
   X("_ZN5torch2nn18InstanceNorm3dImpl16_check_input_dimERKN2at6TensorE",                          \
     torch::nn::InstanceNorm3dImpl)
-#define FLOPSPROF_DEFINE_CHECK(mangled, type)                                               \
-  void FLOPSPROF_CAT(flopsprof_check_, __LINE__)(type * self,                               \
-                                                 const at::Tensor& input) __asm__(mangled); \
-  void FLOPSPROF_CAT(flopsprof_check_, __LINE__)(type * self, const at::Tensor& input) {    \
-    using Real = void (*)(type*, const at::Tensor&);                                        \
-    static const Real real = flopsprof::detail::next_definition<Real>(mangled);             \
-    real(self, input); /* a wrong input throws: no call starts */                           \
-    flopsprof::detail::mark_call_start(static_cast<const torch::nn::Module*>(self));        \
+#define FLOPSPROF_DEFINE_CHECK(mangled, type)                                                      \
+  void FLOPSPROF_CAT(flopsprof_check_, __LINE__)(type * self,                                      \
+                                                 const at::Tensor& input) __asm__(mangled);        \
+  void FLOPSPROF_CAT(flopsprof_check_, __LINE__)(type * self, const at::Tensor& input) {           \
+    using Real = void (*)(type*, const at::Tensor&);                                               \
+    static const Real real = flopsprof::detail::next_definition<Real>(mangled);                    \
+    real(self, input); /* a wrong input throws: no call starts */                                  \
+    flopsprof::detail::mark_call_start(static_cast<const torch::nn::Module*>(self), typeid(type)); \
   }
 FLOPSPROF_INPUT_CHECKS(FLOPSPROF_DEFINE_CHECK)
 #undef FLOPSPROF_DEFINE_CHECK
