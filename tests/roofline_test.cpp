@@ -634,6 +634,37 @@ TEST(RooflineRun, EveryFlaggedRowIsInTheTableAndABlendedCeilingIsSaid) {
   }
 }
 
+// A cache level that measured no faster than main memory (this VM's 480 MiB "L3" at 15.06 GB/s
+// against DRAM's 14.61): the memory overshoot line says that work placed there is held to DRAM's
+// ceiling and that measuring again will not raise it; with L3 2 x DRAM's, it does not.
+TEST(RooflineRun, ACacheLevelNoFasterThanMainMemoryIsSaidOnTheOvershootLine) {
+  for (const char* levels : {"L1:32K=1e9,L3:1G=1.05e6,DRAM=1e6", "L1:32K=1e9,L3:1G=2e6,DRAM=1e6"}) {
+    SCOPED_TRACE(levels);
+    TwoSizes model;
+    flopsprof::ProfilerOptions o;
+    o.roofline.set_peak_flops(1e15);  // all memory-bound, and far above 1-2 MB/s
+    o.roofline.bandwidth_levels = flopsprof::parse_bandwidth_levels(levels);
+    FlopsProfiler prof(model, o);
+    torch::NoGradGuard no_grad;
+    prof.start_profile();
+    model->forward(torch::randn({2048}), torch::randn({8192}));
+    prof.stop_profile();
+    std::string line;
+    for (const auto& p : prof.result().problems) {
+      if (p.rfind("roofline: ", 0) == 0 && p.find("their memory ceiling") != std::string::npos)
+        line = p;
+    }
+    ASSERT_FALSE(line.empty()) << ::testing::PrintToString(prof.result().problems);
+    const bool close = std::string(levels).find("=1.05e6") != std::string::npos;
+    EXPECT_EQ(line.find("L3 measured within 10% of DRAM (1.05 MB/s against 1.00 MB/s"
+                        ": a cache shared with other tenants or larger than this process's "
+                        "share of it), so work placed in L3 is held to about DRAM's ceiling, and "
+                        "measuring again will not raise it") != std::string::npos,
+              close)
+        << line;
+  }
+}
+
 // Issue 45: with a low given ceiling (1e8 FLOP/s and B/s, as FLOPSPROF_PEAK_*=1e8), a training
 // step's shares stand far above it: every one above the tolerance is flagged, in every phase, and
 // one problems line per side counts them all (19 of 29 modules carried no flag before).

@@ -282,6 +282,25 @@ std::string overshoot_line(const Overshoot& w, bool memory, const MachinePeaks& 
     causes.push_back(
         "its working set sat in a faster level than its size says (data the op before left "
         "in cache, or split over the cores' caches)");
+    // A cache level no faster than main memory (a virtual machine's cache shared with other
+    // tenants, or larger than this process's share of it): work placed there is held to main
+    // memory's ceiling, which no new measurement raises.
+    const BandwidthLevel* main = nullptr;
+    for (const BandwidthLevel& l : m.bandwidth_by_level) {
+      if (l.capacity_bytes == 0) main = &l;
+    }
+    for (const BandwidthLevel& l : m.bandwidth_by_level) {
+      if (main == nullptr || l.capacity_bytes == 0 || l.bytes_per_s <= 0 ||
+          l.bytes_per_s > (1 + kCeilingTolerance) * main->bytes_per_s)
+        continue;
+      causes.push_back(fmt::format(
+          "{} measured within {:.0f}% of {} ({} against {}: a cache shared with other tenants "
+          "or larger than this process's share of it), so work placed in {} is held to about "
+          "{}'s ceiling, and measuring again will not raise it: read its share as one of {}",
+          l.name, 100 * kCeilingTolerance, main->name, bandwidth_to_string(l.bytes_per_s),
+          bandwidth_to_string(main->bytes_per_s), l.name, main->name, main->name));
+      break;
+    }
   } else if (m.flops_source.rfind("measured", 0) == 0) {
     causes.push_back(
         "that work's kernels ran faster than the kernels the peak was measured with (the "
