@@ -312,6 +312,27 @@ void summary_gpu(std::string& out, const ProfileResult& r) {
 // Whether the profile's ops were captured by the dispatcher interceptor.
 bool w_dispatch(const ProfileResult& r) { return r.workload.capture == "dispatch"; }
 
+// What the correction's in-place timings added (LatencyCorrection::*_in_place_ns), as the
+// correction line's clause: only the kinds they added to (to the nearest ns); "" when none were
+// timed.
+std::string in_place_text(const LatencyCorrection& c) {
+  if (c.in_place_samples == 0) return {};
+  std::vector<std::string> added;
+  for (const auto& [ns, per] : {std::pair{c.op_in_place_ns, "op"},
+                                std::pair{c.boxed_op_in_place_ns, "op through the boxed fallback"},
+                                std::pair{c.call_in_place_ns, "module call"}}) {
+    if (ns >= 0.5) added.push_back(fmt::format("{:.0f} ns per {}", ns, per));
+  }
+  if (added.empty()) {
+    return fmt::format(
+        "; its code timed in place on {} record halves cost no more than calibrated (or too few "
+        "of a kind were timed to tell)",
+        c.in_place_samples);
+  }
+  return fmt::format(", with what its code cost in place above that: {} ({} record halves timed)",
+                     fmt::join(added, ", "), c.in_place_samples);
+}
+
 // What the counts do not cover: ops without a formula, ops placed by inference; the timer.
 void summary_coverage(std::string& out, const ProfileResult& r) {
   // The model's forward only; the table below also lists those of the other phases.
@@ -367,13 +388,7 @@ void summary_coverage(std::string& out, const ProfileResult& r) {
                          " ({} through the boxed fallback)",
                          duration_to_string((c.boxed_op_inner_ns + c.boxed_op_outer_ns) * 1e-9))
                    : std::string(),
-             duration_to_string((c.call_inner_ns + c.call_outer_ns) * 1e-9),
-             c.in_place_samples == 0
-                 ? std::string()
-                 : fmt::format(", with what its code cost in place above that: {} per "
-                               "op, {} per call, {} record halves timed",
-                               duration_to_string(c.op_in_place_ns * 1e-9),
-                               duration_to_string(c.call_in_place_ns * 1e-9), c.in_place_samples),
+             duration_to_string((c.call_inner_ns + c.call_outer_ns) * 1e-9), in_place_text(c),
              duration_to_string(r.duration_raw_s), duration_to_string(r.duration_s)));
   } else if (!c.reason.empty()) {
     line(out, "latency correction", "none (latencies include flopsprof's own cost): " + c.reason);
